@@ -1,0 +1,137 @@
+import cookie from '@fastify/cookie';
+import csrf from '@fastify/csrf-protection';
+import formbody from '@fastify/formbody';
+import helmet from '@fastify/helmet';
+import rateLimit from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import scalar from '@scalar/fastify-api-reference';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Config } from './config.ts';
+import type { AppContext } from './context.ts';
+import type { DatabaseHandle } from './db/database.ts';
+import { registerBearerAuth } from './http/auth.ts';
+import { registerErrorHandling } from './http/errors.ts';
+import { registerIdempotency } from './http/idempotency.ts';
+import { Problem } from './http/schemas.ts';
+import { validatorCompiler } from './http/validation.ts';
+import type { Clock } from './lib/clock.ts';
+import { SecretBox } from './lib/crypto.ts';
+import { registerAccountTokenResolvers } from './modules/accounts/authenticate.ts';
+import { accountsRoutes } from './modules/accounts/routes.ts';
+import { registerShipmentModule, shipmentsRoutes } from './modules/shipments/routes.ts';
+import { webRoutes } from './web/routes.ts';
+
+export interface BuildOptions {
+  config: Readonly<Config>;
+  database: DatabaseHandle;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** The services' shared context: built once, handed to every module. */
+export function buildContext(options: BuildOptions): AppContext {
+  const ctx: AppContext = {
+    config: options.config,
+    db: options.database.db,
+    database: options.database,
+    clock: options.clock,
+    log: options.logger,
+    secrets: new SecretBox(options.config.secretKey),
+    eventSinks: [],
+    tokenResolvers: new Map(),
+    afterCommitHooks: [],
+  };
+  registerAccountTokenResolvers(ctx);
+  registerShipmentModule(ctx);
+  return ctx;
+}
+
+/** The composition root: every capability's routes, registered in one place. */
+export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: ctx.log as FastifyBaseLogger,
+    trustProxy: true,
+    bodyLimit: 1024 * 1024,
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.addSchema(Problem);
+  registerErrorHandling(app);
+
+  await app.register(helmet, {
+    contentSecurityPolicy: {
+      directives: {
+        defaultSrc: ["'self'"],
+        scriptSrc: ["'self'"],
+        styleSrc: ["'self'"],
+        imgSrc: ["'self'", 'data:'],
+        formAction: ["'self'"],
+        frameAncestors: ["'none'"],
+        baseUri: ["'none'"],
+        objectSrc: ["'none'"],
+        upgradeInsecureRequests: null,
+      },
+    },
+    frameguard: { action: 'deny' },
+    hsts: ctx.config.secureCookies,
+    crossOriginEmbedderPolicy: false,
+  });
+  await app.register(rateLimit, { global: false });
+  await app.register(formbody, { bodyLimit: 64 * 1024 });
+  await app.register(cookie);
+  await app.register(csrf, {
+    sessionPlugin: '@fastify/cookie',
+    cookieOpts: {
+      path: '/',
+      sameSite: 'lax',
+      httpOnly: true,
+      secure: ctx.config.secureCookies,
+      signed: false,
+    },
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Waybill API',
+        version: '1.0.0',
+        description:
+          'Shipments, webhook endpoints and the app platform of Waybill. Errors are RFC 9457 problem details with a stable `code`.',
+      },
+      servers: [{ url: ctx.config.baseUrl }],
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'ust_, sk_live_, sk_test_ or atk_live_' },
+        },
+      },
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  await app.register(scalar, {
+    routePrefix: '/docs',
+    configuration: { title: 'Waybill API reference' },
+    hooks: {
+      onRequest: async (_request, reply) => {
+        // The reference page is a script bundle of its own; it gets a looser policy than our pages.
+        reply.header(
+          'content-security-policy',
+          "default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; frame-ancestors 'none'",
+        );
+      },
+    },
+  });
+
+  registerBearerAuth(app, ctx);
+  registerIdempotency(app, ctx);
+
+  await app.register(accountsRoutes(ctx));
+  await app.register(shipmentsRoutes(ctx));
+  await app.register(webRoutes(ctx));
+
+  return app;
+}

@@ -1,0 +1,150 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import ipaddr from 'ipaddr.js';
+
+/**
+ * Configuration, read once from the environment at start, checked, and frozen.
+ * Nothing else reads process.env (STYLE.md 8). Every key is documented in CONTRACT.md and README.md.
+ */
+export interface Config {
+  port: number;
+  host: string;
+  database: { kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string | null };
+  baseUrl: string;
+  webUrl: string;
+  secretKey: Buffer;
+  smtpUrl: string | null;
+  reviewerEmails: ReadonlySet<string>;
+  webhookAllowPrivate: readonly string[];
+  demo: boolean;
+  logLevel: string;
+  /** Development conveniences are on when the web address is plain http on localhost. */
+  secureCookies: boolean;
+}
+
+export class ConfigError extends Error {
+  readonly problems: string[];
+
+  constructor(problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function originOf(name: string, value: string, problems: string[]): string {
+  try {
+    const url = new URL(value);
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error('scheme');
+    if (url.search || url.hash || url.username || url.password) throw new Error('extra parts');
+    // The OAuth issuer has no trailing slash (RFC 8414 section 2, RFC 9207).
+    return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
+  } catch {
+    problems.push(`${name} must be an http(s) URL without query, fragment or credentials (got "${value}")`);
+    return '';
+  }
+}
+
+function secretKeyFor(env: Env, database: Config['database'], problems: string[]): Buffer {
+  const raw = env.WAYBILL_SECRET_KEY;
+  if (raw) {
+    const key = /^[0-9a-f]{64}$/i.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+    if (key.length !== 32) {
+      problems.push('WAYBILL_SECRET_KEY must be 32 bytes, as 64 hex characters or base64');
+    }
+    return key;
+  }
+  if (database.kind === 'postgres') {
+    problems.push(
+      'WAYBILL_SECRET_KEY is required with PostgreSQL (32 bytes as hex or base64: openssl rand -hex 32)',
+    );
+    return Buffer.alloc(32);
+  }
+  if (database.dataDir === null) return randomBytes(32);
+  // The embedded engine keeps its key beside its data, created once.
+  const keyFile = join(database.dataDir, '..', 'secret.key');
+  if (!existsSync(keyFile)) {
+    mkdirSync(join(database.dataDir, '..'), { recursive: true });
+    writeFileSync(keyFile, randomBytes(32).toString('hex'), { mode: 0o600 });
+  }
+  return Buffer.from(readFileSync(keyFile, 'utf8').trim(), 'hex');
+}
+
+export function loadConfig(env: Env = process.env): Readonly<Config> {
+  const problems: string[] = [];
+
+  const portText = env.PORT ?? '3000';
+  const port = Number(portText);
+  if (!/^\d+$/.test(portText) || port > 65535)
+    problems.push(`PORT must be a port number 0-65535 (got "${portText}")`);
+  const host = env.HOST || '127.0.0.1';
+
+  const dbUrl = env.WAYBILL_DATABASE_URL || './data/pglite';
+  let database: Config['database'];
+  if (/^postgres(ql)?:\/\//.test(dbUrl)) database = { kind: 'postgres', url: dbUrl };
+  else if (dbUrl === 'memory:') database = { kind: 'pglite', dataDir: null };
+  else if (dbUrl.includes('://')) {
+    problems.push(`WAYBILL_DATABASE_URL must be postgres://..., a folder path, or memory: (got "${dbUrl}")`);
+    database = { kind: 'pglite', dataDir: null };
+  } else database = { kind: 'pglite', dataDir: resolve(dbUrl) };
+
+  const shownPort = port === 0 ? 3000 : port;
+  const baseUrl = originOf(
+    'WAYBILL_BASE_URL',
+    env.WAYBILL_BASE_URL || `http://localhost:${shownPort}`,
+    problems,
+  );
+  const webUrl = originOf(
+    'WAYBILL_WEB_URL',
+    env.WAYBILL_WEB_URL || baseUrl || `http://localhost:${shownPort}`,
+    problems,
+  );
+
+  const demoText = env.WAYBILL_DEMO ?? '1';
+  if (!['0', '1'].includes(demoText)) problems.push(`WAYBILL_DEMO must be 0 or 1 (got "${demoText}")`);
+  // The demo's reviewer is a reviewer unless the operator names the reviewers.
+  const reviewerList = env.WAYBILL_REVIEWER_EMAILS ?? (demoText === '1' ? 'reviewer@demo.waybill.test' : '');
+  const reviewerEmails = new Set(
+    reviewerList
+      .split(',')
+      .map((e) => e.trim().toLowerCase())
+      .filter(Boolean),
+  );
+
+  const webhookAllowPrivate = (env.WAYBILL_WEBHOOK_ALLOW_PRIVATE ?? '')
+    .split(',')
+    .map((c) => c.trim())
+    .filter(Boolean);
+  for (const cidr of webhookAllowPrivate) {
+    try {
+      ipaddr.parseCIDR(cidr);
+    } catch {
+      problems.push(`WAYBILL_WEBHOOK_ALLOW_PRIVATE must list CIDRs such as 127.0.0.1/32 (got "${cidr}")`);
+    }
+  }
+
+  const smtpUrl = env.WAYBILL_SMTP_URL || null;
+  if (smtpUrl && !/^smtps?:\/\//.test(smtpUrl))
+    problems.push(`WAYBILL_SMTP_URL must be smtp:// or smtps:// (got "${smtpUrl}")`);
+
+  const secretKey = secretKeyFor(env, database, problems);
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  return Object.freeze({
+    port,
+    host,
+    database,
+    baseUrl,
+    webUrl,
+    secretKey,
+    smtpUrl,
+    reviewerEmails,
+    webhookAllowPrivate: Object.freeze(webhookAllowPrivate),
+    demo: demoText === '1',
+    logLevel: env.WAYBILL_LOG_LEVEL || 'info',
+    secureCookies: webUrl.startsWith('https://'),
+  });
+}

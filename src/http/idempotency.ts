@@ -1,0 +1,109 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { AppContext } from '../context.ts';
+import { DAY } from '../lib/clock.ts';
+import { AppError } from '../lib/errors.ts';
+import { credentialKey } from '../modules/accounts/access.ts';
+
+export const IDEMPOTENCY_TTL_MS = DAY;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    idempotency: { scope: string; key: string } | null;
+  }
+}
+
+function requestHash(request: FastifyRequest): string {
+  return createHash('sha256')
+    .update(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`)
+    .digest('base64url');
+}
+
+/**
+ * `Idempotency-Key` on every POST of the API (CONTRACT.md): the same key with the same request
+ * answers the first answer again; with another request, 409 idempotency.key_reused. Keys are
+ * scoped to the credential that sent them and kept 24 h. Server errors are not kept, so a retry runs.
+ */
+export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void {
+  app.decorateRequest('idempotency', null);
+
+  app.addHook('preHandler', async (request, reply) => {
+    if (request.method !== 'POST' || !request.url.startsWith('/v1/')) return;
+    const key = request.headers['idempotency-key'];
+    if (typeof key !== 'string' || key === '') return;
+    if (key.length > 255)
+      throw new AppError('validation.failed', 'Idempotency-Key is at most 255 characters', {
+        errors: [{ path: 'headers:/idempotency-key', message: 'must NOT have more than 255 characters' }],
+      });
+    const scope = request.principal ? credentialKey(request.principal) : `ip:${request.ip}`;
+    const hash = requestHash(request);
+    const now = ctx.clock.now();
+    // A key older than the window is forgotten: the same key starts anew.
+    await ctx.db
+      .deleteFrom('idempotency_keys')
+      .where('scope', '=', scope)
+      .where('key', '=', key)
+      .where('created_at', '<', new Date(now.getTime() - IDEMPOTENCY_TTL_MS))
+      .execute();
+    const claimed = await ctx.db
+      .insertInto('idempotency_keys')
+      .values({ scope, key, request_hash: hash, response_status: null, response_body: null, created_at: now })
+      .onConflict((oc) => oc.columns(['scope', 'key']).doNothing())
+      .returning('key')
+      .executeTakeFirst();
+    if (claimed) {
+      request.idempotency = { scope, key };
+      return;
+    }
+    const stored = await ctx.db
+      .selectFrom('idempotency_keys')
+      .selectAll()
+      .where('scope', '=', scope)
+      .where('key', '=', key)
+      .executeTakeFirst();
+    if (!stored) throw new AppError('idempotency.in_progress');
+    if (stored.request_hash !== hash) throw new AppError('idempotency.key_reused');
+    if (stored.response_status === null) throw new AppError('idempotency.in_progress');
+    const body = stored.response_body ?? '';
+    reply
+      .code(stored.response_status)
+      .header('idempotent-replayed', 'true')
+      .type(stored.response_status >= 400 ? 'application/problem+json' : 'application/json');
+    return reply.send(body);
+  });
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    const claim = request.idempotency;
+    if (!claim) return payload;
+    request.idempotency = null;
+    const where = ctx.db
+      .updateTable('idempotency_keys')
+      .where('scope', '=', claim.scope)
+      .where('key', '=', claim.key);
+    if (reply.statusCode >= 500) {
+      await ctx.db
+        .deleteFrom('idempotency_keys')
+        .where('scope', '=', claim.scope)
+        .where('key', '=', claim.key)
+        .execute();
+    } else {
+      const body =
+        typeof payload === 'string'
+          ? payload
+          : payload === null || payload === undefined
+            ? ''
+            : String(payload);
+      await where.set({ response_status: reply.statusCode, response_body: body }).execute();
+    }
+    return payload;
+  });
+}
+
+/** Forgets keys past the window; run by the periodic cleaner. */
+export async function purgeIdempotencyKeys(ctx: AppContext): Promise<number> {
+  const result = await ctx.db
+    .deleteFrom('idempotency_keys')
+    .where('created_at', '<', new Date(ctx.clock.now().getTime() - IDEMPOTENCY_TTL_MS))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

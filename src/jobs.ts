@@ -1,0 +1,34 @@
+import type { AppContext } from './context.ts';
+import { purgeIdempotencyKeys } from './http/idempotency.ts';
+import { HOUR } from './lib/clock.ts';
+
+export interface BackgroundJob {
+  name: string;
+  /** How often it runs, in real time (not the injected clock: this is a timer, not a rule). */
+  everyMs: number;
+  run(ctx: AppContext): Promise<unknown>;
+}
+
+/** Periodic housekeeping; modules add their own (history retention, key expiry). */
+export const housekeeping: BackgroundJob[] = [
+  { name: 'idempotency-keys', everyMs: HOUR, run: purgeIdempotencyKeys },
+];
+
+export interface Runner {
+  stop(): Promise<void>;
+}
+
+export function startHousekeeping(ctx: AppContext, jobs: BackgroundJob[] = housekeeping): Runner {
+  const timers = jobs.map((job) => {
+    const timer = setInterval(() => {
+      job.run(ctx).catch((err: unknown) => ctx.log.error({ err, job: job.name }, 'housekeeping job failed'));
+    }, job.everyMs);
+    timer.unref();
+    return timer;
+  });
+  return {
+    async stop() {
+      for (const timer of timers) clearInterval(timer);
+    },
+  };
+}

@@ -1,0 +1,81 @@
+/**
+ * The closed list of problem codes of the API, each with its HTTP status and title.
+ * Services throw AppError with one of these; src/http/errors.ts turns it into RFC 9457 problem details.
+ * OAuth endpoint errors are separate (src/modules/oauth/errors.ts): they follow RFC 6749.
+ */
+export const problemCodes = {
+  'request.malformed_json': [400, 'The body is not valid JSON'],
+  'request.unsupported_media_type': [415, 'Unsupported content type'],
+  'request.body_too_large': [413, 'The body is too large'],
+  'request.not_found': [404, 'No such route'],
+  'request.method_not_allowed': [405, 'Method not allowed'],
+  'validation.failed': [400, 'The request is not valid'],
+  rate_limited: [429, 'Too many requests'],
+  'auth.invalid_token': [401, 'Missing, unknown, expired or revoked token'],
+  'auth.invalid_credentials': [401, 'Wrong e-mail or password'],
+  'auth.insufficient_scope': [403, 'The token or role does not allow this call'],
+  'auth.session_required': [403, "This call needs a signed-in person's token"],
+  'user.email_taken': [409, 'An account with this e-mail exists'],
+  'user.not_found': [404, 'No such person'],
+  'company.not_found': [404, 'No such company'],
+  'member.not_found': [404, 'No such member'],
+  'member.already_exists': [409, 'That person is already a member'],
+  'member.last_owner': [409, 'A company keeps at least one owner'],
+  'customer_account.not_found': [404, 'No such merchant account'],
+  'api_token.not_found': [404, 'No such API token'],
+  'shipment.not_found': [404, 'No such shipment'],
+  'shipment.invalid_transition': [409, 'That status move is not allowed'],
+  'shipment.invalid_currency': [400, 'Unknown currency'],
+  'shipment.invalid_cod': [400, 'Cash on delivery needs an amount'],
+  'idempotency.key_reused': [409, 'The Idempotency-Key was used with another request'],
+  'idempotency.in_progress': [409, 'A request with this Idempotency-Key is still running'],
+  'webhook_endpoint.not_found': [404, 'No such webhook endpoint'],
+  'webhook_endpoint.url_not_allowed': [422, 'The URL is not allowed'],
+  'webhook_endpoint.limit_reached': [409, 'The webhook endpoint limit is reached'],
+  'webhook_endpoint.invalid_event_type': [400, 'Unknown event type'],
+  'webhook_endpoint.disabled': [409, 'The webhook endpoint is disabled'],
+  'webhook_delivery.not_found': [404, 'No such webhook delivery'],
+  'installation.not_found': [404, 'No such installation'],
+  'app.not_found': [404, 'No such app'],
+  'app.published_requires_review': [409, 'A published app changes this field through review'],
+  'app.invalid_redirect_uri': [400, 'Redirect URI not allowed'],
+  'app.invalid_scope': [400, 'Unknown scope'],
+  'app.not_confidential': [409, 'A public app has no client secret'],
+  'app.suspended': [409, 'The app is suspended'],
+  'submission.not_found': [404, 'No such submission'],
+  'submission.already_pending': [409, 'A submission is already waiting'],
+  'submission.cooling_down': [429, 'Too many rejections: new submissions wait'],
+  'submission.invalid_state': [409, 'The submission cannot move from its state'],
+  'submission.requirements_missing': [422, 'The app lacks what a submission needs'],
+  'privacy_request.not_found': [404, 'No such privacy request'],
+  internal: [500, 'Internal error'],
+} as const satisfies Record<string, readonly [number, string]>;
+
+export type ProblemCode = keyof typeof problemCodes;
+
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+/** An expected failure with a stable code. Anything else thrown is a bug and answers an empty 500. */
+export class AppError extends Error {
+  readonly code: ProblemCode;
+  readonly status: number;
+  readonly title: string;
+  readonly extra: Record<string, unknown>;
+
+  constructor(code: ProblemCode, detail?: string, extra: Record<string, unknown> = {}) {
+    const [status, title] = problemCodes[code];
+    super(detail ?? title);
+    this.name = 'AppError';
+    this.code = code;
+    this.status = status;
+    this.title = title;
+    this.extra = extra;
+  }
+}
+
+export function validationError(errors: FieldError[], detail = 'The request is not valid'): AppError {
+  return new AppError('validation.failed', detail, { errors });
+}

@@ -1,0 +1,64 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+
+/** Prefixes of public identifiers (CONTRACT.md, Conventions). */
+export type IdPrefix =
+  | 'usr'
+  | 'acct'
+  | 'inst'
+  | 'app'
+  | 'shp'
+  | 'evt'
+  | 'we'
+  | 'dlv'
+  | 'sub'
+  | 'prq'
+  | 'tok'
+  | 'ses'
+  | 'mem'
+  | 'att'
+  | 'grt'
+  | 'aud'
+  | 'mail';
+
+/** Prefixes of secrets handed out once and stored only as hashes. */
+export type SecretPrefix = 'ust_' | 'sk_live_' | 'sk_test_' | 'atk_live_' | 'atr_' | 'atc_' | 'aps_';
+
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** Base62 of uniformly random bytes (rejection sampling keeps every character equally likely). */
+export function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < 248) out += ALPHABET[byte % 62];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+/** `prefix_` + 22 base62 characters: about 131 bits, enough that ids are never guessed. */
+export function newId(prefix: IdPrefix): string {
+  return `${prefix}_${randomBase62(22)}`;
+}
+
+export function newTenantId(): string {
+  return randomUUID();
+}
+
+/** A bearer secret: prefix + 43 base62 characters (256 bits of entropy). */
+export function newSecret(prefix: SecretPrefix): string {
+  return `${prefix}${randomBase62(43)}`;
+}
+
+/** Secrets are looked up by their SHA-256; the plain value is never stored. */
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('base64url');
+}
+
+export function tokenPrefixOf(secret: string): SecretPrefix | null {
+  for (const prefix of ['ust_', 'sk_live_', 'sk_test_', 'atk_live_', 'atr_', 'atc_', 'aps_'] as const) {
+    if (secret.startsWith(prefix)) return prefix;
+  }
+  return null;
+}

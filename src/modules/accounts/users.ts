@@ -1,0 +1,126 @@
+import type { AppContext } from '../../context.ts';
+import { addMs, DAY } from '../../lib/clock.ts';
+import { hashPassword, passwordDecoy, verifyPassword } from '../../lib/crypto.ts';
+import { AppError } from '../../lib/errors.ts';
+import { hashSecret, newId, newSecret } from '../../lib/ids.ts';
+import type { UsersTable } from './tables.ts';
+
+export const SESSION_LIFETIME_MS = 14 * DAY;
+
+export interface Person {
+  id: string;
+  email: string;
+  name: string;
+  is_reviewer: boolean;
+  created_at: string;
+}
+
+export function presentPerson(
+  ctx: AppContext,
+  row: Pick<UsersTable, 'id' | 'email' | 'name' | 'created_at'>,
+): Person {
+  return {
+    id: row.id,
+    email: row.email,
+    name: row.name,
+    is_reviewer: ctx.config.reviewerEmails.has(row.email),
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+export async function signUp(
+  ctx: AppContext,
+  input: { email: string; password: string; name: string },
+): Promise<Person> {
+  const email = normalizeEmail(input.email);
+  const now = ctx.clock.now();
+  const row = {
+    id: newId('usr'),
+    email,
+    name: input.name.trim(),
+    password_hash: await hashPassword(input.password),
+    created_at: now,
+    updated_at: now,
+  };
+  const inserted = await ctx.db
+    .insertInto('users')
+    .values(row)
+    .onConflict((oc) => oc.column('email').doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  if (!inserted) throw new AppError('user.email_taken');
+  return presentPerson(ctx, row);
+}
+
+export interface SessionGrant {
+  token: string;
+  expires_at: string;
+  user: Person;
+}
+
+export async function signIn(
+  ctx: AppContext,
+  input: { email: string; password: string },
+): Promise<SessionGrant> {
+  const user = await ctx.db
+    .selectFrom('users')
+    .selectAll()
+    .where('email', '=', normalizeEmail(input.email))
+    .executeTakeFirst();
+  // Spend the same time whether or not the person exists.
+  const ok = await verifyPassword(input.password, user?.password_hash ?? (await passwordDecoy()));
+  if (!user || !ok) throw new AppError('auth.invalid_credentials');
+  return startSession(ctx, user);
+}
+
+export async function startSession(ctx: AppContext, user: UsersTable): Promise<SessionGrant> {
+  const token = newSecret('ust_');
+  const now = ctx.clock.now();
+  const expiresAt = addMs(now, SESSION_LIFETIME_MS);
+  await ctx.db
+    .insertInto('sessions')
+    .values({
+      id: newId('ses'),
+      user_id: user.id,
+      token_hash: hashSecret(token),
+      created_at: now,
+      expires_at: expiresAt,
+      revoked_at: null,
+    })
+    .execute();
+  return { token, expires_at: expiresAt.toISOString(), user: presentPerson(ctx, user) };
+}
+
+export async function signOut(ctx: AppContext, sessionId: string): Promise<void> {
+  await ctx.db
+    .updateTable('sessions')
+    .set({ revoked_at: ctx.clock.now() })
+    .where('id', '=', sessionId)
+    .where('revoked_at', 'is', null)
+    .execute();
+}
+
+/** Resolves a `ust_` token (API header or page cookie) to its live session. */
+export async function findSession(
+  ctx: AppContext,
+  token: string,
+): Promise<{ sessionId: string; userId: string } | null> {
+  const row = await ctx.db
+    .selectFrom('sessions')
+    .select(['id', 'user_id'])
+    .where('token_hash', '=', hashSecret(token))
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', ctx.clock.now())
+    .executeTakeFirst();
+  return row ? { sessionId: row.id, userId: row.user_id } : null;
+}
+
+export async function getPerson(ctx: AppContext, userId: string): Promise<Person> {
+  const row = await ctx.db.selectFrom('users').selectAll().where('id', '=', userId).executeTakeFirst();
+  if (!row) throw new AppError('user.not_found');
+  return presentPerson(ctx, row);
+}

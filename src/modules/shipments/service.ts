@@ -1,0 +1,293 @@
+import type { AppContext } from '../../context.ts';
+import { runAfterCommit } from '../../context.ts';
+import { afterCursor } from '../../db/paging.ts';
+import { AppError } from '../../lib/errors.ts';
+import { newId, randomBase62 } from '../../lib/ids.ts';
+import { type Page, type PageRequest, pageLimit, toPage } from '../../lib/paging.ts';
+import { canSee, requireScope, type TenantAccess } from '../accounts/access.ts';
+import { getCustomerAccountRow } from '../accounts/companies.ts';
+import { isCurrency } from './currencies.ts';
+import { recordEvents } from './events.ts';
+import { canMove, type ExceptionReason, eventTypesForMove } from './lifecycle.ts';
+import type { ShipmentsTable } from './tables.ts';
+
+export interface Parcel {
+  weight_grams: number;
+  length_mm?: number | null;
+  width_mm?: number | null;
+  height_mm?: number | null;
+  reference?: string | null;
+}
+
+/** A shipment as GET /v1/shipments/{id} returns it, and as data.shipment carries it. */
+export interface Shipment {
+  id: string;
+  tracking_number: string;
+  status: string;
+  external_ref: string | null;
+  customer_account_id: string | null;
+  recipient_name: string;
+  recipient_email: string | null;
+  recipient_phone: string | null;
+  payment_mode: string;
+  cod_amount_minor: number | null;
+  currency: string;
+  parcels: Parcel[];
+  livemode: boolean;
+  exception_reason: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface CreateShipmentInput {
+  recipient_name: string;
+  recipient_email?: string | null;
+  recipient_phone?: string | null;
+  external_ref?: string | null;
+  customer_account_id?: string | null;
+  payment_mode?: 'prepaid' | 'cod';
+  cod_amount_minor?: number | null;
+  currency: string;
+  parcels?: Parcel[];
+  status?: 'draft' | 'confirmed';
+}
+
+export function presentShipment(row: ShipmentsTable): Shipment {
+  const parcels = (typeof row.parcels === 'string' ? JSON.parse(row.parcels) : row.parcels) as Parcel[];
+  return {
+    id: row.id,
+    tracking_number: row.tracking_number,
+    status: row.status,
+    external_ref: row.external_ref,
+    customer_account_id: row.customer_account_id,
+    recipient_name: row.recipient_name,
+    recipient_email: row.recipient_email,
+    recipient_phone: row.recipient_phone,
+    payment_mode: row.payment_mode,
+    cod_amount_minor: row.cod_amount_minor === null ? null : Number(row.cod_amount_minor),
+    currency: row.currency,
+    parcels,
+    livemode: row.livemode,
+    exception_reason: row.exception_reason,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+function newTrackingNumber(): string {
+  return `WB${randomBase62(14).toUpperCase()}`;
+}
+
+function shipmentEventData(status: string, previousStatus: string | null, shipment: Shipment) {
+  return { status, previous_status: previousStatus, shipment };
+}
+
+export async function createShipment(
+  ctx: AppContext,
+  access: TenantAccess,
+  input: CreateShipmentInput,
+): Promise<Shipment> {
+  requireScope(access, 'shipments:write');
+  const currency = input.currency.toUpperCase();
+  if (!isCurrency(currency)) {
+    throw new AppError('shipment.invalid_currency', `${input.currency} is not an ISO 4217 currency code`, {
+      errors: [{ path: '/currency', message: 'must be an ISO 4217 code such as EUR' }],
+    });
+  }
+  const paymentMode = input.payment_mode ?? 'prepaid';
+  const cod = input.cod_amount_minor ?? null;
+  if (paymentMode === 'cod' && (cod === null || cod <= 0)) {
+    throw new AppError('shipment.invalid_cod', 'A cod shipment needs cod_amount_minor above 0', {
+      errors: [{ path: '/cod_amount_minor', message: 'required and above 0 when payment_mode is cod' }],
+    });
+  }
+  if (paymentMode === 'prepaid' && cod !== null && cod !== 0) {
+    throw new AppError('shipment.invalid_cod', 'A prepaid shipment has no cod_amount_minor', {
+      errors: [{ path: '/cod_amount_minor', message: 'only with payment_mode cod' }],
+    });
+  }
+  // A merchant-bound caller always creates in its own account.
+  let accountId = input.customer_account_id ?? null;
+  if (access.customerAccountId) {
+    if (accountId && accountId !== access.customerAccountId) throw new AppError('customer_account.not_found');
+    accountId = access.customerAccountId;
+  } else if (accountId) {
+    await getCustomerAccountRow(ctx, access.tenantId, accountId);
+  }
+  const now = ctx.clock.now();
+  const row: ShipmentsTable = {
+    id: newId('shp'),
+    tenant_id: access.tenantId,
+    customer_account_id: accountId,
+    livemode: access.livemode,
+    tracking_number: newTrackingNumber(),
+    status: input.status ?? 'confirmed',
+    external_ref: input.external_ref ?? null,
+    recipient_name: input.recipient_name,
+    recipient_email: input.recipient_email ?? null,
+    recipient_phone: input.recipient_phone ?? null,
+    payment_mode: paymentMode,
+    cod_amount_minor: paymentMode === 'cod' ? cod : null,
+    currency,
+    parcels: JSON.stringify(input.parcels ?? []),
+    exception_reason: null,
+    created_at: now,
+    updated_at: now,
+  };
+  const shipment = presentShipment(row);
+  await ctx.db.transaction().execute(async (trx) => {
+    await trx.insertInto('shipments').values(row).execute();
+    await recordEvents(ctx, trx, [
+      {
+        type: 'shipment.created',
+        tenantId: row.tenant_id,
+        livemode: row.livemode,
+        customerAccountId: accountId,
+        shipmentId: row.id,
+        createdAt: now,
+        data: shipmentEventData(row.status, null, shipment),
+      },
+    ]);
+  });
+  runAfterCommit(ctx);
+  return shipment;
+}
+
+async function findVisible(ctx: AppContext, access: TenantAccess, id: string): Promise<ShipmentsTable> {
+  const row = await ctx.db.selectFrom('shipments').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!row || !canSee(access, row)) throw new AppError('shipment.not_found');
+  return row;
+}
+
+export async function getShipment(ctx: AppContext, access: TenantAccess, id: string): Promise<Shipment> {
+  requireScope(access, 'shipments:read');
+  return presentShipment(await findVisible(ctx, access, id));
+}
+
+export async function listShipments(
+  ctx: AppContext,
+  access: TenantAccess,
+  filters: PageRequest & { status?: string; customer_account_id?: string },
+): Promise<Page<Shipment>> {
+  requireScope(access, 'shipments:read');
+  const limit = pageLimit(filters.limit);
+  let query = ctx.db
+    .selectFrom('shipments')
+    .selectAll()
+    .where('tenant_id', '=', access.tenantId)
+    .where('livemode', '=', access.livemode)
+    .where(afterCursor('shipments', filters.cursor));
+  if (access.customerAccountId) query = query.where('customer_account_id', '=', access.customerAccountId);
+  if (filters.customer_account_id)
+    query = query.where('customer_account_id', '=', filters.customer_account_id);
+  if (filters.status) query = query.where('status', '=', filters.status);
+  const rows = await query
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit + 1)
+    .execute();
+  return toPage(rows, limit, presentShipment);
+}
+
+export async function moveShipment(
+  ctx: AppContext,
+  access: TenantAccess,
+  id: string,
+  input: { status: string; exception_reason?: ExceptionReason | null },
+): Promise<Shipment> {
+  requireScope(access, 'shipments:write');
+  const reason = input.exception_reason ?? null;
+  if (reason && input.status !== 'exception') {
+    throw new AppError('validation.failed', 'exception_reason goes with the status exception', {
+      errors: [{ path: '/exception_reason', message: 'only with status exception' }],
+    });
+  }
+  const shipment = await ctx.db.transaction().execute(async (trx) => {
+    // The row lock orders concurrent moves of one shipment, so each sees the status the other left.
+    const current = await trx
+      .selectFrom('shipments')
+      .selectAll()
+      .where('id', '=', id)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!current || !canSee(access, current)) throw new AppError('shipment.not_found');
+    if (!canMove(current.status, input.status)) {
+      throw new AppError(
+        'shipment.invalid_transition',
+        `A shipment cannot move from ${current.status} to ${input.status}`,
+        {
+          from: current.status,
+          to: input.status,
+        },
+      );
+    }
+    const now = new Date(Math.max(ctx.clock.now().getTime(), current.updated_at.getTime() + 1));
+    const updated = await trx
+      .updateTable('shipments')
+      .set({
+        status: input.status,
+        exception_reason: input.status === 'exception' ? (reason ?? 'held') : null,
+        updated_at: now,
+      })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    const presented = presentShipment(updated);
+    await recordEvents(
+      ctx,
+      trx,
+      eventTypesForMove(input.status).map((type) => ({
+        type,
+        tenantId: updated.tenant_id,
+        livemode: updated.livemode,
+        customerAccountId: updated.customer_account_id,
+        shipmentId: updated.id,
+        createdAt: now,
+        data: shipmentEventData(updated.status, current.status, presented),
+      })),
+    );
+    return presented;
+  });
+  runAfterCommit(ctx);
+  return shipment;
+}
+
+export interface EventSummary {
+  id: string;
+  type: string;
+  shipment_id: string | null;
+  livemode: boolean;
+  created_at: string;
+  payload: string;
+}
+
+/** The events a caller can see, newest first (the dashboard's events list). */
+export async function listEvents(
+  ctx: AppContext,
+  access: TenantAccess,
+  filters: PageRequest & { shipment_id?: string },
+): Promise<Page<EventSummary>> {
+  requireScope(access, 'shipments:read');
+  const limit = pageLimit(filters.limit);
+  let query = ctx.db
+    .selectFrom('events')
+    .selectAll()
+    .where('tenant_id', '=', access.tenantId)
+    .where('livemode', '=', access.livemode)
+    .where(afterCursor('events', filters.cursor));
+  if (access.customerAccountId) query = query.where('customer_account_id', '=', access.customerAccountId);
+  if (filters.shipment_id) query = query.where('shipment_id', '=', filters.shipment_id);
+  const rows = await query
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit + 1)
+    .execute();
+  return toPage(rows, limit, (row) => ({
+    id: row.id,
+    type: row.type,
+    shipment_id: row.shipment_id,
+    livemode: row.livemode,
+    created_at: row.created_at.toISOString(),
+    payload: row.payload,
+  }));
+}

@@ -1,0 +1,94 @@
+import type { AppContext } from './context.ts';
+import type { TenantAccess } from './modules/accounts/access.ts';
+import { addMember, createCompany, createCustomerAccount, goLive } from './modules/accounts/companies.ts';
+import { SCOPES } from './modules/accounts/roles.ts';
+import { signUp } from './modules/accounts/users.ts';
+import { createShipment, moveShipment } from './modules/shipments/service.ts';
+
+export const DEMO_PASSWORD = 'waybill-demo-1';
+
+export const DEMO_PEOPLE = {
+  owner: { email: 'owner@demo.waybill.test', name: 'Olivia Owner' },
+  merchant: { email: 'merchant@demo.waybill.test', name: 'Marco Merchant' },
+  developer: { email: 'developer@demo.waybill.test', name: 'Dana Developer' },
+  reviewer: { email: 'reviewer@demo.waybill.test', name: 'Rene Reviewer' },
+} as const;
+
+export interface DemoSeed {
+  tenantId: string;
+  customerAccountId: string;
+  lines: string[];
+}
+
+/** Hooks other modules add to the demo (an app for the developer, a webhook endpoint). */
+export type DemoExtension = (
+  ctx: AppContext,
+  seed: DemoSeed,
+  people: Record<string, string>,
+) => Promise<void>;
+export const demoExtensions: DemoExtension[] = [];
+
+/** Seeds the demo on an empty database; does nothing when anyone has signed up already. */
+export async function seedDemo(ctx: AppContext): Promise<DemoSeed | null> {
+  const anyone = await ctx.db.selectFrom('users').select('id').limit(1).executeTakeFirst();
+  if (anyone) return null;
+
+  const people: Record<string, string> = {};
+  for (const [key, person] of Object.entries(DEMO_PEOPLE)) {
+    people[key] = (await signUp(ctx, { ...person, password: DEMO_PASSWORD })).id;
+  }
+  const ownerId = people.owner as string;
+  const company = await createCompany(ctx, ownerId, { name: 'Demo Logistics' });
+  await goLive(ctx, ownerId, company.id);
+  const merchant = await createCustomerAccount(ctx, ownerId, company.id, { name: 'Acme Store' });
+  await addMember(ctx, ownerId, company.id, {
+    email: DEMO_PEOPLE.merchant.email,
+    role: 'merchant_admin',
+    customer_account_id: merchant.id,
+  });
+
+  const access: TenantAccess = {
+    tenantId: company.id,
+    customerAccountId: null,
+    livemode: true,
+    scopes: new Set(SCOPES),
+    installationId: null,
+    userId: ownerId,
+    actor: ownerId,
+  };
+  const base = {
+    currency: 'EUR',
+    parcels: [{ weight_grams: 1200, length_mm: 300, width_mm: 200, height_mm: 100 }],
+  };
+  await createShipment(ctx, access, {
+    ...base,
+    recipient_name: 'Ada Lovelace',
+    external_ref: 'ORDER-1001',
+    status: 'draft',
+  });
+  const cod = await createShipment(ctx, access, {
+    ...base,
+    recipient_name: 'Grace Hopper',
+    customer_account_id: merchant.id,
+    payment_mode: 'cod',
+    cod_amount_minor: 4599,
+    external_ref: 'ACME-77',
+  });
+  await moveShipment(ctx, access, cod.id, { status: 'picked_up' });
+  await moveShipment(ctx, access, cod.id, { status: 'in_transit' });
+  await createShipment(ctx, { ...access, livemode: false }, { ...base, recipient_name: 'Test Recipient' });
+
+  const seed: DemoSeed = {
+    tenantId: company.id,
+    customerAccountId: merchant.id,
+    lines: [
+      `  company owner     ${DEMO_PEOPLE.owner.email}`,
+      `  merchant admin    ${DEMO_PEOPLE.merchant.email}`,
+      `  app developer     ${DEMO_PEOPLE.developer.email}`,
+      `  reviewer          ${DEMO_PEOPLE.reviewer.email}`,
+      `  password (all)    ${DEMO_PASSWORD}`,
+    ],
+  };
+  for (const extend of demoExtensions) await extend(ctx, seed, people);
+  return seed;
+}

@@ -1,0 +1,104 @@
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import pino from 'pino';
+import { buildApp, buildContext } from '../../src/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import type { AppContext } from '../../src/context.ts';
+import { openDatabase } from '../../src/db/database.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import { ManualClock } from '../../src/lib/clock.ts';
+import { randomBase62 } from '../../src/lib/ids.ts';
+import { TEMPLATE_PATH } from './pglite-template.ts';
+
+export const TEST_SECRET_KEY = '00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff';
+
+export interface TestWaybill {
+  ctx: AppContext;
+  app: FastifyInstance;
+  clock: ManualClock;
+  /** The listening address, e.g. http://localhost:40123 (also the OAuth issuer). */
+  url: string;
+  /** The PostgreSQL schema of this instance, when on PostgreSQL. */
+  schema: string | null;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  env?: Record<string, string>;
+  clock?: ManualClock;
+}
+
+export const engine = (process.env.WAYBILL_TEST_ENGINE ?? 'pglite') as 'pglite' | 'postgres';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/** Creates an empty schema on the test PostgreSQL server; each test file gets its own. */
+export async function createSchema(): Promise<string> {
+  const schema = `t_${randomBase62(12).toLowerCase()}`;
+  const client = new pg.Client({ connectionString: process.env.WAYBILL_TEST_DATABASE_URL });
+  await client.connect();
+  await client.query(`CREATE SCHEMA ${schema}`);
+  await client.end();
+  return schema;
+}
+
+export async function dropSchema(schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: process.env.WAYBILL_TEST_DATABASE_URL });
+  await client.connect();
+  await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  await client.end();
+}
+
+/**
+ * Starts a whole Waybill on a fresh database of the engine under test, listening on 127.0.0.1,
+ * with a manual clock. Tests talk to it over HTTP (app.inject or real requests to `url`).
+ */
+export async function startWaybill(options: StartOptions = {}): Promise<TestWaybill> {
+  const port = await freePort();
+  const postgresUrl = process.env.WAYBILL_TEST_DATABASE_URL;
+  const onPostgres = engine === 'postgres';
+  if (onPostgres && !postgresUrl) throw new Error('WAYBILL_TEST_DATABASE_URL is not set');
+  const config = loadConfig({
+    PORT: String(port),
+    WAYBILL_DATABASE_URL: onPostgres ? (postgresUrl as string) : 'memory:',
+    WAYBILL_SECRET_KEY: TEST_SECRET_KEY,
+    WAYBILL_DEMO: '0',
+    WAYBILL_REVIEWER_EMAILS: 'reviewer@example.test',
+    WAYBILL_WEBHOOK_ALLOW_PRIVATE: '127.0.0.0/8',
+    ...options.env,
+  });
+  const schema = onPostgres ? await createSchema() : null;
+  const database = await openDatabase(config, {
+    ...(schema ? { schema } : {}),
+    ...(onPostgres ? {} : { loadDataDir: new Blob([readFileSync(TEMPLATE_PATH)]) }),
+  });
+  await migrateToLatest(database.db);
+  const clock = options.clock ?? new ManualClock('2026-11-21T12:00:00.000Z');
+  const logger = pino({ level: process.env.WAYBILL_TEST_LOG ?? 'silent' });
+  const ctx = buildContext({ config, database, clock, logger });
+  const app = await buildApp(ctx);
+  await app.listen({ port, host: '127.0.0.1' });
+  return {
+    ctx,
+    app,
+    clock,
+    url: config.baseUrl,
+    schema,
+    async close() {
+      await app.close();
+      await database.close();
+      if (schema) await dropSchema(schema);
+    },
+  };
+}

@@ -1,0 +1,31 @@
+import { defineConfig } from 'vitest/config';
+
+// The suite runs on the embedded PGlite always, and on PostgreSQL as well when
+// WAYBILL_TEST_DATABASE_URL is set (CI sets it): the same files, one project per engine.
+const postgresUrl = process.env.WAYBILL_TEST_DATABASE_URL;
+
+const shared = {
+  include: ['test/**/*.test.ts'],
+  testTimeout: 30_000,
+  hookTimeout: 60_000,
+  pool: 'forks' as const,
+};
+
+export default defineConfig({
+  test: {
+    maxWorkers: 2,
+    projects: [
+      {
+        test: {
+          ...shared,
+          name: 'pglite',
+          env: { WAYBILL_TEST_ENGINE: 'pglite' },
+          globalSetup: ['test/support/pglite-template.ts'],
+        },
+      },
+      ...(postgresUrl
+        ? [{ test: { ...shared, name: 'postgres', env: { WAYBILL_TEST_ENGINE: 'postgres' } } }]
+        : []),
+    ],
+  },
+});
