@@ -1,5 +1,7 @@
 import type { AccountsTables } from '../modules/accounts/tables.ts';
+import type { OAuthTables } from '../modules/oauth/tables.ts';
 import type { ShipmentsTables } from '../modules/shipments/tables.ts';
+import type { WebhooksTables } from '../modules/webhooks/tables.ts';
 
 /** Every table, gathered from the module that owns it. */
-export interface Database extends AccountsTables, ShipmentsTables {}
+export interface Database extends AccountsTables, ShipmentsTables, WebhooksTables, OAuthTables {}

@@ -1,0 +1,67 @@
+export interface AppsTable {
+  id: string;
+  developer_id: string;
+  name: string;
+  description: string;
+  homepage_url: string | null;
+  privacy_url: string | null;
+  support_url: string | null;
+  /** jsonb arrays; written with JSON.stringify. */
+  redirect_uris: unknown;
+  scopes: unknown;
+  kind: 'confidential' | 'public';
+  client_secret_hash: string | null;
+  events_url: string | null;
+  events_secret_sealed: string;
+  events_previous_secret_sealed: string | null;
+  events_previous_secret_expires_at: Date | null;
+  status: 'private' | 'published' | 'delisted' | 'suspended';
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface InstallationsTable {
+  id: string;
+  app_id: string;
+  tenant_id: string;
+  customer_account_id: string | null;
+  /** The person who approved; app tokens act as them. */
+  user_id: string;
+  scopes: unknown;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface OAuthCodesTable {
+  code_hash: string;
+  app_id: string;
+  installation_id: string;
+  user_id: string;
+  redirect_uri: string;
+  code_challenge: string;
+  scopes: unknown;
+  created_at: Date;
+  expires_at: Date;
+  used_at: Date | null;
+}
+
+export interface OAuthTokensTable {
+  id: string;
+  token_hash: string;
+  kind: 'access' | 'refresh';
+  app_id: string;
+  installation_id: string;
+  user_id: string;
+  scopes: unknown;
+  created_at: Date;
+  expires_at: Date;
+  used_at: Date | null;
+  revoked_at: Date | null;
+}
+
+export interface OAuthTables {
+  apps: AppsTable;
+  installations: InstallationsTable;
+  oauth_codes: OAuthCodesTable;
+  oauth_tokens: OAuthTokensTable;
+}
