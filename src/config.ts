@@ -73,10 +73,14 @@ function secretKeyFor(env: Env, database: Config['database'], problems: string[]
   return Buffer.from(readFileSync(keyFile, 'utf8').trim(), 'hex');
 }
 
-export function loadConfig(env: Env = process.env): Readonly<Config> {
+/**
+ * `listeningPort`: the port the server really got when PORT is 0, so that the default public
+ * addresses (the OAuth issuer among them) name it; main.ts reloads the configuration with it.
+ */
+export function loadConfig(env: Env = process.env, listeningPort?: number): Readonly<Config> {
   const problems: string[] = [];
 
-  const portText = env.PORT ?? '3000';
+  const portText = listeningPort === undefined ? (env.PORT ?? '3000') : String(listeningPort);
   const port = Number(portText);
   if (!/^\d+$/.test(portText) || port > 65535)
     problems.push(`PORT must be a port number 0-65535 (got "${portText}")`);
@@ -91,15 +95,14 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     database = { kind: 'pglite', dataDir: null };
   } else database = { kind: 'pglite', dataDir: resolve(dbUrl) };
 
-  const shownPort = port === 0 ? 3000 : port;
   const baseUrl = originOf(
     'WAYBILL_BASE_URL',
-    env.WAYBILL_BASE_URL || `http://localhost:${shownPort}`,
+    env.WAYBILL_BASE_URL || `http://localhost:${port}`,
     problems,
   );
   const webUrl = originOf(
     'WAYBILL_WEB_URL',
-    env.WAYBILL_WEB_URL || baseUrl || `http://localhost:${shownPort}`,
+    env.WAYBILL_WEB_URL || baseUrl || `http://localhost:${port}`,
     problems,
   );
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { buildApp, buildContext } from './app.ts';
@@ -51,7 +52,20 @@ async function printDemo(ctx: AppContext): Promise<void> {
   if (seed) console.log(['Demo data created. Sign in with:', ...seed.lines].join('\n'));
 }
 
-async function serve(config: Readonly<Config>, withWorker: boolean): Promise<void> {
+/** A port the system has free now: PORT=0 asks for one, and the configuration must name it. */
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, host, () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+async function serve(given: Readonly<Config>, withWorker: boolean): Promise<void> {
+  const config = given.port === 0 ? loadConfig(undefined, await freePort(given.host)) : given;
   const { ctx } = await open(config);
   if (config.demo) await printDemo(ctx);
   const app = await buildApp(ctx);

@@ -65,7 +65,25 @@ export function toAppError(error: FastifyError): AppError | null {
   return null;
 }
 
+/**
+ * API bodies are JSON (spec section 4). Fastify would also parse text/plain, and the form plugin
+ * url-encoded bodies, so any other declared type on /v1 is refused before it is read.
+ */
+function refuseNonJsonApiBodies(request: FastifyRequest): void {
+  const type = request.headers['content-type'];
+  if (!type || !request.url.startsWith('/v1/')) return;
+  const mediaType = type.split(';')[0]?.trim().toLowerCase();
+  if (mediaType !== 'application/json') {
+    throw new AppError('request.unsupported_media_type', `Send the body as application/json, not ${mediaType}`);
+  }
+}
+
 export function registerErrorHandling(app: FastifyInstance): void {
+  // preParsing: after the security headers are set (onRequest), before the body is read.
+  app.addHook('preParsing', async (request, _reply, payload) => {
+    refuseNonJsonApiBodies(request);
+    return payload;
+  });
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const known = toAppError(error);
     if (known) return sendProblem(reply, known, request);

@@ -64,7 +64,7 @@ export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void
     if (!stored) throw new AppError('idempotency.in_progress');
     if (stored.request_hash !== hash) throw new AppError('idempotency.key_reused');
     if (stored.response_status === null) throw new AppError('idempotency.in_progress');
-    const body = stored.response_body ?? '';
+    const body = stored.response_body ? ctx.secrets.open(stored.response_body) : '';
     reply
       .code(stored.response_status)
       .header('idempotent-replayed', 'true')
@@ -93,7 +93,8 @@ export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void
           : payload === null || payload === undefined
             ? ''
             : String(payload);
-      await where.set({ response_status: reply.statusCode, response_body: body }).execute();
+      // Sealed: a first answer may carry a secret shown once (an API token, a session, a signing secret).
+      await where.set({ response_status: reply.statusCode, response_body: ctx.secrets.seal(body) }).execute();
     }
     return payload;
   });

@@ -5,7 +5,7 @@ import { hashSecret, newId, newSecret } from '../../lib/ids.ts';
 import { type Page, type PageRequest, pageLimit, toPage } from '../../lib/paging.ts';
 import type { Principal } from './access.ts';
 import { getCustomerAccountRow, requireRole } from './companies.ts';
-import { managesIntegrations, type Scope, scopesOfRole } from './roles.ts';
+import { allows, managesIntegrations, type Scope, scopesOfRole } from './roles.ts';
 import type { ApiTokensTable } from './tables.ts';
 
 export interface ApiToken {
@@ -57,7 +57,7 @@ export async function createApiToken(
   }
   if (accountId) await getCustomerAccountRow(ctx, tenantId, accountId);
   const held = scopesOfRole(membership.role);
-  const beyond = input.scopes.filter((scope) => !held.has(scope));
+  const beyond = input.scopes.filter((scope) => !allows(held, scope));
   if (beyond.length > 0) {
     throw new AppError('auth.insufficient_scope', `Your role cannot grant ${beyond.join(', ')}`);
   }

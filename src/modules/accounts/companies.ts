@@ -205,8 +205,10 @@ export async function addMember(
  */
 export async function removeMember(ctx: AppContext, userId: string, tenantId: string, memberUserId: string) {
   const leavingSelf = userId === memberUserId;
-  if (!leavingSelf) await requireRole(ctx, userId, tenantId, managesMembers);
+  const actor = leavingSelf ? null : await requireRole(ctx, userId, tenantId, managesMembers);
   await ctx.db.transaction().execute(async (trx) => {
+    // The company row lock orders concurrent removals, so two owners cannot remove each other at once.
+    await trx.selectFrom('companies').select('id').where('id', '=', tenantId).forUpdate().execute();
     const target = await trx
       .selectFrom('memberships')
       .selectAll()
@@ -215,6 +217,9 @@ export async function removeMember(ctx: AppContext, userId: string, tenantId: st
       .forUpdate()
       .executeTakeFirst();
     if (!target) throw new AppError('member.not_found');
+    if (target.role === 'owner' && actor && actor.role !== 'owner') {
+      throw new AppError('auth.insufficient_scope', 'Only an owner removes another owner');
+    }
     if (target.role === 'owner') {
       const owners = await trx
         .selectFrom('memberships')

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { bearerSecurity, errorResponses, Id, Page, PageQuery } from '../../http/schemas.ts';
@@ -28,9 +29,23 @@ import {
   ScopeName,
   TenantParams,
 } from './schemas.ts';
-import { getPerson, signIn, signOut, signUp } from './users.ts';
+import { getPerson, normalizeEmail, signIn, signOut, signUp } from './users.ts';
 
 const tags = ['People and companies'];
+
+/**
+ * Ten sign-in attempts a minute per client and e-mail. Keyed after the body is read (preHandler), on
+ * the socket's address rather than X-Forwarded-For, which a client could vary to escape the limit.
+ */
+const signInRateLimit = {
+  max: 10,
+  timeWindow: '1 minute',
+  hook: 'preHandler',
+  keyGenerator: (request: FastifyRequest) => {
+    const email = (request.body as { email?: unknown } | undefined)?.email;
+    return `${request.socket.remoteAddress}|${typeof email === 'string' ? normalizeEmail(email) : ''}`;
+  },
+} as const;
 const strict = { additionalProperties: false } as const;
 
 export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
@@ -71,7 +86,7 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
             ...errorResponses(400, 401, 429),
           },
         },
-        config: { rateLimit: { max: 10, timeWindow: '1 minute' } },
+        config: { rateLimit: signInRateLimit },
       },
       async (request, reply) => reply.code(201).send(await signIn(ctx, request.body)),
     );
