@@ -3,13 +3,46 @@ import { ALL_SCOPES, call, createCompany, createShipment, type Person, signUpPer
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 
 let w: TestWaybill;
+/** One company with a person in each role, shared by the role tests (people are the slow fixture). */
+let cast: Awaited<ReturnType<typeof createCast>>;
+
+async function createCast() {
+  const company = await createCompany(w);
+  const { owner, tenantId } = company;
+  const accounts = await Promise.all(
+    ['Shop A', 'Shop B'].map((name) =>
+      call(w, 'POST', `/v1/companies/${tenantId}/customer-accounts`, { token: owner.token, body: { name } }),
+    ),
+  );
+  const [shopA, shopB] = accounts.map((r) => r.body.id as string) as [string, string];
+  return {
+    ...company,
+    shopA,
+    shopB,
+    admin: await member(tenantId, owner, 'admin'),
+    member: await member(tenantId, owner, 'member'),
+    viewer: await member(tenantId, owner, 'viewer'),
+    merchantAdmin: await member(tenantId, owner, 'merchant_admin', shopA),
+    merchantMember: await member(tenantId, owner, 'merchant_member', shopA),
+  };
+}
 
 beforeAll(async () => {
   w = await startWaybill();
+  cast = await createCast();
 });
 afterAll(async () => {
   await w?.close();
 });
+
+async function tokenCount(tenantId: string): Promise<number> {
+  const count = await w.ctx.db
+    .selectFrom('api_tokens')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('tenant_id', '=', tenantId)
+    .executeTakeFirstOrThrow();
+  return Number(count.n);
+}
 
 const tokensPath = (tenantId: string) => `/v1/companies/${tenantId}/api-tokens`;
 
@@ -83,10 +116,8 @@ describe('API tokens', () => {
   });
 
   it('the role decides who makes tokens and with which scopes', async () => {
-    const { owner, tenantId } = await createCompany(w);
-    const admin = await member(tenantId, owner, 'admin');
-    const plain = await member(tenantId, owner, 'member');
-    const viewer = await member(tenantId, owner, 'viewer');
+    const { owner, tenantId, admin, member: plain, viewer } = cast;
+    const before = await tokenCount(tenantId);
     const body = { name: 't', mode: 'live', scopes: ['shipments:read'] };
 
     expect((await call(w, 'POST', tokensPath(tenantId), { token: admin.token, body })).status).toBe(201);
@@ -107,12 +138,7 @@ describe('API tokens', () => {
       body: { ...body, scopes: ['everything'] },
     });
     expect(unknownScope.status).toBe(400);
-    const count = await w.ctx.db
-      .selectFrom('api_tokens')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('tenant_id', '=', tenantId)
-      .executeTakeFirstOrThrow();
-    expect(Number(count.n)).toBe(3);
+    expect(await tokenCount(tenantId)).toBe(before + 1);
   });
 
   it('scopes are enforced: a read-only token cannot write shipments', async () => {
@@ -148,14 +174,7 @@ describe('API tokens', () => {
   });
 
   it('a merchant admin makes tokens bound to its own merchant account only', async () => {
-    const { owner, tenantId } = await createCompany(w);
-    const accounts = await Promise.all(
-      ['Shop A', 'Shop B'].map((name) =>
-        call(w, 'POST', `/v1/companies/${tenantId}/customer-accounts`, { token: owner.token, body: { name } }),
-      ),
-    );
-    const [a, b] = accounts.map((r) => r.body.id as string);
-    const merchantAdmin = await member(tenantId, owner, 'merchant_admin', a);
+    const { owner, tenantId, shopA: a, shopB: b, merchantAdmin, merchantMember } = cast;
     const own = await call(w, 'POST', tokensPath(tenantId), {
       token: merchantAdmin.token,
       body: { name: 'mine', mode: 'live', scopes: ALL_SCOPES },
@@ -167,7 +186,6 @@ describe('API tokens', () => {
       body: { name: 'theirs', mode: 'live', scopes: ['shipments:read'], customer_account_id: b },
     });
     expect(other.status).toBe(404);
-    const merchantMember = await member(tenantId, owner, 'merchant_member', a);
     const byMember = await call(w, 'POST', tokensPath(tenantId), {
       token: merchantMember.token,
       body: { name: 'x', mode: 'live', scopes: ['shipments:read'] },
