@@ -95,11 +95,7 @@ export function loadConfig(env: Env = process.env, listeningPort?: number): Read
     database = { kind: 'pglite', dataDir: null };
   } else database = { kind: 'pglite', dataDir: resolve(dbUrl) };
 
-  const baseUrl = originOf(
-    'WAYBILL_BASE_URL',
-    env.WAYBILL_BASE_URL || `http://localhost:${port}`,
-    problems,
-  );
+  const baseUrl = originOf('WAYBILL_BASE_URL', env.WAYBILL_BASE_URL || `http://localhost:${port}`, problems);
   const webUrl = originOf(
     'WAYBILL_WEB_URL',
     env.WAYBILL_WEB_URL || baseUrl || `http://localhost:${port}`,

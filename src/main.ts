@@ -69,6 +69,12 @@ async function serve(given: Readonly<Config>, withWorker: boolean): Promise<void
   const { ctx } = await open(config);
   if (config.demo) await printDemo(ctx);
   const app = await buildApp(ctx);
+  // app.close() lets requests in flight finish, then waits for their connections to end: answers
+  // given while stopping close theirs, or a client's keep-alive would hold the exit for its timeout.
+  let stopping = false;
+  app.addHook('onSend', async (_request, reply) => {
+    if (stopping) reply.header('connection', 'close');
+  });
   const address = await app.listen({ port: config.port, host: config.host });
   const url = new URL(address);
   if (url.hostname === '127.0.0.1' || url.hostname === '[::1]') url.hostname = 'localhost';
@@ -78,6 +84,7 @@ async function serve(given: Readonly<Config>, withWorker: boolean): Promise<void
   onShutdown(async () => {
     // Stop taking work, let requests in flight finish, then let go of the database.
     await workers?.stop();
+    stopping = true;
     await app.close();
     await ctx.database.close();
   });

@@ -74,7 +74,10 @@ function refuseNonJsonApiBodies(request: FastifyRequest): void {
   if (!type || !request.url.startsWith('/v1/')) return;
   const mediaType = type.split(';')[0]?.trim().toLowerCase();
   if (mediaType !== 'application/json') {
-    throw new AppError('request.unsupported_media_type', `Send the body as application/json, not ${mediaType}`);
+    throw new AppError(
+      'request.unsupported_media_type',
+      `Send the body as application/json, not ${mediaType}`,
+    );
   }
 }
 

@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_SCOPES, call, createCompany, createShipment, type Person, signUpPerson } from '../support/api.ts';
+import {
+  ALL_SCOPES,
+  call,
+  createCompany,
+  createShipment,
+  type Person,
+  signUpPerson,
+} from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 
 let w: TestWaybill;
@@ -81,7 +88,11 @@ describe('API tokens', () => {
     expect(listed).not.toHaveProperty('token');
     expect(list.text).not.toContain(secret);
 
-    const rows = await w.ctx.db.selectFrom('api_tokens').selectAll().where('tenant_id', '=', tenantId).execute();
+    const rows = await w.ctx.db
+      .selectFrom('api_tokens')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .execute();
     expect(JSON.stringify(rows)).not.toContain(secret);
     expect(JSON.stringify(rows)).not.toContain(secret.slice(8));
   });

@@ -45,7 +45,7 @@ describe('companies', () => {
     expect(live.body).toMatchObject({ id: tenantId, live: true });
   });
 
-  it("a company you are not in is 404, whatever you try", async () => {
+  it('a company you are not in is 404, whatever you try', async () => {
     const owner = await signUpPerson(w);
     const stranger = await signUpPerson(w);
     const tenantId = await companyOf(owner);

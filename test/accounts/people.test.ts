@@ -54,7 +54,9 @@ describe('sign-up', () => {
     expect(short.body.code).toBe('validation.failed');
     expect(short.body.errors).toContainEqual(expect.objectContaining({ path: '/password' }));
     // Nothing was created: the e-mail is still free.
-    const ok = await call(w, 'POST', '/v1/auth/signup', { body: { email, password: '1234567890', name: 'Ok' } });
+    const ok = await call(w, 'POST', '/v1/auth/signup', {
+      body: { email, password: '1234567890', name: 'Ok' },
+    });
     expect(ok.status).toBe(201);
   });
 
@@ -166,7 +168,9 @@ describe('sign-in rate limit', () => {
     const email = freshEmail();
     const statuses: number[] = [];
     for (let i = 0; i < 11; i++) {
-      const attempt = await call(w, 'POST', '/v1/auth/sessions', { body: { email, password: `guess-${i}-xxxx` } });
+      const attempt = await call(w, 'POST', '/v1/auth/sessions', {
+        body: { email, password: `guess-${i}-xxxx` },
+      });
       statuses.push(attempt.status);
       if (i === 10) {
         expect(attempt.body.code).toBe('rate_limited');

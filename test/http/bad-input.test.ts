@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiResponse, type CompanyFixture, call, createCompany, createShipment } from '../support/api.ts';
+import {
+  type ApiResponse,
+  type CompanyFixture,
+  call,
+  createCompany,
+  createShipment,
+} from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 
 let w: TestWaybill;
@@ -119,7 +125,10 @@ describe('bad input changes nothing and answers problem details', () => {
         expect.arrayContaining([{ path: expect.any(String), message: expect.any(String) }]),
       );
     }
-    const unknownField = await call(w, 'POST', '/v1/shipments', { token, body: { ...valid, surprise: true } });
+    const unknownField = await call(w, 'POST', '/v1/shipments', {
+      token,
+      body: { ...valid, surprise: true },
+    });
     expect(unknownField.body.errors).toContainEqual(expect.objectContaining({ path: '/surprise' }));
 
     const person = company.owner.token;
@@ -133,8 +142,14 @@ describe('bad input changes nothing and answers problem details', () => {
       ['/v1/companies', { name: 7 }],
       [`/v1/companies/${company.tenantId}/customer-accounts`, { name: long(201) }],
       [`/v1/companies/${company.tenantId}/members`, { email: 'a@example.test', role: 'emperor' }],
-      [`/v1/companies/${company.tenantId}/api-tokens`, { name: long(201), mode: 'live', scopes: ['shipments:read'] }],
-      [`/v1/companies/${company.tenantId}/api-tokens`, { name: 'x', mode: 'staging', scopes: ['shipments:read'] }],
+      [
+        `/v1/companies/${company.tenantId}/api-tokens`,
+        { name: long(201), mode: 'live', scopes: ['shipments:read'] },
+      ],
+      [
+        `/v1/companies/${company.tenantId}/api-tokens`,
+        { name: 'x', mode: 'staging', scopes: ['shipments:read'] },
+      ],
       [`/v1/companies/${company.tenantId}/api-tokens`, { name: 'x', mode: 'live', scopes: [] }],
     ] as const) {
       expectProblem(await call(w, 'POST', path, { token: person, body }), 400, 'validation.failed');
@@ -177,7 +192,9 @@ describe('tokens', () => {
       token: fresh.owner.token,
     });
     for (const t of list.body.data) {
-      await call(w, 'DELETE', `/v1/companies/${fresh.tenantId}/api-tokens/${t.id}`, { token: fresh.owner.token });
+      await call(w, 'DELETE', `/v1/companies/${fresh.tenantId}/api-tokens/${t.id}`, {
+        token: fresh.owner.token,
+      });
     }
     await call(w, 'DELETE', '/v1/auth/sessions/current', { token: fresh.owner.token });
 

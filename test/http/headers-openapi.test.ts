@@ -26,7 +26,8 @@ describe('security headers', () => {
     expectSecurityHeaders(signup.headers, 'signup');
     expectSecurityHeaders((await call(w, 'GET', '/v1/me')).headers, '401');
     expectSecurityHeaders(
-      (await call(w, 'POST', '/v1/companies', { rawBody: 'x', headers: { 'content-type': 'text/plain' } })).headers,
+      (await call(w, 'POST', '/v1/companies', { rawBody: 'x', headers: { 'content-type': 'text/plain' } }))
+        .headers,
       '415',
     );
     expectSecurityHeaders((await call(w, 'GET', '/v1/nowhere')).headers, '404');
@@ -54,7 +55,11 @@ describe('the /signin form', () => {
         // The token also goes in the header: the page routes check CSRF at onRequest, before the
         // form body is parsed (reported to the pages' owner), so the body field alone is not seen.
         headers: { 'content-type': 'application/x-www-form-urlencoded', cookie, 'x-csrf-token': csrf },
-        payload: new URLSearchParams({ _csrf: csrf, email: 'nobody@example.test', password: `guess-${i}` }).toString(),
+        payload: new URLSearchParams({
+          _csrf: csrf,
+          email: 'nobody@example.test',
+          password: `guess-${i}`,
+        }).toString(),
       });
       statuses.push(attempt.statusCode);
     }

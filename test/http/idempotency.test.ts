@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DAY, HOUR } from '../../src/lib/clock.ts';
-import { call, createApiToken, createCompany } from '../support/api.ts';
+import { call, createApiToken, createCompany, type Json } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 
 let w: TestWaybill;
@@ -13,7 +13,11 @@ afterAll(async () => {
 });
 
 async function shipmentsOf(tenantId: string) {
-  return w.ctx.db.selectFrom('shipments').select(['id', 'recipient_name']).where('tenant_id', '=', tenantId).execute();
+  return w.ctx.db
+    .selectFrom('shipments')
+    .select(['id', 'recipient_name'])
+    .where('tenant_id', '=', tenantId)
+    .execute();
 }
 
 const post = (token: string, key: string, body: Record<string, unknown>, path = '/v1/shipments') =>
@@ -100,7 +104,7 @@ describe('Idempotency-Key', () => {
             'idempotency-key': 'race',
           },
           body,
-        }).then(async (r) => ({ status: r.status, body: await r.json() })),
+        }).then(async (r) => ({ status: r.status, body: (await r.json()) as Json })),
       ),
     );
     const made = await shipmentsOf(tenantId);
@@ -118,6 +122,8 @@ describe('Idempotency-Key', () => {
     const again = await post(owner.token, 'co-1', { name: 'Once Ltd' }, '/v1/companies');
     expect(again.body.id).toBe(first.body.id);
     const me = await call(w, 'GET', '/v1/me', { token: owner.token });
-    expect(me.body.memberships.filter((m: { company_name: string }) => m.company_name === 'Once Ltd')).toHaveLength(1);
+    expect(
+      me.body.memberships.filter((m: { company_name: string }) => m.company_name === 'Once Ltd'),
+    ).toHaveLength(1);
   });
 });

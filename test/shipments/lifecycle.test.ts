@@ -42,7 +42,8 @@ afterAll(async () => {
 
 const move = (id: string, body: Record<string, unknown>) =>
   call(w, 'POST', `/v1/shipments/${id}/status`, { token: company.liveToken, body });
-const read = async (id: string) => (await call(w, 'GET', `/v1/shipments/${id}`, { token: company.liveToken })).body;
+const read = async (id: string) =>
+  (await call(w, 'GET', `/v1/shipments/${id}`, { token: company.liveToken })).body;
 
 /** The envelopes of a shipment's events, parsed, oldest first. */
 async function eventsOf(id: string): Promise<Json[]> {
@@ -52,8 +53,11 @@ async function eventsOf(id: string): Promise<Json[]> {
 }
 
 async function shipmentIn(status: string): Promise<Json> {
-  const shipment = await createShipment(w, company.liveToken, { status: status === 'draft' ? 'draft' : 'confirmed' });
-  for (const step of PATHS[status] ?? []) expect((await move(shipment.id, { status: step })).status).toBe(200);
+  const shipment = await createShipment(w, company.liveToken, {
+    status: status === 'draft' ? 'draft' : 'confirmed',
+  });
+  for (const step of PATHS[status] ?? [])
+    expect((await move(shipment.id, { status: step })).status).toBe(200);
   return read(shipment.id);
 }
 

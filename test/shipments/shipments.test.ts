@@ -77,7 +77,12 @@ describe('create and read', () => {
   it('creates a draft, and a prepaid shipment has no amount', async () => {
     const { liveToken } = await createCompany(w);
     const draft = await createShipment(w, liveToken, { status: 'draft' });
-    expect(draft).toMatchObject({ status: 'draft', payment_mode: 'prepaid', cod_amount_minor: null, parcels: [] });
+    expect(draft).toMatchObject({
+      status: 'draft',
+      payment_mode: 'prepaid',
+      cod_amount_minor: null,
+      parcels: [],
+    });
   });
 
   it('money is integer minor units with a known ISO 4217 currency', async () => {
@@ -102,7 +107,11 @@ describe('create and read', () => {
       expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
     }
     expect(await shipmentCount(tenantId)).toBe(0);
-    const yen = await createShipment(w, liveToken, { currency: 'jpy', payment_mode: 'cod', cod_amount_minor: 1 });
+    const yen = await createShipment(w, liveToken, {
+      currency: 'jpy',
+      payment_mode: 'cod',
+      cod_amount_minor: 1,
+    });
     expect(yen).toMatchObject({ currency: 'JPY', cod_amount_minor: 1 });
   });
 });
@@ -210,7 +219,9 @@ describe('who sees what', () => {
       });
       expect(move.status).toBe(404);
     }
-    expect((await walk(merchantToken, '', 10)).map((s) => s.id).sort()).toEqual([mine.id, explicit.id].sort());
+    expect((await walk(merchantToken, '', 10)).map((s) => s.id).sort()).toEqual(
+      [mine.id, explicit.id].sort(),
+    );
     expect(await walk(merchantToken, `&customer_account_id=${b}`, 10)).toEqual([]);
     // The company-wide token sees them all.
     expect(await walk(liveToken, '', 10)).toHaveLength(4);

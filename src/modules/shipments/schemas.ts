@@ -32,7 +32,11 @@ export const CreateShipmentBody = Type.Object(
     cod_amount_minor: Type.Optional(
       Nullable(Type.Integer({ minimum: 0, maximum: 1_000_000_000_000, description: 'Minor currency units' })),
     ),
-    currency: Type.String({ pattern: '^[A-Za-z]{3}$', maxLength: 3, description: 'ISO 4217 code (any case)' }),
+    currency: Type.String({
+      pattern: '^[A-Za-z]{3}$',
+      maxLength: 3,
+      description: 'ISO 4217 code (any case)',
+    }),
     parcels: Type.Optional(Type.Array(ParcelSchema, { maxItems: 50 })),
     status: Type.Optional(
       Type.Union([Type.Literal('draft'), Type.Literal('confirmed')], { default: 'confirmed' }),

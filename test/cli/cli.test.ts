@@ -1,0 +1,186 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEMO_PASSWORD, DEMO_PEOPLE } from '../../src/seed.ts';
+import type { Json } from '../support/api.ts';
+import { engine } from '../support/harness.ts';
+
+const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
+const TIMEOUT = 90_000;
+
+interface Run {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+function waybill(args: string[], env: Record<string, string>): Run {
+  const child = spawn(process.execPath, [MAIN, ...args], {
+    env: { PATH: process.env.PATH ?? '', WAYBILL_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (chunk) => {
+    out += chunk;
+  });
+  child.stderr?.on('data', (chunk) => {
+    err += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/** Resolves with the first match of `pattern` in the process's output, or fails when it exits first. */
+function waitFor(run: Run, pattern: RegExp): Promise<RegExpExecArray> {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      const match = pattern.exec(run.stdout());
+      if (match) {
+        run.child.stdout?.off('data', check);
+        resolve(match);
+      }
+    };
+    run.child.stdout?.on('data', check);
+    run.exited.then((code) => reject(new Error(`exited ${code}: ${run.stdout()}\n${run.stderr()}`)));
+    check();
+  });
+}
+
+/** Connection refused means the server has stopped taking new connections: its shutdown began. */
+async function untilRefused(port: number): Promise<void> {
+  for (;;) {
+    const refused = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(false);
+      });
+      socket.once('error', () => resolve(true));
+    });
+    if (refused) return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+function readAll(socket: Socket): Promise<string> {
+  return new Promise((resolve) => {
+    let text = '';
+    socket.on('data', (chunk) => {
+      text += chunk;
+    });
+    socket.on('close', () => resolve(text));
+  });
+}
+
+describe.skipIf(engine === 'postgres')('the waybill command', () => {
+  describe('serve', () => {
+    let run: Run;
+    let url: string;
+    let port: number;
+
+    beforeAll(async () => {
+      run = waybill(['serve'], { WAYBILL_DATABASE_URL: 'memory:', PORT: '0', WAYBILL_DEMO: '1' });
+      const match = await waitFor(run, /Waybill listening on (http:\/\/localhost:(\d+))/);
+      url = match[1] as string;
+      port = Number(match[2]);
+    }, TIMEOUT);
+    afterAll(() => {
+      if (run.child.exitCode === null) run.child.kill('SIGKILL');
+    });
+
+    it('prints the demo sign-ins and the real port it listens on', async () => {
+      expect(port).toBeGreaterThan(0);
+      expect(run.stdout()).toContain(DEMO_PEOPLE.owner.email);
+      expect(run.stdout()).toContain(DEMO_PASSWORD);
+      // The public address (the API's servers entry, the OAuth issuer) names the same port.
+      const doc: Json = await (await fetch(`http://127.0.0.1:${port}/openapi.json`)).json();
+      expect(doc.servers).toEqual([{ url }]);
+    });
+
+    it('the demo owner signs in and sees the demo company', async () => {
+      const session = await fetch(`http://127.0.0.1:${port}/v1/auth/sessions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: DEMO_PEOPLE.owner.email, password: DEMO_PASSWORD }),
+      });
+      expect(session.status).toBe(201);
+      const { token }: Json = await session.json();
+      const me: Json = await (
+        await fetch(`http://127.0.0.1:${port}/v1/me`, { headers: { authorization: `Bearer ${token}` } })
+      ).json();
+      expect(me.memberships).toEqual([expect.objectContaining({ role: 'owner', company_live: true })]);
+    });
+
+    it(
+      'SIGTERM lets the request in flight finish, then exits 0',
+      async () => {
+        const body = JSON.stringify({ email: DEMO_PEOPLE.owner.email, password: DEMO_PASSWORD });
+        const socket = connect(port, '127.0.0.1');
+        await new Promise((resolve) => socket.once('connect', resolve));
+        const answer = readAll(socket);
+        // With Expect: 100-continue the server says "100 Continue" once it has taken the request
+        // in: from then on it is in flight, and its body is still to come.
+        const accepted = new Promise((resolve) => socket.once('data', resolve));
+        socket.write(
+          `POST /v1/auth/sessions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`,
+        );
+        expect(String(await accepted)).toMatch(/^HTTP\/1\.1 100/);
+        run.child.kill('SIGTERM');
+        await untilRefused(port);
+        socket.write(body);
+        const response = await answer;
+        expect(response).toMatch(/HTTP\/1\.1 201/);
+        expect(response).toContain('"token":"ust_');
+        // Its connection closes with the answer, so a keep-alive client does not hold up the exit.
+        expect(response).toMatch(/\r\nconnection: close\r\n/i);
+        expect(await run.exited).toBe(0);
+      },
+      TIMEOUT,
+    );
+  });
+
+  it(
+    'migrate works on a folder, twice',
+    async () => {
+      const folder = mkdtempSync(join(tmpdir(), 'waybill-cli-'));
+      try {
+        for (let i = 0; i < 2; i++) {
+          const run = waybill(['migrate'], { WAYBILL_DATABASE_URL: join(folder, 'pglite') });
+          const code = await run.exited;
+          expect(code, run.stderr()).toBe(0);
+          expect(run.stdout()).toContain('Migrations are up to date');
+        }
+      } finally {
+        rmSync(folder, { recursive: true, force: true });
+      }
+    },
+    TIMEOUT,
+  );
+
+  it('a bad configuration value stops the command with a message naming it', async () => {
+    for (const [env, variable] of [
+      [{ PORT: 'abc' }, 'PORT'],
+      [{ PORT: '70000' }, 'PORT'],
+      [{ WAYBILL_DATABASE_URL: 'mysql://x' }, 'WAYBILL_DATABASE_URL'],
+      [{ WAYBILL_BASE_URL: 'ftp://example.test' }, 'WAYBILL_BASE_URL'],
+      [{ WAYBILL_DEMO: 'yes' }, 'WAYBILL_DEMO'],
+    ] as const) {
+      const run = waybill(['serve'], { WAYBILL_DATABASE_URL: 'memory:', ...env });
+      expect(await run.exited).not.toBe(0);
+      expect(run.stderr()).toContain('Invalid configuration');
+      expect(run.stderr()).toContain(variable);
+      expect(run.stdout()).not.toContain('listening');
+    }
+  });
+
+  it('an unknown command exits non-zero with the usage', async () => {
+    const run = waybill(['launch'], { WAYBILL_DATABASE_URL: 'memory:' });
+    expect(await run.exited).toBe(2);
+    expect(run.stderr()).toContain('Usage: waybill');
+  });
+});
