@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countRows } from '../http/expect.ts';
 import {
   ALL_SCOPES,
   call,
@@ -41,15 +42,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await w?.close();
 });
-
-async function tokenCount(tenantId: string): Promise<number> {
-  const count = await w.ctx.db
-    .selectFrom('api_tokens')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('tenant_id', '=', tenantId)
-    .executeTakeFirstOrThrow();
-  return Number(count.n);
-}
 
 const tokensPath = (tenantId: string) => `/v1/companies/${tenantId}/api-tokens`;
 
@@ -128,7 +120,7 @@ describe('API tokens', () => {
 
   it('the role decides who makes tokens and with which scopes', async () => {
     const { owner, tenantId, admin, member: plain, viewer } = cast;
-    const before = await tokenCount(tenantId);
+    const before = await countRows(w, 'api_tokens', tenantId);
     const body = { name: 't', mode: 'live', scopes: ['shipments:read'] };
 
     expect((await call(w, 'POST', tokensPath(tenantId), { token: admin.token, body })).status).toBe(201);
@@ -149,7 +141,7 @@ describe('API tokens', () => {
       body: { ...body, scopes: ['everything'] },
     });
     expect(unknownScope.status).toBe(400);
-    expect(await tokenCount(tenantId)).toBe(before + 1);
+    expect(await countRows(w, 'api_tokens', tenantId)).toBe(before + 1);
   });
 
   it('scopes are enforced: a read-only token cannot write shipments', async () => {

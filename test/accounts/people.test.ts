@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DAY } from '../../src/lib/clock.ts';
+import { expectProblem } from '../http/expect.ts';
 import { call, signUpPerson } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 
@@ -14,17 +15,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await w?.close();
 });
-
-function expectProblem(response: { status: number; headers: Record<string, unknown>; body: unknown }) {
-  expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
-  expect(response.body).toMatchObject({
-    type: expect.any(String),
-    title: expect.any(String),
-    status: response.status,
-    detail: expect.any(String),
-    code: expect.any(String),
-  });
-}
 
 describe('sign-up', () => {
   it('normalises the e-mail and refuses a second account for it', async () => {
@@ -42,7 +32,7 @@ describe('sign-up', () => {
     });
     expect(again.status).toBe(409);
     expect(again.body.code).toBe('user.email_taken');
-    expectProblem(again);
+    expectProblem(again, 409, 'user.email_taken');
   });
 
   it('wants a password of at least 10 characters', async () => {
@@ -83,7 +73,7 @@ describe('sessions', () => {
     const wrong = await call(w, 'POST', '/v1/auth/sessions', { body: { email, password: `${PASSWORD}!` } });
     expect(wrong.status).toBe(401);
     expect(wrong.body.code).toBe('auth.invalid_credentials');
-    expectProblem(wrong);
+    expectProblem(wrong, 401, 'auth.invalid_credentials');
     const nobody = await call(w, 'POST', '/v1/auth/sessions', {
       body: { email: freshEmail(), password: PASSWORD },
     });
@@ -158,7 +148,7 @@ describe('/v1/me', () => {
       expect(response.status).toBe(401);
       expect(response.body.code).toBe('auth.invalid_token');
       expect(response.headers['www-authenticate']).toMatch(/^Bearer/);
-      expectProblem(response);
+      expectProblem(response, 401, 'auth.invalid_token');
     }
   });
 });
@@ -174,7 +164,7 @@ describe('sign-in rate limit', () => {
       statuses.push(attempt.status);
       if (i === 10) {
         expect(attempt.body.code).toBe('rate_limited');
-        expectProblem(attempt);
+        expectProblem(attempt, 429, 'rate_limited');
       }
     }
     expect(statuses).toEqual([...Array(10).fill(401), 429]);

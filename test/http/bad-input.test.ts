@@ -1,12 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type ApiResponse,
-  type CompanyFixture,
-  call,
-  createCompany,
-  createShipment,
-} from '../support/api.ts';
+import { type CompanyFixture, call, createCompany, createShipment } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
+import { countRows, expectProblem } from './expect.ts';
 
 let w: TestWaybill;
 let company: CompanyFixture;
@@ -19,34 +14,9 @@ afterAll(async () => {
   await w?.close();
 });
 
-function expectProblem(response: ApiResponse, status: number, code: string) {
-  expect(response.status, response.text).toBe(status);
-  expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
-  expect(response.body).toMatchObject({
-    type: expect.stringContaining(code),
-    title: expect.any(String),
-    status,
-    detail: expect.any(String),
-    code,
-  });
-}
-
 async function counts() {
-  const count = async (table: 'shipments' | 'events' | 'users' | 'companies') =>
-    Number(
-      (
-        await w.ctx.db
-          .selectFrom(table)
-          .select((eb) => eb.fn.countAll<number>().as('n'))
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
-  return {
-    shipments: await count('shipments'),
-    events: await count('events'),
-    users: await count('users'),
-    companies: await count('companies'),
-  };
+  const tables = ['shipments', 'events', 'users', 'companies'] as const;
+  return Promise.all(tables.map((table) => countRows(w, table)));
 }
 
 const valid = { recipient_name: 'Ada', currency: 'EUR' };

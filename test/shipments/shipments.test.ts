@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SECOND } from '../../src/lib/clock.ts';
+import { countRows } from '../http/expect.ts';
 import { call, createApiToken, createCompany, createShipment, type Json } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 
@@ -11,15 +12,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await w?.close();
 });
-
-async function shipmentCount(tenantId: string): Promise<number> {
-  const row = await w.ctx.db
-    .selectFrom('shipments')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('tenant_id', '=', tenantId)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
 
 /** Every page of a list, following next_cursor to the end. */
 async function walk(token: string, query: string, limit: number): Promise<Json[]> {
@@ -106,7 +98,7 @@ describe('create and read', () => {
       expect(response.body.code, JSON.stringify(extra)).toBe(code);
       expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
     }
-    expect(await shipmentCount(tenantId)).toBe(0);
+    expect(await countRows(w, 'shipments', tenantId)).toBe(0);
     const yen = await createShipment(w, liveToken, {
       currency: 'jpy',
       payment_mode: 'cod',
