@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
+import { signInRateLimit, signUpRateLimit } from '../../http/rate-limits.ts';
 import { bearerSecurity, errorResponses, Id, Page, PageQuery } from '../../http/schemas.ts';
 import { requireUser } from './access.ts';
 import { createApiToken, listApiTokens, revokeApiToken } from './api-tokens.ts';
@@ -29,23 +29,9 @@ import {
   ScopeName,
   TenantParams,
 } from './schemas.ts';
-import { getPerson, normalizeEmail, signIn, signOut, signUp } from './users.ts';
+import { getPerson, signIn, signOut, signUp } from './users.ts';
 
 const tags = ['People and companies'];
-
-/**
- * Ten sign-in attempts a minute per client and e-mail. Keyed after the body is read (preHandler), on
- * the socket's address rather than X-Forwarded-For, which a client could vary to escape the limit.
- */
-const signInRateLimit = {
-  max: 10,
-  timeWindow: '1 minute',
-  hook: 'preHandler',
-  keyGenerator: (request: FastifyRequest) => {
-    const email = (request.body as { email?: unknown } | undefined)?.email;
-    return `${request.socket.remoteAddress}|${typeof email === 'string' ? normalizeEmail(email) : ''}`;
-  },
-} as const;
 const strict = { additionalProperties: false } as const;
 
 export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
@@ -66,7 +52,7 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           ),
           response: { 201: PersonSchema, ...errorResponses(400, 409) },
         },
-        config: { rateLimit: { max: 20, timeWindow: '1 minute' } },
+        config: { rateLimit: signUpRateLimit },
       },
       async (request, reply) => reply.code(201).send(await signUp(ctx, request.body)),
     );

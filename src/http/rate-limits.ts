@@ -1,0 +1,32 @@
+import type { FastifyRequest } from 'fastify';
+import { normalizeEmail } from '../modules/accounts/users.ts';
+
+/**
+ * The address the connection really comes from. Not request.ip: with trustProxy it is read from
+ * X-Forwarded-For, which a client could vary on every attempt to escape a limit.
+ */
+function peerAddress(request: FastifyRequest): string {
+  return request.socket.remoteAddress ?? 'unknown';
+}
+
+/**
+ * Sign-in (POST /v1/auth/sessions and the /signin form): ten attempts a minute per client and
+ * e-mail, so password guessing is slow while other people on the same network still get in.
+ * Counted after the body is read (preHandler), where the e-mail is known.
+ */
+export const signInRateLimit = {
+  max: 10,
+  timeWindow: '1 minute',
+  hook: 'preHandler',
+  keyGenerator: (request: FastifyRequest) => {
+    const email = (request.body as { email?: unknown } | undefined)?.email;
+    return `${peerAddress(request)}|${typeof email === 'string' ? normalizeEmail(email) : ''}`;
+  },
+} as const;
+
+/** Sign-up: twenty accounts a minute per client address. */
+export const signUpRateLimit = {
+  max: 20,
+  timeWindow: '1 minute',
+  keyGenerator: peerAddress,
+} as const;
