@@ -5,6 +5,7 @@ import { AppError } from '../lib/errors.ts';
 import { signIn, signOut, signUp } from '../modules/accounts/users.ts';
 import { html } from './html.ts';
 import { csrfField, layout, sendPage } from './layout.ts';
+import { dashboardPages } from './pages/index.ts';
 import { clearSessionCookie, pageUser, safeReturnPath, setSessionCookie } from './session.ts';
 
 const stylesheet = readFileSync(new URL('./static/waybill.css', import.meta.url), 'utf8');
@@ -49,6 +50,8 @@ ${csrfField(csrf)}
 /** Sign-in, sign-up and sign-out pages; the dashboard's pages are registered by their modules. */
 export function webRoutes(ctx: AppContext): FastifyPluginAsync {
   return async (app) => {
+    await app.register(dashboardPages(ctx));
+
     app.get('/static/waybill.css', { schema: { hide: true } }, async (_request, reply) =>
       reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(stylesheet),
     );
