@@ -102,7 +102,7 @@ export function memberPages(app: FastifyInstance, ctx: AppContext): void {
     }
   }
 
-  const form = { schema: { hide: true }, onRequest: app.csrfProtection };
+  const form = { schema: { hide: true }, preValidation: app.csrfProtection };
 
   app.post(MEMBERS, form, (request, reply) =>
     act(request, reply, async (view, body) => {

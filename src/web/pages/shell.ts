@@ -61,7 +61,7 @@ export function shellPages(app: FastifyInstance, ctx: AppContext): void {
 
   app.post<{ Body: Form }>(
     '/dashboard/companies',
-    { schema: { hide: true }, onRequest: app.csrfProtection },
+    { schema: { hide: true }, preValidation: app.csrfProtection },
     async (request, reply) => {
       const user = await requirePageUser(ctx, request, reply);
       if (!user) return reply;

@@ -123,7 +123,7 @@ export function shipmentFormPages(app: FastifyInstance, ctx: AppContext): void {
 
   app.post<{ Body: Form }>(
     '/dashboard/shipments',
-    { schema: { hide: true }, onRequest: app.csrfProtection },
+    { schema: { hide: true }, preValidation: app.csrfProtection },
     async (request, reply) => {
       const view = await dashboardView(ctx, request, reply);
       if (!view) return reply;

@@ -141,7 +141,7 @@ ${nextLink(LIST, { status }, page.next_cursor)}`;
 
   app.post<{ Params: { id: string }; Body: Form }>(
     `${LIST}/:id/status`,
-    { schema: { hide: true }, onRequest: app.csrfProtection },
+    { schema: { hide: true }, preValidation: app.csrfProtection },
     async (request, reply) => {
       const view = await dashboardView(ctx, request, reply);
       if (!view) return reply;

@@ -85,7 +85,7 @@ export function tokenPages(app: FastifyInstance, ctx: AppContext): void {
 
   app.post<{ Body: Form }>(
     TOKENS,
-    { schema: { hide: true }, onRequest: app.csrfProtection },
+    { schema: { hide: true }, preValidation: app.csrfProtection },
     async (request, reply) => {
       const view = await dashboardView(ctx, request, reply);
       if (!view) return reply;
@@ -121,7 +121,7 @@ export function tokenPages(app: FastifyInstance, ctx: AppContext): void {
 
   app.post<{ Params: { id: string } }>(
     `${TOKENS}/:id/revoke`,
-    { schema: { hide: true }, onRequest: app.csrfProtection },
+    { schema: { hide: true }, preValidation: app.csrfProtection },
     async (request, reply) => {
       const view = await dashboardView(ctx, request, reply);
       if (!view) return reply;
