@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { type EventSummary, listEvents } from '../../modules/shipments/service.ts';
-import { dashboardView } from '../dashboard.ts';
 import { html } from '../html.ts';
-import { formatTime, nextLink, showPage } from './common.ts';
+import { formatTime, nextLink } from './common.ts';
+import { pageGet } from './page-routes.ts';
 
 const EVENTS = '/dashboard/events';
 
@@ -38,18 +38,12 @@ export function eventRows(
 
 /** The events of the company (or merchant account) in the mode being viewed. */
 export function eventPages(app: FastifyInstance, ctx: AppContext): void {
-  app.get<{ Querystring: { cursor?: string } }>(
-    EVENTS,
-    { schema: { hide: true } },
-    async (request, reply) => {
-      const view = await dashboardView(ctx, request, reply);
-      if (!view) return reply;
-      const page = await listEvents(ctx, view.access, { cursor: request.query.cursor?.slice(0, 200) });
-      const body = html`<h1>Events</h1>
+  pageGet(app, ctx, EVENTS, async (view, { query }) => {
+    const page = await listEvents(ctx, view.access, { cursor: query.cursor?.slice(0, 200) });
+    const body = html`<h1>Events</h1>
 <p class="muted">Every shipment change writes events; webhook endpoints receive these same payloads.</p>
 ${eventRows(page.data, { withShipment: true })}
 ${nextLink(EVENTS, {}, page.next_cursor)}`;
-      return showPage(request, reply, view, { title: 'Events', path: EVENTS }, body);
-    },
-  );
+    return { title: 'Events', path: EVENTS, body };
+  });
 }

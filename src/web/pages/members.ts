@@ -1,6 +1,5 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.ts';
-import { AppError } from '../../lib/errors.ts';
 import {
   addMember,
   createCustomerAccount,
@@ -10,18 +9,11 @@ import {
   removeMember,
 } from '../../modules/accounts/companies.ts';
 import { isMerchantRole, managesMembers, ROLES } from '../../modules/accounts/roles.ts';
-import { type DashboardView, dashboardView } from '../dashboard.ts';
+import type { DashboardView } from '../dashboard.ts';
 import { html } from '../html.ts';
 import { csrfField } from '../layout.ts';
-import {
-  choiceField,
-  type Form,
-  formatTime,
-  redirectWithFlash,
-  requiredField,
-  showPage,
-  textField,
-} from './common.ts';
+import { choiceField, formatTime, requiredField, textField } from './common.ts';
+import { formPost, pageGet } from './page-routes.ts';
 
 const MEMBERS = '/dashboard/members';
 
@@ -78,63 +70,46 @@ ${managesMembers(view.membership.role) ? manageForms(view, accounts.data) : ''}`
 
 /** Members (add, remove, leave) and merchant accounts (list, create). */
 export function memberPages(app: FastifyInstance, ctx: AppContext): void {
-  app.get(MEMBERS, { schema: { hide: true } }, async (request, reply) => {
-    const view = await dashboardView(ctx, request, reply);
-    if (!view) return reply;
-    return showPage(request, reply, view, { title: 'Members', path: MEMBERS }, await membersBody(ctx, view));
+  const membersPage = async (view: DashboardView) => ({
+    title: 'Members',
+    path: MEMBERS,
+    body: await membersBody(ctx, view),
   });
+  pageGet(app, ctx, MEMBERS, membersPage);
 
-  /** Runs a form's action; an expected failure re-renders the members page with the reason. */
-  async function act(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    run: (view: DashboardView, form: Form) => Promise<{ message: string; to?: string }>,
-  ) {
-    const view = await dashboardView(ctx, request, reply);
-    if (!view) return reply;
-    try {
-      const done = await run(view, (request.body ?? {}) as Form);
-      return redirectWithFlash(ctx, reply, done.to ?? MEMBERS, done.message);
-    } catch (error) {
-      if (!(error instanceof AppError)) throw error;
-      const options = { title: 'Members', path: MEMBERS, status: error.status, error: error.message };
-      return showPage(request, reply, view, options, await membersBody(ctx, view));
-    }
-  }
-
-  const form = { schema: { hide: true }, preValidation: app.csrfProtection };
-
-  app.post(MEMBERS, form, (request, reply) =>
-    act(request, reply, async (view, body) => {
-      const role = choiceField(body, 'role', 'Role', ROLES);
+  formPost(app, ctx, MEMBERS, {
+    retry: membersPage,
+    async run(view, form) {
+      const role = choiceField(form, 'role', 'Role', ROLES);
       const member = await addMember(ctx, view.user.userId, view.tenantId, {
-        email: requiredField(body, 'email', 'E-mail', 254),
+        email: requiredField(form, 'email', 'E-mail', 254),
         role,
         customer_account_id: isMerchantRole(role)
-          ? textField(body, 'customer_account_id', 'Merchant account', 64)
+          ? textField(form, 'customer_account_id', 'Merchant account', 64)
           : null,
       });
-      return { message: `${member.name} is now ${member.role.replaceAll('_', ' ')}.` };
-    }),
-  );
+      return { redirect: MEMBERS, message: `${member.name} is now ${member.role.replaceAll('_', ' ')}.` };
+    },
+  });
 
-  app.post<{ Params: { userId: string } }>(`${MEMBERS}/:userId/remove`, form, (request, reply) =>
-    act(request, reply, async (view) => {
-      const memberId = request.params.userId;
-      await removeMember(ctx, view.user.userId, view.tenantId, memberId);
+  formPost<{ userId: string }>(app, ctx, `${MEMBERS}/:userId/remove`, {
+    retry: membersPage,
+    async run(view, _form, { userId }) {
+      await removeMember(ctx, view.user.userId, view.tenantId, userId);
       // Someone who left no longer sees this company: the dashboard picks another, or offers a new one.
-      return memberId === view.user.userId
-        ? { message: 'You left the company.', to: '/dashboard' }
-        : { message: 'Member removed.' };
-    }),
-  );
+      return userId === view.user.userId
+        ? { redirect: '/dashboard', message: 'You left the company.' }
+        : { redirect: MEMBERS, message: 'Member removed.' };
+    },
+  });
 
-  app.post('/dashboard/merchant-accounts', form, (request, reply) =>
-    act(request, reply, async (view, body) => {
+  formPost(app, ctx, '/dashboard/merchant-accounts', {
+    retry: membersPage,
+    async run(view, form) {
       const account = await createCustomerAccount(ctx, view.user.userId, view.tenantId, {
-        name: requiredField(body, 'name', 'Name', 200),
+        name: requiredField(form, 'name', 'Name', 200),
       });
-      return { message: `Merchant account ${account.name} created.` };
-    }),
-  );
+      return { redirect: MEMBERS, message: `Merchant account ${account.name} created.` };
+    },
+  });
 }

@@ -3,21 +3,12 @@ import type { AppContext } from '../../context.ts';
 import { AppError } from '../../lib/errors.ts';
 import { allows } from '../../modules/accounts/roles.ts';
 import { type CreateShipmentInput, createShipment } from '../../modules/shipments/service.ts';
-import { type DashboardView, dashboardView } from '../dashboard.ts';
+import type { DashboardView } from '../dashboard.ts';
 import { html } from '../html.ts';
 import { csrfField } from '../layout.ts';
 import { parseMajorAmount } from '../money.ts';
-import {
-  checked,
-  choiceField,
-  type Form,
-  listField,
-  redirectWithFlash,
-  requiredField,
-  selected,
-  showPage,
-  textField,
-} from './common.ts';
+import { checked, choiceField, type Form, listField, requiredField, selected, textField } from './common.ts';
+import { formPost, pageGet } from './page-routes.ts';
 
 const CURRENCIES = Intl.supportedValuesOf('currency');
 
@@ -108,44 +99,21 @@ export function readShipmentForm(form: Form): CreateShipmentInput {
 
 /** The create-a-shipment form and its POST. */
 export function shipmentFormPages(app: FastifyInstance, ctx: AppContext): void {
-  app.get('/dashboard/shipments/new', { schema: { hide: true } }, async (request, reply) => {
-    const view = await dashboardView(ctx, request, reply);
-    if (!view) return reply;
+  pageGet(app, ctx, '/dashboard/shipments/new', async (view) => {
     if (!allows(view.access.scopes, 'shipments:write')) throw new AppError('auth.insufficient_scope');
-    return showPage(
-      request,
-      reply,
-      view,
-      { title: 'New shipment', path: '/dashboard/shipments' },
-      shipmentForm(view, {}),
-    );
+    return { title: 'New shipment', path: '/dashboard/shipments', body: shipmentForm(view, {}) };
   });
 
-  app.post<{ Body: Form }>(
-    '/dashboard/shipments',
-    { schema: { hide: true }, preValidation: app.csrfProtection },
-    async (request, reply) => {
-      const view = await dashboardView(ctx, request, reply);
-      if (!view) return reply;
-      const form = request.body ?? {};
-      try {
-        const shipment = await createShipment(ctx, view.access, readShipmentForm(form));
-        return redirectWithFlash(
-          ctx,
-          reply,
-          `/dashboard/shipments/${encodeURIComponent(shipment.id)}`,
-          `Shipment ${shipment.tracking_number} created.`,
-        );
-      } catch (error) {
-        if (!(error instanceof AppError)) throw error;
-        const options = {
-          title: 'New shipment',
-          path: '/dashboard/shipments',
-          status: error.status,
-          error: error.message,
-        };
-        return showPage(request, reply, view, options, shipmentForm(view, form));
-      }
+  formPost(app, ctx, '/dashboard/shipments', {
+    async run(view, form) {
+      const shipment = await createShipment(ctx, view.access, readShipmentForm(form));
+      return {
+        redirect: `/dashboard/shipments/${encodeURIComponent(shipment.id)}`,
+        message: `Shipment ${shipment.tracking_number} created.`,
+      };
     },
-  );
+    async retry(view, form) {
+      return { title: 'New shipment', path: '/dashboard/shipments', body: shipmentForm(view, form) };
+    },
+  });
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.ts';
-import { AppError } from '../../lib/errors.ts';
+import type { Page } from '../../lib/paging.ts';
 import { allows } from '../../modules/accounts/roles.ts';
 import {
   EXCEPTION_REASONS,
@@ -15,20 +15,13 @@ import {
   moveShipment,
   type Shipment,
 } from '../../modules/shipments/service.ts';
-import { type DashboardView, dashboardView } from '../dashboard.ts';
+import type { DashboardView } from '../dashboard.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField } from '../layout.ts';
 import { formatMoney } from '../money.ts';
-import {
-  choiceField,
-  type Form,
-  formatTime,
-  nextLink,
-  redirectWithFlash,
-  selected,
-  showPage,
-} from './common.ts';
+import { choiceField, formatTime, nextLink, selected } from './common.ts';
 import { eventRows } from './events.ts';
+import { formPost, pageGet } from './page-routes.ts';
 
 const LIST = '/dashboard/shipments';
 
@@ -91,30 +84,16 @@ ${shipment.parcels.map(
 ${eventRows(events.data, { openFirst: true })}`;
 }
 
-/** Shipments list, detail, and the status move. */
-export function shipmentPages(app: FastifyInstance, ctx: AppContext): void {
-  app.get<{ Querystring: { status?: string; cursor?: string } }>(
-    LIST,
-    { schema: { hide: true } },
-    async (request, reply) => {
-      const view = await dashboardView(ctx, request, reply);
-      if (!view) return reply;
-      const status = (SHIPMENT_STATUSES as readonly string[]).includes(request.query.status ?? '')
-        ? request.query.status
-        : undefined;
-      const page = await listShipments(ctx, view.access, {
-        status,
-        cursor: request.query.cursor?.slice(0, 200),
-      });
-      const body = html`<div class="heading"><h1>Shipments</h1>${
-        allows(view.access.scopes, 'shipments:write')
-          ? html`<a class="button" href="${LIST}/new">New shipment</a>`
-          : ''
-      }</div>
+function listBody(view: DashboardView, page: Page<Shipment>, status: string | undefined) {
+  return html`<div class="heading"><h1>Shipments</h1>${
+    allows(view.access.scopes, 'shipments:write')
+      ? html`<a class="button" href="${LIST}/new">New shipment</a>`
+      : ''
+  }</div>
 <form class="inline card" method="get" action="${LIST}">
 <label class="check">Status <select name="status"><option value="">Any</option>${SHIPMENT_STATUSES.map(
-        (s) => html`<option value="${s}"${selected(s === status)}>${s.replaceAll('_', ' ')}</option>`,
-      )}</select></label>
+    (s) => html`<option value="${s}"${selected(s === status)}>${s.replaceAll('_', ' ')}</option>`,
+  )}</select></label>
 <button class="secondary" type="submit">Filter</button>
 </form>
 ${
@@ -127,52 +106,43 @@ ${page.data.map(
 )}</tbody></table></div>`
 }
 ${nextLink(LIST, { status }, page.next_cursor)}`;
-      return showPage(request, reply, view, { title: 'Shipments', path: LIST }, body);
+}
+
+/** Shipments list, detail, and the status move. */
+export function shipmentPages(app: FastifyInstance, ctx: AppContext): void {
+  pageGet<Record<string, never>, { status?: string; cursor?: string }>(
+    app,
+    ctx,
+    LIST,
+    async (view, { query }) => {
+      const status = (SHIPMENT_STATUSES as readonly string[]).includes(query.status ?? '')
+        ? query.status
+        : undefined;
+      const page = await listShipments(ctx, view.access, { status, cursor: query.cursor?.slice(0, 200) });
+      return { title: 'Shipments', path: LIST, body: listBody(view, page, status) };
     },
   );
 
-  app.get<{ Params: { id: string } }>(`${LIST}/:id`, { schema: { hide: true } }, async (request, reply) => {
-    const view = await dashboardView(ctx, request, reply);
-    if (!view) return reply;
-    const shipment = await getShipment(ctx, view.access, request.params.id);
-    const body = await detailBody(ctx, view, shipment);
-    return showPage(request, reply, view, { title: shipment.recipient_name, path: LIST }, body);
+  pageGet<{ id: string }>(app, ctx, `${LIST}/:id`, async (view, { params }) => {
+    const shipment = await getShipment(ctx, view.access, params.id);
+    return { title: shipment.recipient_name, path: LIST, body: await detailBody(ctx, view, shipment) };
   });
 
-  app.post<{ Params: { id: string }; Body: Form }>(
-    `${LIST}/:id/status`,
-    { schema: { hide: true }, preValidation: app.csrfProtection },
-    async (request, reply) => {
-      const view = await dashboardView(ctx, request, reply);
-      if (!view) return reply;
-      const form = request.body ?? {};
-      const id = request.params.id;
-      try {
-        const status = choiceField(form, 'status', 'Status', SHIPMENT_STATUSES);
-        const reason =
-          status === 'exception' ? choiceField(form, 'exception_reason', 'Reason', EXCEPTION_REASONS) : null;
-        const moved = await moveShipment(ctx, view.access, id, {
-          status,
-          exception_reason: reason as ExceptionReason | null,
-        });
-        return redirectWithFlash(
-          ctx,
-          reply,
-          `${LIST}/${encodeURIComponent(id)}`,
-          `Moved to ${moved.status.replaceAll('_', ' ')}.`,
-        );
-      } catch (error) {
-        if (!(error instanceof AppError)) throw error;
-        // An unknown or foreign shipment falls through to the error page; otherwise show why here.
-        const shipment = await getShipment(ctx, view.access, id);
-        const options = {
-          title: shipment.recipient_name,
-          path: LIST,
-          status: error.status,
-          error: error.message,
-        };
-        return showPage(request, reply, view, options, await detailBody(ctx, view, shipment));
-      }
+  formPost<{ id: string }>(app, ctx, `${LIST}/:id/status`, {
+    async run(view, form, { id }) {
+      const status = choiceField(form, 'status', 'Status', SHIPMENT_STATUSES);
+      const reason: ExceptionReason | null =
+        status === 'exception' ? choiceField(form, 'exception_reason', 'Reason', EXCEPTION_REASONS) : null;
+      const moved = await moveShipment(ctx, view.access, id, { status, exception_reason: reason });
+      return {
+        redirect: `${LIST}/${encodeURIComponent(id)}`,
+        message: `Moved to ${moved.status.replaceAll('_', ' ')}.`,
+      };
     },
-  );
+    // An unknown or foreign shipment throws again here and reaches the error page.
+    async retry(view, _form, { id }) {
+      const shipment = await getShipment(ctx, view.access, id);
+      return { title: shipment.recipient_name, path: LIST, body: await detailBody(ctx, view, shipment) };
+    },
+  });
 }

@@ -8,20 +8,11 @@ import {
   revokeApiToken,
 } from '../../modules/accounts/api-tokens.ts';
 import { isScope, SCOPE_DESCRIPTIONS, SCOPES, scopesOfRole } from '../../modules/accounts/roles.ts';
-import { type DashboardView, dashboardView } from '../dashboard.ts';
+import type { DashboardView } from '../dashboard.ts';
 import { html } from '../html.ts';
 import { csrfField } from '../layout.ts';
-import {
-  checked,
-  choiceField,
-  type Form,
-  formatTime,
-  listField,
-  redirectWithFlash,
-  requiredField,
-  showPage,
-  textField,
-} from './common.ts';
+import { checked, choiceField, formatTime, listField, requiredField, textField } from './common.ts';
+import { formPost, pageGet } from './page-routes.ts';
 
 const TOKENS = '/dashboard/api-tokens';
 
@@ -76,57 +67,45 @@ ${
 
 /** API tokens: list, create (the secret shown once), revoke. */
 export function tokenPages(app: FastifyInstance, ctx: AppContext): void {
-  app.get(TOKENS, { schema: { hide: true } }, async (request, reply) => {
-    const view = await dashboardView(ctx, request, reply);
-    if (!view) return reply;
-    const body = await tokensBody(ctx, view);
-    return showPage(request, reply, view, { title: 'API tokens', path: TOKENS }, body);
+  const tokensPage = async (view: DashboardView) => ({
+    title: 'API tokens',
+    path: TOKENS,
+    body: await tokensBody(ctx, view),
   });
+  pageGet(app, ctx, TOKENS, tokensPage);
 
-  app.post<{ Body: Form }>(
-    TOKENS,
-    { schema: { hide: true }, preValidation: app.csrfProtection },
-    async (request, reply) => {
-      const view = await dashboardView(ctx, request, reply);
-      if (!view) return reply;
-      const form = request.body ?? {};
-      try {
-        const scopes = listField(form, 'scopes');
-        if (scopes.length === 0 || !scopes.every(isScope)) {
-          throw new AppError('validation.failed', 'Choose at least one scope', {
-            errors: [{ path: '/scopes', message: `some of ${SCOPES.join(', ')}` }],
-          });
-        }
-        const token = await createApiToken(ctx, view.user.userId, view.tenantId, {
-          name: requiredField(form, 'name', 'Name', 100),
-          mode: choiceField(form, 'mode', 'Mode', ['live', 'test'] as const),
-          scopes: scopes.filter(isScope),
-          customer_account_id: textField(form, 'customer_account_id', 'Merchant account', 64),
+  formPost(app, ctx, TOKENS, {
+    retry: tokensPage,
+    async run(view, form) {
+      const scopes = listField(form, 'scopes');
+      if (scopes.length === 0 || !scopes.every(isScope)) {
+        throw new AppError('validation.failed', 'Choose at least one scope', {
+          errors: [{ path: '/scopes', message: `some of ${SCOPES.join(', ')}` }],
         });
-        const body = html`<h1>Token created</h1>
+      }
+      const token = await createApiToken(ctx, view.user.userId, view.tenantId, {
+        name: requiredField(form, 'name', 'Name', 100),
+        mode: choiceField(form, 'mode', 'Mode', ['live', 'test'] as const),
+        scopes: scopes.filter(isScope),
+        customer_account_id: textField(form, 'customer_account_id', 'Merchant account', 64),
+      });
+      // The only time the secret is shown: an answer page, not a redirect that would carry it.
+      const body = html`<h1>Token created</h1>
 <section class="card">
 <p class="flash error" role="alert"><strong>Copy this token now.</strong> It is shown only once; Waybill keeps only a hash of it.</p>
 <p>${token.name} (${token.mode}, ${token.scopes.join(' ')})</p>
 <code class="secret">${token.token}</code>
 <p><a class="button secondary" href="${TOKENS}">Done</a></p>
 </section>`;
-        return showPage(request, reply, view, { title: 'Token created', path: TOKENS, status: 201 }, body);
-      } catch (error) {
-        if (!(error instanceof AppError)) throw error;
-        const options = { title: 'API tokens', path: TOKENS, status: error.status, error: error.message };
-        return showPage(request, reply, view, options, await tokensBody(ctx, view));
-      }
+      return { page: { title: 'Token created', path: TOKENS, status: 201 }, body };
     },
-  );
+  });
 
-  app.post<{ Params: { id: string } }>(
-    `${TOKENS}/:id/revoke`,
-    { schema: { hide: true }, preValidation: app.csrfProtection },
-    async (request, reply) => {
-      const view = await dashboardView(ctx, request, reply);
-      if (!view) return reply;
-      await revokeApiToken(ctx, view.user.userId, view.tenantId, request.params.id);
-      return redirectWithFlash(ctx, reply, TOKENS, 'Token revoked: calls with it now answer 401.');
+  formPost<{ id: string }>(app, ctx, `${TOKENS}/:id/revoke`, {
+    retry: tokensPage,
+    async run(view, _form, { id }) {
+      await revokeApiToken(ctx, view.user.userId, view.tenantId, id);
+      return { redirect: TOKENS, message: 'Token revoked: calls with it now answer 401.' };
     },
-  );
+  });
 }
