@@ -1,7 +1,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
 import type { TenantAccess } from '../modules/accounts/access.ts';
-import { type MembershipSummary, membershipsOfPerson } from '../modules/accounts/companies.ts';
+import {
+  type CustomerAccount,
+  listCustomerAccounts,
+  type MembershipSummary,
+  membershipsOfPerson,
+} from '../modules/accounts/companies.ts';
 import { scopesOfRole } from '../modules/accounts/roles.ts';
 import { getPerson, type Person } from '../modules/accounts/users.ts';
 import { html, type SafeHtml } from './html.ts';
@@ -18,6 +23,8 @@ export interface DashboardView {
   membership: MembershipSummary;
   tenantId: string;
   customerAccountId: string | null;
+  /** The company's merchant accounts a company member may narrow to (empty for merchant members). */
+  customerAccounts: CustomerAccount[];
   livemode: boolean;
   /** What the person may do here, as a TenantAccess for the services (the role's scopes). */
   access: TenantAccess;
@@ -99,12 +106,17 @@ export async function dashboardView(
     await reply.redirect('/dashboard/companies/new', 303);
     return null;
   }
-  // A merchant member always sees its own account; company members may narrow to one.
-  const customerAccountId = membership.customer_account_id ?? stored.customerAccountId ?? null;
+  const sameCompany = stored.tenantId === membership.tenant_id;
+  // A merchant member always sees its own account; company members may narrow to one of theirs.
+  const customerAccounts = membership.customer_account_id
+    ? []
+    : (await listCustomerAccounts(ctx, user.userId, membership.tenant_id, { limit: 100 })).data;
+  const narrowedTo = sameCompany
+    ? customerAccounts.find((account) => account.id === stored.customerAccountId)
+    : undefined;
+  const customerAccountId = membership.customer_account_id ?? narrowedTo?.id ?? null;
   const livemode =
-    stored.tenantId === membership.tenant_id && typeof stored.livemode === 'boolean'
-      ? stored.livemode
-      : membership.company_live;
+    sameCompany && typeof stored.livemode === 'boolean' ? stored.livemode : membership.company_live;
   const person = await getPerson(ctx, user.userId);
   return {
     user,
@@ -113,6 +125,7 @@ export async function dashboardView(
     membership,
     tenantId: membership.tenant_id,
     customerAccountId,
+    customerAccounts,
     livemode,
     access: {
       tenantId: membership.tenant_id,
@@ -125,6 +138,16 @@ export async function dashboardView(
     },
     csrf: reply.generateCsrf(),
   };
+}
+
+/** Company members of a company with merchant accounts may look at one account at a time. */
+function accountSelect(view: DashboardView): SafeHtml | '' {
+  if (view.customerAccounts.length === 0) return '';
+  return html`<select name="account" aria-label="Merchant account">
+<option value="">All merchant accounts</option>${view.customerAccounts.map(
+    (a) =>
+      html`<option value="${a.id}"${a.id === view.customerAccountId ? html` selected` : ''}>${a.name}</option>`,
+  )}</select>`;
 }
 
 function navBar(view: DashboardView, current: string): SafeHtml {
@@ -141,7 +164,7 @@ function navBar(view: DashboardView, current: string): SafeHtml {
         m.customer_account_name ? ` · ${m.customer_account_name}` : ''
       }</option>`,
   )}</select>
-<select name="mode" aria-label="Data">
+${accountSelect(view)}<select name="mode" aria-label="Data">
 <option value="live"${view.livemode ? html` selected` : ''}>Live data</option>
 <option value="test"${view.livemode ? '' : html` selected`}>Test data</option>
 </select>

@@ -36,6 +36,10 @@ export function sendPage(reply: FastifyReply, page: SafeHtml, status = 200): Fas
     .send(page.value);
 }
 
+/**
+ * The hidden CSRF field of a POST form. Check it with `preValidation: app.csrfProtection`, not
+ * `onRequest`: the token travels in the form body, which is parsed only after onRequest.
+ */
 export function csrfField(token: string): SafeHtml {
   return html`<input type="hidden" name="_csrf" value="${token}">`;
 }

@@ -5,6 +5,7 @@ import { AppError } from '../lib/errors.ts';
 import { signIn, signOut, signUp } from '../modules/accounts/users.ts';
 import { html } from './html.ts';
 import { csrfField, layout, sendPage } from './layout.ts';
+import { dashboardPages } from './pages/index.ts';
 import { clearSessionCookie, pageUser, safeReturnPath, setSessionCookie } from './session.ts';
 
 const stylesheet = readFileSync(new URL('./static/waybill.css', import.meta.url), 'utf8');
@@ -49,6 +50,8 @@ ${csrfField(csrf)}
 /** Sign-in, sign-up and sign-out pages; the dashboard's pages are registered by their modules. */
 export function webRoutes(ctx: AppContext): FastifyPluginAsync {
   return async (app) => {
+    await app.register(dashboardPages(ctx));
+
     app.get('/static/waybill.css', { schema: { hide: true } }, async (_request, reply) =>
       reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(stylesheet),
     );
@@ -69,7 +72,7 @@ export function webRoutes(ctx: AppContext): FastifyPluginAsync {
       '/signin',
       {
         schema: { hide: true },
-        onRequest: app.csrfProtection,
+        preValidation: app.csrfProtection,
         config: { rateLimit: { max: 10, timeWindow: '1 minute' } },
       },
       async (request, reply) => {
@@ -100,7 +103,7 @@ export function webRoutes(ctx: AppContext): FastifyPluginAsync {
       '/signup',
       {
         schema: { hide: true },
-        onRequest: app.csrfProtection,
+        preValidation: app.csrfProtection,
         config: { rateLimit: { max: 10, timeWindow: '1 minute' } },
       },
       async (request, reply) => {
@@ -141,7 +144,7 @@ export function webRoutes(ctx: AppContext): FastifyPluginAsync {
 
     app.post(
       '/signout',
-      { schema: { hide: true }, onRequest: app.csrfProtection },
+      { schema: { hide: true }, preValidation: app.csrfProtection },
       async (request, reply) => {
         const user = await pageUser(ctx, request);
         if (user) await signOut(ctx, user.sessionId);

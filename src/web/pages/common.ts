@@ -1,0 +1,164 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../../context.ts';
+import { AppError } from '../../lib/errors.ts';
+import { type DashboardView, dashboardPage } from '../dashboard.ts';
+import { html, type SafeHtml } from '../html.ts';
+import { layout, sendPage } from '../layout.ts';
+
+export type Flash = { kind: 'ok' | 'error'; message: string };
+
+/** A posted form as @fastify/formbody parses it: repeated fields arrive as arrays. */
+export type Form = Record<string, string | string[] | undefined>;
+
+const FLASH_COOKIE = 'waybill_flash';
+
+/** Leaves a one-time message for the page a redirect lands on (post, redirect, get). */
+export async function redirectWithFlash(
+  ctx: AppContext,
+  reply: FastifyReply,
+  path: string,
+  message: string,
+): Promise<FastifyReply> {
+  reply.setCookie(FLASH_COOKIE, JSON.stringify({ kind: 'ok', message }), {
+    path: '/',
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: ctx.config.secureCookies,
+    maxAge: 60,
+  });
+  return reply.redirect(path, 303);
+}
+
+function takeFlash(request: FastifyRequest, reply: FastifyReply): Flash | null {
+  const value = request.cookies[FLASH_COOKIE];
+  if (!value) return null;
+  reply.clearCookie(FLASH_COOKIE, { path: '/' });
+  try {
+    const flash = JSON.parse(value) as Partial<Flash>;
+    return typeof flash.message === 'string' ? { kind: 'ok', message: flash.message.slice(0, 300) } : null;
+  } catch {
+    return null;
+  }
+}
+
+export interface PageOptions {
+  title: string;
+  path: string;
+  status?: number;
+  /** An error to show instead of any pending one-time message. */
+  error?: string | null;
+}
+
+/** Sends a dashboard page with the pending one-time message, or the given error, on top. */
+export function showPage(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  view: DashboardView,
+  options: PageOptions,
+  body: SafeHtml,
+): FastifyReply {
+  const flash: Flash | null = options.error
+    ? { kind: 'error', message: options.error }
+    : takeFlash(request, reply);
+  return sendPage(
+    reply,
+    dashboardPage(view, { title: options.title, path: options.path, flash }, body),
+    options.status ?? 200,
+  );
+}
+
+/** What a person sees for a refused or missing thing: a plain message, never a stack. */
+export function errorPage(error: AppError): SafeHtml {
+  const heading =
+    error.status === 404
+      ? 'Not found'
+      : error.status === 403
+        ? 'Not allowed'
+        : error.status >= 500
+          ? 'Something went wrong'
+          : 'That did not work';
+  const detail =
+    error.status === 404
+      ? 'It does not exist, or it belongs to a company, merchant account or mode you are not viewing.'
+      : error.message;
+  return layout(
+    { title: heading },
+    html`<section class="card narrow">
+<h1>${heading}</h1>
+<p>${detail}</p>
+<p><a class="button secondary" href="/dashboard">Back to the dashboard</a></p>
+</section>`,
+  );
+}
+
+/** Renders any error of a page as the friendly page; unknown ones are logged and leak nothing. */
+export function sendErrorPage(request: FastifyRequest, reply: FastifyReply, error: AppError | null) {
+  const known = error ?? new AppError('internal', `Something went wrong (request ${request.id})`);
+  return sendPage(reply, errorPage(known), known.status);
+}
+
+/** One text field, trimmed; empty is null. Longer than `max` is refused with the field's label. */
+export function textField(form: Form, name: string, label: string, max: number): string | null {
+  const raw = form[name];
+  const value = (Array.isArray(raw) ? raw[0] : raw)?.trim() ?? '';
+  if (value.length > max) {
+    throw new AppError('validation.failed', `${label} is longer than ${max} characters`, {
+      errors: [{ path: `/${name}`, message: `at most ${max} characters` }],
+    });
+  }
+  return value === '' ? null : value;
+}
+
+export function requiredField(form: Form, name: string, label: string, max: number): string {
+  const value = textField(form, name, label, max);
+  if (value === null) {
+    throw new AppError('validation.failed', `${label} is required`, {
+      errors: [{ path: `/${name}`, message: 'required' }],
+    });
+  }
+  return value;
+}
+
+/** Every value of a repeated field (checkboxes). */
+export function listField(form: Form, name: string): string[] {
+  const raw = form[name];
+  return raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
+}
+
+/** One of a closed list of values, or a validation error. */
+export function choiceField<T extends string>(
+  form: Form,
+  name: string,
+  label: string,
+  allowed: readonly T[],
+): T {
+  const value = textField(form, name, label, 64);
+  if (value === null || !(allowed as readonly string[]).includes(value)) {
+    throw new AppError('validation.failed', `Choose a valid ${label.toLowerCase()}`, {
+      errors: [{ path: `/${name}`, message: `one of ${allowed.join(', ')}` }],
+    });
+  }
+  return value as T;
+}
+
+/** A timestamp as people read it: "2026-11-21 12:00 UTC". */
+export function formatTime(iso: string | null): string {
+  return iso ? `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC` : '';
+}
+
+/** The "Next" link of a cursor-paged list, keeping the other query parameters. */
+export function nextLink(path: string, params: Record<string, string | undefined>, cursor: string | null) {
+  if (!cursor) return '';
+  const query = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) if (value) query.set(key, value);
+  query.set('cursor', cursor);
+  return html`<p class="pager"><a class="button secondary" rel="next" href="${path}?${query.toString()}">Next</a></p>`;
+}
+
+export function selected(on: boolean): SafeHtml | '' {
+  return on ? html` selected` : '';
+}
+
+export function checked(on: boolean): SafeHtml | '' {
+  return on ? html` checked` : '';
+}

@@ -1,0 +1,148 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../../context.ts';
+import type { Page } from '../../lib/paging.ts';
+import { allows } from '../../modules/accounts/roles.ts';
+import {
+  EXCEPTION_REASONS,
+  type ExceptionReason,
+  nextStatuses,
+  SHIPMENT_STATUSES,
+} from '../../modules/shipments/lifecycle.ts';
+import {
+  getShipment,
+  listEvents,
+  listShipments,
+  moveShipment,
+  type Shipment,
+} from '../../modules/shipments/service.ts';
+import type { DashboardView } from '../dashboard.ts';
+import { html, type SafeHtml } from '../html.ts';
+import { csrfField } from '../layout.ts';
+import { formatMoney } from '../money.ts';
+import { choiceField, formatTime, nextLink, selected } from './common.ts';
+import { eventRows } from './events.ts';
+import { formPost, pageGet } from './page-routes.ts';
+
+const LIST = '/dashboard/shipments';
+
+export function statusBadge(status: string) {
+  const tone = status === 'delivered' ? ' ok' : status === 'exception' || status === 'returned' ? ' bad' : '';
+  return html`<span class="badge${tone}">${status.replaceAll('_', ' ')}</span>`;
+}
+
+function amount(shipment: Shipment): string {
+  return shipment.cod_amount_minor === null
+    ? `Prepaid (${shipment.currency})`
+    : `${formatMoney(shipment.cod_amount_minor, shipment.currency)} on delivery`;
+}
+
+function shipmentLink(shipment: Shipment) {
+  return html`<a href="${LIST}/${encodeURIComponent(shipment.id)}">${shipment.recipient_name}</a>`;
+}
+
+function statusForm(view: DashboardView, shipment: Shipment) {
+  const next = nextStatuses(shipment.status);
+  if (next.length === 0) return html`<p class="muted">${shipment.status} is final: no more moves.</p>`;
+  if (!allows(view.access.scopes, 'shipments:write')) return '';
+  return html`<form class="row card" method="post" action="${LIST}/${encodeURIComponent(shipment.id)}/status">
+${csrfField(view.csrf)}
+<label>Move to <select name="status">${next.map((s) => html`<option value="${s}">${s.replaceAll('_', ' ')}</option>`)}</select></label>
+${
+  next.includes('exception')
+    ? html`<label>Exception reason (for exception) <select name="exception_reason">${EXCEPTION_REASONS.map(
+        (r) => html`<option value="${r}">${r}</option>`,
+      )}</select></label>`
+    : ''
+}
+<div><button type="submit">Change status</button></div>
+</form>`;
+}
+
+async function detailBody(ctx: AppContext, view: DashboardView, shipment: Shipment) {
+  const events = await listEvents(ctx, view.access, { shipment_id: shipment.id, limit: 100 });
+  const field = (label: string, value: SafeHtml | string | null) =>
+    html`<dt>${label}</dt><dd>${value ?? '—'}</dd>`;
+  return html`<h1>${shipment.recipient_name} ${statusBadge(shipment.status)}</h1>
+${statusForm(view, shipment)}
+<section class="card"><dl class="fields">
+${field('Tracking number', html`<code>${shipment.tracking_number}</code>`)}${field('Id', html`<code>${shipment.id}</code>`)}
+${field('Status', shipment.status)}${field('Exception reason', shipment.exception_reason)}
+${field('Recipient e-mail', shipment.recipient_email)}${field('Recipient phone', shipment.recipient_phone)}
+${field('Your reference', shipment.external_ref)}${field('Merchant account', shipment.customer_account_id)}
+${field('Payment', amount(shipment))}${field('Mode', shipment.livemode ? 'live' : 'test')}
+${field('Created', formatTime(shipment.created_at))}${field('Updated', formatTime(shipment.updated_at))}
+</dl></section>
+<h2>Parcels</h2>
+<div class="table-wrap"><table><thead><tr><th>Weight</th><th>Reference</th><th>Size (mm)</th></tr></thead><tbody>
+${shipment.parcels.map(
+  (p) =>
+    html`<tr><td>${(p.weight_grams / 1000).toLocaleString('en')} kg</td><td>${p.reference ?? '—'}</td><td>${
+      p.length_mm ? `${p.length_mm} × ${p.width_mm ?? '?'} × ${p.height_mm ?? '?'}` : '—'
+    }</td></tr>`,
+)}</tbody></table></div>
+<h2>Events</h2>
+${eventRows(events.data, { openFirst: true })}`;
+}
+
+function listBody(view: DashboardView, page: Page<Shipment>, status: string | undefined) {
+  return html`<div class="heading"><h1>Shipments</h1>${
+    allows(view.access.scopes, 'shipments:write')
+      ? html`<a class="button" href="${LIST}/new">New shipment</a>`
+      : ''
+  }</div>
+<form class="inline card" method="get" action="${LIST}">
+<label class="check">Status <select name="status"><option value="">Any</option>${SHIPMENT_STATUSES.map(
+    (s) => html`<option value="${s}"${selected(s === status)}>${s.replaceAll('_', ' ')}</option>`,
+  )}</select></label>
+<button class="secondary" type="submit">Filter</button>
+</form>
+${
+  page.data.length === 0
+    ? html`<p class="muted">No shipments here yet${view.livemode ? '' : ' in test data'}.</p>`
+    : html`<div class="table-wrap"><table><thead><tr><th>Recipient</th><th>Status</th><th>Created</th><th>Tracking</th><th>Payment</th></tr></thead><tbody>
+${page.data.map(
+  (s) =>
+    html`<tr><td>${shipmentLink(s)}</td><td>${statusBadge(s.status)}</td><td>${formatTime(s.created_at)}</td><td><code>${s.tracking_number}</code></td><td>${amount(s)}</td></tr>`,
+)}</tbody></table></div>`
+}
+${nextLink(LIST, { status }, page.next_cursor)}`;
+}
+
+/** Shipments list, detail, and the status move. */
+export function shipmentPages(app: FastifyInstance, ctx: AppContext): void {
+  pageGet<Record<string, never>, { status?: string; cursor?: string }>(
+    app,
+    ctx,
+    LIST,
+    async (view, { query }) => {
+      const status = (SHIPMENT_STATUSES as readonly string[]).includes(query.status ?? '')
+        ? query.status
+        : undefined;
+      const page = await listShipments(ctx, view.access, { status, cursor: query.cursor?.slice(0, 200) });
+      return { title: 'Shipments', path: LIST, body: listBody(view, page, status) };
+    },
+  );
+
+  pageGet<{ id: string }>(app, ctx, `${LIST}/:id`, async (view, { params }) => {
+    const shipment = await getShipment(ctx, view.access, params.id);
+    return { title: shipment.recipient_name, path: LIST, body: await detailBody(ctx, view, shipment) };
+  });
+
+  formPost<{ id: string }>(app, ctx, `${LIST}/:id/status`, {
+    async run(view, form, { id }) {
+      const status = choiceField(form, 'status', 'Status', SHIPMENT_STATUSES);
+      const reason: ExceptionReason | null =
+        status === 'exception' ? choiceField(form, 'exception_reason', 'Reason', EXCEPTION_REASONS) : null;
+      const moved = await moveShipment(ctx, view.access, id, { status, exception_reason: reason });
+      return {
+        redirect: `${LIST}/${encodeURIComponent(id)}`,
+        message: `Moved to ${moved.status.replaceAll('_', ' ')}.`,
+      };
+    },
+    // An unknown or foreign shipment throws again here and reaches the error page.
+    async retry(view, _form, { id }) {
+      const shipment = await getShipment(ctx, view.access, id);
+      return { title: shipment.recipient_name, path: LIST, body: await detailBody(ctx, view, shipment) };
+    },
+  });
+}

@@ -1,0 +1,111 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../../context.ts';
+import { AppError } from '../../lib/errors.ts';
+import {
+  type ApiToken,
+  createApiToken,
+  listApiTokens,
+  revokeApiToken,
+} from '../../modules/accounts/api-tokens.ts';
+import { isScope, SCOPE_DESCRIPTIONS, SCOPES, scopesOfRole } from '../../modules/accounts/roles.ts';
+import type { DashboardView } from '../dashboard.ts';
+import { html } from '../html.ts';
+import { csrfField } from '../layout.ts';
+import { checked, choiceField, formatTime, listField, requiredField, textField } from './common.ts';
+import { formPost, pageGet } from './page-routes.ts';
+
+const TOKENS = '/dashboard/api-tokens';
+
+function accountName(view: DashboardView, id: string | null): string {
+  if (!id) return 'All';
+  return view.customerAccounts.find((a) => a.id === id)?.name ?? view.membership.customer_account_name ?? id;
+}
+
+function tokenRow(view: DashboardView, token: ApiToken) {
+  const revoke = token.revoked_at
+    ? html`<span class="badge bad">revoked ${formatTime(token.revoked_at)}</span>`
+    : html`<form class="inline" method="post" action="${TOKENS}/${encodeURIComponent(token.id)}/revoke">${csrfField(view.csrf)}<button class="danger" type="submit">Revoke</button></form>`;
+  return html`<tr><td>${token.name}<br><code>${token.token_hint}</code></td><td>${token.mode}</td><td>${revoke}</td>
+<td>${token.scopes.join(' ')}</td><td>${accountName(view, token.customer_account_id)}</td><td>${formatTime(token.created_at)}</td><td>${formatTime(token.last_used_at) || 'never'}</td></tr>`;
+}
+
+function tokenForm(view: DashboardView) {
+  const held = scopesOfRole(view.membership.role);
+  const accounts = view.customerAccounts.length
+    ? html`<label>Merchant account <select name="customer_account_id"><option value="">All (the whole company)</option>${view.customerAccounts.map(
+        (a) => html`<option value="${a.id}">${a.name}</option>`,
+      )}</select></label>`
+    : '';
+  return html`<form class="stack card" method="post" action="${TOKENS}">
+${csrfField(view.csrf)}
+<h2>New API token</h2>
+<label>Name <input name="name" required maxlength="100" placeholder="Warehouse integration"></label>
+<fieldset class="row"><legend>Mode</legend>
+<label class="check"><input type="radio" name="mode" value="test"${checked(!view.livemode)}> Test data</label>
+<label class="check"><input type="radio" name="mode" value="live"${checked(view.livemode)}> Live data</label>
+</fieldset>
+<fieldset class="stack"><legend>Scopes</legend>${SCOPES.filter((s) => held.has(s)).map(
+    (s) =>
+      html`<label class="check"><input type="checkbox" name="scopes" value="${s}"> <span><code>${s}</code> ${SCOPE_DESCRIPTIONS[s]}</span></label>`,
+  )}</fieldset>
+${accounts}
+<button type="submit">Create token</button>
+</form>`;
+}
+
+async function tokensBody(ctx: AppContext, view: DashboardView) {
+  const tokens = await listApiTokens(ctx, view.user.userId, view.tenantId, { limit: 100 });
+  return html`<h1>API tokens</h1>
+${tokenForm(view)}
+${
+  tokens.data.length === 0
+    ? html`<p class="muted">No API tokens yet.</p>`
+    : html`<div class="table-wrap"><table><thead><tr><th>Name</th><th>Mode</th><th>State</th><th>Scopes</th><th>Merchant account</th><th>Created</th><th>Last used</th></tr></thead>
+<tbody>${tokens.data.map((t) => tokenRow(view, t))}</tbody></table></div>`
+}`;
+}
+
+/** API tokens: list, create (the secret shown once), revoke. */
+export function tokenPages(app: FastifyInstance, ctx: AppContext): void {
+  const tokensPage = async (view: DashboardView) => ({
+    title: 'API tokens',
+    path: TOKENS,
+    body: await tokensBody(ctx, view),
+  });
+  pageGet(app, ctx, TOKENS, tokensPage);
+
+  formPost(app, ctx, TOKENS, {
+    retry: tokensPage,
+    async run(view, form) {
+      const scopes = listField(form, 'scopes');
+      if (scopes.length === 0 || !scopes.every(isScope)) {
+        throw new AppError('validation.failed', 'Choose at least one scope', {
+          errors: [{ path: '/scopes', message: `some of ${SCOPES.join(', ')}` }],
+        });
+      }
+      const token = await createApiToken(ctx, view.user.userId, view.tenantId, {
+        name: requiredField(form, 'name', 'Name', 100),
+        mode: choiceField(form, 'mode', 'Mode', ['live', 'test'] as const),
+        scopes: scopes.filter(isScope),
+        customer_account_id: textField(form, 'customer_account_id', 'Merchant account', 64),
+      });
+      // The only time the secret is shown: an answer page, not a redirect that would carry it.
+      const body = html`<h1>Token created</h1>
+<section class="card">
+<p class="flash error" role="alert"><strong>Copy this token now.</strong> It is shown only once; Waybill keeps only a hash of it.</p>
+<p>${token.name} (${token.mode}, ${token.scopes.join(' ')})</p>
+<code class="secret">${token.token}</code>
+<p><a class="button secondary" href="${TOKENS}">Done</a></p>
+</section>`;
+      return { page: { title: 'Token created', path: TOKENS, status: 201 }, body };
+    },
+  });
+
+  formPost<{ id: string }>(app, ctx, `${TOKENS}/:id/revoke`, {
+    retry: tokensPage,
+    async run(view, _form, { id }) {
+      await revokeApiToken(ctx, view.user.userId, view.tenantId, id);
+      return { redirect: TOKENS, message: 'Token revoked: calls with it now answer 401.' };
+    },
+  });
+}
