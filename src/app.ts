@@ -52,7 +52,7 @@ export function buildContext(options: BuildOptions): AppContext {
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.log as FastifyBaseLogger,
-    trustProxy: true,
+    trustProxy: ctx.config.trustProxy.length > 0 ? [...ctx.config.trustProxy] : false,
     bodyLimit: 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
   }).withTypeProvider<TypeBoxTypeProvider>();

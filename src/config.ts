@@ -21,6 +21,8 @@ export interface Config {
   logLevel: string;
   /** Development conveniences are on when the web address is plain http on localhost. */
   secureCookies: boolean;
+  /** Addresses or CIDRs of reverse proxies whose X-Forwarded-For is believed. */
+  trustProxy: readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -125,6 +127,18 @@ export function loadConfig(env: Env = process.env, listeningPort?: number): Read
     }
   }
 
+  const trustProxy = (env.WAYBILL_TRUST_PROXY ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  for (const entry of trustProxy) {
+    if (!ipaddr.isValid(entry.split('/')[0] ?? '')) {
+      problems.push(
+        `WAYBILL_TRUST_PROXY must list proxy addresses or CIDRs such as 10.0.0.0/8 (got "${entry}")`,
+      );
+    }
+  }
+
   const smtpUrl = env.WAYBILL_SMTP_URL || null;
   if (smtpUrl && !/^smtps?:\/\//.test(smtpUrl))
     problems.push(`WAYBILL_SMTP_URL must be smtp:// or smtps:// (got "${smtpUrl}")`);
@@ -145,5 +159,6 @@ export function loadConfig(env: Env = process.env, listeningPort?: number): Read
     demo: demoText === '1',
     logLevel: env.WAYBILL_LOG_LEVEL || 'info',
     secureCookies: webUrl.startsWith('https://'),
+    trustProxy: Object.freeze(trustProxy),
   });
 }

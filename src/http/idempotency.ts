@@ -1,11 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
-import { DAY } from '../lib/clock.ts';
+import { DAY, MINUTE } from '../lib/clock.ts';
 import { AppError } from '../lib/errors.ts';
 import { credentialKey } from '../modules/accounts/access.ts';
 
 export const IDEMPOTENCY_TTL_MS = DAY;
+/** No request runs this long; a claim without an answer older than this was abandoned. */
+const ABANDONED_CLAIM_MS = 5 * MINUTE;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -38,12 +40,21 @@ export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void
     const scope = request.principal ? credentialKey(request.principal) : `ip:${request.ip}`;
     const hash = requestHash(request);
     const now = ctx.clock.now();
-    // A key older than the window is forgotten: the same key starts anew.
+    // A key older than the window is forgotten, and so is a claim whose request died without an
+    // answer (a crashed process): the same key then starts anew.
     await ctx.db
       .deleteFrom('idempotency_keys')
       .where('scope', '=', scope)
       .where('key', '=', key)
-      .where('created_at', '<', new Date(now.getTime() - IDEMPOTENCY_TTL_MS))
+      .where((eb) =>
+        eb.or([
+          eb('created_at', '<', new Date(now.getTime() - IDEMPOTENCY_TTL_MS)),
+          eb.and([
+            eb('response_status', 'is', null),
+            eb('created_at', '<', new Date(now.getTime() - ABANDONED_CLAIM_MS)),
+          ]),
+        ]),
+      )
       .execute();
     const claimed = await ctx.db
       .insertInto('idempotency_keys')

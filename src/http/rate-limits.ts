@@ -2,11 +2,11 @@ import type { FastifyRequest } from 'fastify';
 import { normalizeEmail } from '../modules/accounts/users.ts';
 
 /**
- * The address the connection really comes from. Not request.ip: with trustProxy it is read from
- * X-Forwarded-For, which a client could vary on every attempt to escape a limit.
+ * The client's address: the connection's, or X-Forwarded-For's only when the connection comes
+ * from a proxy named in WAYBILL_TRUST_PROXY (so a client cannot vary it to escape a limit).
  */
 function peerAddress(request: FastifyRequest): string {
-  return request.socket.remoteAddress ?? 'unknown';
+  return request.ip ?? request.socket.remoteAddress ?? 'unknown';
 }
 
 /**

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppContext } from '../context.ts';
+import { signInRateLimit, signUpRateLimit } from '../http/rate-limits.ts';
 import { AppError } from '../lib/errors.ts';
 import { signIn, signOut, signUp } from '../modules/accounts/users.ts';
 import { html } from './html.ts';
@@ -73,7 +74,7 @@ export function webRoutes(ctx: AppContext): FastifyPluginAsync {
       {
         schema: { hide: true },
         preValidation: app.csrfProtection,
-        config: { rateLimit: { max: 10, timeWindow: '1 minute' } },
+        config: { rateLimit: signInRateLimit },
       },
       async (request, reply) => {
         const form = request.body ?? {};
@@ -104,7 +105,7 @@ export function webRoutes(ctx: AppContext): FastifyPluginAsync {
       {
         schema: { hide: true },
         preValidation: app.csrfProtection,
-        config: { rateLimit: { max: 10, timeWindow: '1 minute' } },
+        config: { rateLimit: signUpRateLimit },
       },
       async (request, reply) => {
         const form = request.body ?? {};
