@@ -1,0 +1,12 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { AppContext } from '../../context.ts';
+import { installationRoutes } from './installation-routes.ts';
+import { developerRoutes } from './routes.ts';
+
+/** The apps capability: developer API, installations API, and their pages. */
+export function appsModule(ctx: AppContext): FastifyPluginAsync {
+  return async (app) => {
+    await app.register(developerRoutes(ctx));
+    await app.register(installationRoutes(ctx));
+  };
+}
