@@ -69,7 +69,7 @@ export function webRoutes(ctx: AppContext): FastifyPluginAsync {
       '/signin',
       {
         schema: { hide: true },
-        onRequest: app.csrfProtection,
+        preValidation: app.csrfProtection,
         config: { rateLimit: { max: 10, timeWindow: '1 minute' } },
       },
       async (request, reply) => {
@@ -100,7 +100,7 @@ export function webRoutes(ctx: AppContext): FastifyPluginAsync {
       '/signup',
       {
         schema: { hide: true },
-        onRequest: app.csrfProtection,
+        preValidation: app.csrfProtection,
         config: { rateLimit: { max: 10, timeWindow: '1 minute' } },
       },
       async (request, reply) => {
@@ -141,7 +141,7 @@ export function webRoutes(ctx: AppContext): FastifyPluginAsync {
 
     app.post(
       '/signout',
-      { schema: { hide: true }, onRequest: app.csrfProtection },
+      { schema: { hide: true }, preValidation: app.csrfProtection },
       async (request, reply) => {
         const user = await pageUser(ctx, request);
         if (user) await signOut(ctx, user.sessionId);
