@@ -59,7 +59,11 @@ export function oauthErrorHandler(
   request: FastifyRequest,
   reply: FastifyReply,
 ) {
-  if (error instanceof OAuthError) return sendOAuthError(reply, error);
+  if (error instanceof OAuthError) {
+    const retryAfter = (error as { retryAfter?: number }).retryAfter;
+    if (retryAfter !== undefined) return sendOAuthError(reply.header('retry-after', retryAfter), error, 429);
+    return sendOAuthError(reply, error);
+  }
   const status = error.statusCode ?? 500;
   // Too many attempts: RFC 6749 has no code for it, so invalid_request keeps clients' parsers happy
   // while the 429 status (and Retry-After from the limiter) says what happened.

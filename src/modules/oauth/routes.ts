@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { resolveAppAccessToken } from './access-tokens.ts';
+import { addressLimit } from './address-limit.ts';
 import { registerAuthorizeRoutes } from './authorize/routes.ts';
 import { oauthErrorHandler } from './errors.ts';
 import { authorizationServerMetadata } from './metadata.ts';
@@ -30,10 +31,9 @@ function clientKey(request: FastifyRequest): string {
  * (whatever client it names). They run after the body is parsed, since the client id may be in it.
  */
 function rateLimits(app: FastifyInstance, ctx: AppContext) {
-  const limit = { max: ctx.config.oauthRateLimit, timeWindow: 60_000 };
   return [
-    app.rateLimit({ ...limit, keyGenerator: clientKey }),
-    app.rateLimit({ ...limit, keyGenerator: (request) => `address:${request.ip}` }),
+    addressLimit(ctx.config.oauthRateLimit),
+    app.rateLimit({ max: ctx.config.oauthRateLimit, timeWindow: 60_000, keyGenerator: clientKey }),
   ];
 }
 
@@ -48,19 +48,20 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
         .send(metadata),
     );
 
-    const endpoint = {
+    // Each endpoint counts its own requests.
+    const endpoint = () => ({
       schema: { hide: true },
       errorHandler: oauthErrorHandler,
       preHandler: rateLimits(app, ctx),
-    };
+    });
 
-    app.post('/oauth/token', endpoint, async (request, reply) => {
+    app.post('/oauth/token', endpoint(), async (request, reply) => {
       const response = await tokenRequest(ctx, request.headers.authorization, formParams(request));
       // RFC 6749 section 5.1: the token response is never cached.
       return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(response);
     });
 
-    app.post('/oauth/revoke', endpoint, async (request, reply) => {
+    app.post('/oauth/revoke', endpoint(), async (request, reply) => {
       await revocationRequest(ctx, request.headers.authorization, formParams(request));
       // RFC 7009 section 2.2: 200 whether or not the token existed.
       return reply.header('cache-control', 'no-store').code(200).send();
