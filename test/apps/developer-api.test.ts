@@ -376,3 +376,22 @@ describe('developer API: reading and changing', () => {
     expect(rotate.status).toBe(200);
   });
 });
+
+describe('API reference', () => {
+  it('documents the developer and installations routes in the OpenAPI document', async () => {
+    const doc = await call(w, 'GET', '/openapi.json');
+    expect(doc.status).toBe(200);
+    expect(Object.keys(doc.body.paths)).toEqual(
+      expect.arrayContaining([
+        '/v1/developer/apps',
+        '/v1/developer/apps/{id}',
+        '/v1/developer/apps/{id}/client-secret/rotate',
+        '/v1/developer/apps/{id}/events',
+        '/v1/developer/apps/{id}/events-secret',
+        '/v1/developer/apps/{id}/events-secret/rotate',
+        '/v1/companies/{tenant_id}/installations',
+        '/v1/companies/{tenant_id}/installations/{inst_id}',
+      ]),
+    );
+  });
+});
