@@ -6,7 +6,7 @@ import { hashSecret, newId, newSecret } from '../../lib/ids.ts';
 import { type Page, type PageRequest, pageLimit, toPage } from '../../lib/paging.ts';
 import { isScope, SCOPES, type Scope } from '../accounts/roles.ts';
 import type { AppsTable } from '../oauth/tables.ts';
-import { jsonArray } from './registry.ts';
+import { jsonArray, toAppRecord } from './registry.ts';
 import { httpsUrlProblem, redirectUriErrors } from './urls.ts';
 
 /** The app as the developer API shows it (CONTRACT.md, App fields). */
@@ -46,19 +46,11 @@ export function installUrl(ctx: AppContext, appId: string): string {
 }
 
 export function presentApp(ctx: AppContext, row: AppsTable): App {
+  const { client_secret_hash: _hash, developer_id: _developer, ...record } = toAppRecord(row);
   return {
-    id: row.id,
+    ...record,
     client_id: row.id,
-    name: row.name,
-    description: row.description,
-    homepage_url: row.homepage_url,
-    privacy_url: row.privacy_url,
-    support_url: row.support_url,
-    redirect_uris: jsonArray<string>(row.redirect_uris),
-    scopes: jsonArray<Scope>(row.scopes),
-    kind: row.kind,
     events_url: row.events_url,
-    status: row.status,
     install_url: installUrl(ctx, row.id),
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
