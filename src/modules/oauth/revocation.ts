@@ -1,6 +1,6 @@
 import type { AppContext } from '../../context.ts';
 import { hashSecret } from '../../lib/ids.ts';
-import { authenticateClient } from './client-auth.ts';
+import { authenticateClient, presentedCredentials } from './client-auth.ts';
 import { OAuthError } from './errors.ts';
 import type { OAuthParams } from './params.ts';
 import { revokeInstallationTokens } from './tokens.ts';
@@ -12,7 +12,7 @@ export async function revocationRequest(
   params: OAuthParams,
 ): Promise<void> {
   // RFC 7009 section 2.1: the client authenticates as at the token endpoint.
-  const client = await authenticateClient(ctx, authorization, params);
+  const client = await authenticateClient(ctx, presentedCredentials(authorization, params));
   // RFC 7009 section 2.1: token is required.
   const token = params.get('token');
   if (token === undefined) throw new OAuthError('invalid_request', 'token is required');

@@ -1,8 +1,9 @@
 import { sql } from 'kysely';
 import type { AppContext } from '../../../context.ts';
-import { constantTimeEqual } from '../../../lib/crypto.ts';
+import { constantTimeEqual, sha256Base64url } from '../../../lib/crypto.ts';
 import { hashSecret } from '../../../lib/ids.ts';
 import type { AppRecord } from '../../apps/registry.ts';
+import { clientProven, type Presented } from '../client-auth.ts';
 import { OAuthError } from '../errors.ts';
 import { type OAuthParams, requireParam } from '../params.ts';
 import { CODE_VERIFIER, verifierMatches } from '../pkce.ts';
@@ -69,4 +70,30 @@ export async function authorizationCodeGrant(
     .executeTakeFirst();
   if (after?.used_at) await revokeForReuse(ctx, row.installation_id, client.id, 'authorization_code');
   throw invalidGrant();
+}
+
+/**
+ * The happy path of a code exchange as one statement (see GRANTS in token-endpoint.ts): the PKCE
+ * check compares S256(verifier) with the stored challenge, hashes both.
+ */
+export async function authorizationCodeFastPath(
+  ctx: AppContext,
+  presented: Presented,
+  params: OAuthParams,
+): Promise<TokenResponse | null> {
+  const code = params.get('code');
+  const redirectUri = params.get('redirect_uri');
+  const verifier = params.get('code_verifier');
+  if (!code || !redirectUri || !verifier || code.length > 512 || !CODE_VERIFIER.test(verifier)) return null;
+  const now = ctx.clock.now();
+  return spendAndIssue(
+    ctx,
+    sql`UPDATE oauth_codes SET used_at = ${now} FROM apps a
+      WHERE oauth_codes.code_hash = ${hashSecret(code)} AND oauth_codes.used_at IS NULL
+        AND oauth_codes.expires_at > ${now} AND oauth_codes.redirect_uri = ${redirectUri}
+        AND oauth_codes.code_challenge = ${sha256Base64url(verifier)}
+        AND a.id = oauth_codes.app_id AND ${clientProven(presented)}
+        AND ${approverStillMember('oauth_codes')}
+      RETURNING oauth_codes.app_id, oauth_codes.installation_id, oauth_codes.user_id, oauth_codes.scopes`,
+  );
 }

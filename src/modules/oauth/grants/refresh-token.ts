@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { AppContext } from '../../../context.ts';
 import { hashSecret } from '../../../lib/ids.ts';
 import type { AppRecord } from '../../apps/registry.ts';
+import { clientProven, type Presented } from '../client-auth.ts';
 import { OAuthError } from '../errors.ts';
 import { type OAuthParams, requireParam } from '../params.ts';
 import { approverStillMember, revokeForReuse, spendAndIssue, type TokenResponse } from '../tokens.ts';
@@ -45,4 +46,24 @@ export async function refreshTokenGrant(
     await revokeForReuse(ctx, row.installation_id, client.id, 'refresh_token');
   }
   throw invalidGrant();
+}
+
+/** The happy path of a refresh as one statement (see GRANTS in token-endpoint.ts). */
+export async function refreshTokenFastPath(
+  ctx: AppContext,
+  presented: Presented,
+  params: OAuthParams,
+): Promise<TokenResponse | null> {
+  const token = params.get('refresh_token');
+  if (token === undefined || token.length > 512 || params.has('scope')) return null;
+  const now = ctx.clock.now();
+  return spendAndIssue(
+    ctx,
+    sql`UPDATE oauth_tokens SET used_at = ${now} FROM apps a
+      WHERE oauth_tokens.token_hash = ${hashSecret(token)} AND oauth_tokens.kind = 'refresh'
+        AND oauth_tokens.used_at IS NULL AND oauth_tokens.revoked_at IS NULL AND oauth_tokens.expires_at > ${now}
+        AND a.id = oauth_tokens.app_id AND ${clientProven(presented)}
+        AND ${approverStillMember('oauth_tokens')}
+      RETURNING oauth_tokens.app_id, oauth_tokens.installation_id, oauth_tokens.user_id, oauth_tokens.scopes`,
+  );
 }
