@@ -8,22 +8,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import { freePort } from '../test/support/harness.ts';
 import { startOidcProvider } from './oidc-provider-side.ts';
-import { startWaybillSide } from './waybill-side.ts';
+import { startWaybillSide, type TokenServer } from './waybill-side.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 3000);
 const WARMUP = 300;
 const postgresUrl = process.env.WAYBILL_BENCH_DATABASE_URL;
-
-interface Side {
-  url: string;
-  tokenPath: string;
-  clientId: string;
-  clientSecret: string;
-  redirectUri: string;
-  mintCodes(n: number, challenge: string): Promise<string[]>;
-  mintRefreshTokens(n: number): Promise<string[]>;
-}
 
 const verifier = randomBytes(32).toString('base64url');
 const challenge = createHash('sha256').update(verifier).digest('base64url');
@@ -61,7 +51,7 @@ async function measure(
   return result.requests.total / result.duration;
 }
 
-async function tokenGrant(side: Side, grant: 'authorization_code' | 'refresh_token'): Promise<number> {
+async function tokenGrant(side: TokenServer, grant: 'authorization_code' | 'refresh_token'): Promise<number> {
   const headers = {
     'content-type': 'application/x-www-form-urlencoded',
     authorization: `Basic ${Buffer.from(`${side.clientId}:${side.clientSecret}`).toString('base64')}`,

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import Provider, { type Adapter, type AdapterPayload } from 'oidc-provider';
+import type { TokenServer } from './waybill-side.ts';
 
 /** An unbounded in-memory store (the built-in one is an LRU of 1000 entries, too small to pre-mint). */
 function mapAdapter(): new (name: string) => Adapter {
@@ -35,16 +36,8 @@ function mapAdapter(): new (name: string) => Adapter {
   };
 }
 
-export interface TheirSide {
-  url: string;
-  tokenPath: string;
+export interface TheirSide extends TokenServer {
   metadataPath: string;
-  clientId: string;
-  clientSecret: string;
-  redirectUri: string;
-  mintCodes(n: number, challenge: string): Promise<string[]>;
-  mintRefreshTokens(n: number): Promise<string[]>;
-  close(): Promise<void>;
 }
 
 /**

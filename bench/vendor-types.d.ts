@@ -21,6 +21,7 @@ declare module 'oidc-provider' {
   }
   type Ctor<T> = new (values: Record<string, unknown>) => T;
 
+  // biome-ignore lint/style/noDefaultExport: the package's own shape.
   export default class Provider {
     constructor(issuer: string, configuration: Record<string, unknown>);
     callback(): (req: IncomingMessage, res: ServerResponse) => void;
@@ -58,5 +59,6 @@ declare module 'autocannon' {
     '2xx': number;
   }
   function autocannon(options: Options): Promise<Result>;
+  // biome-ignore lint/style/noDefaultExport: the package's own shape.
   export default autocannon;
 }

@@ -7,7 +7,8 @@ import { migrateToLatest } from '../src/db/migrate.ts';
 import { systemClock } from '../src/lib/clock.ts';
 import { hashSecret, newId, newSecret, newTenantId, randomBase62 } from '../src/lib/ids.ts';
 
-export interface OurSide {
+/** What the benchmark needs of either server: where it is, its client, and pre-minted grants. */
+export interface TokenServer {
   url: string;
   tokenPath: string;
   clientId: string;
@@ -21,7 +22,7 @@ export interface OurSide {
 const SCOPES = JSON.stringify(['shipments:read', 'shipments:write']);
 
 /** Waybill on PGlite (memory) or on PostgreSQL in a schema of its own, with one installed app. */
-export async function startWaybillSide(port: number, postgresUrl: string | undefined): Promise<OurSide> {
+export async function startWaybillSide(port: number, postgresUrl: string | undefined): Promise<TokenServer> {
   let schema: string | null = null;
   if (postgresUrl) {
     schema = `bench_${randomBase62(10).toLowerCase()}`;
@@ -125,9 +126,9 @@ export async function startWaybillSide(port: number, postgresUrl: string | undef
   ) {
     const secrets = Array.from({ length: n }, () => newSecret(prefix));
     for (let i = 0; i < n; i += 500) {
-      // biome-ignore lint/suspicious/noExplicitAny: one helper inserts into either table.
       await db
         .insertInto(table)
+        // biome-ignore lint/suspicious/noExplicitAny: one helper inserts into either table.
         .values(secrets.slice(i, i + 500).map(row) as any)
         .execute();
     }
