@@ -20,7 +20,9 @@ describe.skipIf(!existsSync(CHROMIUM))('the consent page in Chromium', () => {
     const port = await freePort();
     // The app's redirect receiver: a real local server that records what the browser brings back.
     receiver = createServer((request, response) => {
-      received.push(new URL(request.url ?? '/', `http://127.0.0.1:${port}`));
+      const url = new URL(request.url ?? '/', `http://127.0.0.1:${port}`);
+      // Chromium also asks for /favicon.ico; only the callback counts.
+      if (url.pathname === '/callback') received.push(url);
       response.end('received');
     });
     await new Promise<void>((resolve) => receiver.listen(port, '127.0.0.1', resolve));
