@@ -20,6 +20,8 @@ import type { Clock } from './lib/clock.ts';
 import { SecretBox } from './lib/crypto.ts';
 import { registerAccountTokenResolvers } from './modules/accounts/authenticate.ts';
 import { accountsRoutes } from './modules/accounts/routes.ts';
+import { appsModule } from './modules/apps/plugin.ts';
+import { oauthRoutes, registerOAuth } from './modules/oauth/routes.ts';
 import { registerShipmentModule, shipmentsRoutes } from './modules/shipments/routes.ts';
 import { webRoutes } from './web/routes.ts';
 
@@ -45,6 +47,7 @@ export function buildContext(options: BuildOptions): AppContext {
   };
   registerAccountTokenResolvers(ctx);
   registerShipmentModule(ctx);
+  registerOAuth(ctx);
   return ctx;
 }
 
@@ -131,6 +134,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   await app.register(accountsRoutes(ctx));
   await app.register(shipmentsRoutes(ctx));
+  await app.register(oauthRoutes(ctx));
+  await app.register(appsModule(ctx));
   await app.register(webRoutes(ctx));
 
   return app;

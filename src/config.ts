@@ -17,6 +17,8 @@ export interface Config {
   smtpUrl: string | null;
   reviewerEmails: ReadonlySet<string>;
   webhookAllowPrivate: readonly string[];
+  /** Requests per minute to /oauth/token and /oauth/revoke, per client and per address. */
+  oauthRateLimit: number;
   demo: boolean;
   logLevel: string;
   /** Development conveniences are on when the web address is plain http on localhost. */
@@ -143,6 +145,11 @@ export function loadConfig(env: Env = process.env, listeningPort?: number): Read
   if (smtpUrl && !/^smtps?:\/\//.test(smtpUrl))
     problems.push(`WAYBILL_SMTP_URL must be smtp:// or smtps:// (got "${smtpUrl}")`);
 
+  const oauthRateText = env.WAYBILL_OAUTH_RATE_LIMIT ?? '300';
+  const oauthRateLimit = Number(oauthRateText);
+  if (!/^\d+$/.test(oauthRateText) || oauthRateLimit < 1)
+    problems.push(`WAYBILL_OAUTH_RATE_LIMIT must be a positive whole number (got "${oauthRateText}")`);
+
   const secretKey = secretKeyFor(env, database, problems);
   if (problems.length > 0) throw new ConfigError(problems);
 
@@ -156,6 +163,7 @@ export function loadConfig(env: Env = process.env, listeningPort?: number): Read
     smtpUrl,
     reviewerEmails,
     webhookAllowPrivate: Object.freeze(webhookAllowPrivate),
+    oauthRateLimit,
     demo: demoText === '1',
     logLevel: env.WAYBILL_LOG_LEVEL || 'info',
     secureCookies: webUrl.startsWith('https://'),

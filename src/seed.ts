@@ -3,6 +3,7 @@ import type { TenantAccess } from './modules/accounts/access.ts';
 import { addMember, createCompany, createCustomerAccount, goLive } from './modules/accounts/companies.ts';
 import { SCOPES } from './modules/accounts/roles.ts';
 import { signUp } from './modules/accounts/users.ts';
+import { seedDemoApp } from './modules/apps/demo.ts';
 import { createShipment, moveShipment } from './modules/shipments/service.ts';
 
 export const DEMO_PASSWORD = 'waybill-demo-1';
@@ -27,6 +28,7 @@ export type DemoExtension = (
   people: Record<string, string>,
 ) => Promise<void>;
 export const demoExtensions: DemoExtension[] = [];
+demoExtensions.push(seedDemoApp);
 
 /** Seeds the demo on an empty database; does nothing when anyone has signed up already. */
 export async function seedDemo(ctx: AppContext): Promise<DemoSeed | null> {

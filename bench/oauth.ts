@@ -1,0 +1,115 @@
+#!/usr/bin/env node
+import { createHash, randomBytes } from 'node:crypto';
+// The OAuth token endpoint (authorization_code and refresh_token grants) and the metadata document,
+// in requests per second, against Waybill and against node-oidc-provider in the same run, at the same
+// concurrency. Every token request uses a fresh, pre-minted code or refresh token.
+//   npm run bench:oauth                       (Waybill on PGlite)
+//   WAYBILL_BENCH_DATABASE_URL=postgres://... npm run bench:oauth   (Waybill on PostgreSQL)
+import autocannon from 'autocannon';
+import { freePort } from '../test/support/harness.ts';
+import { startOidcProvider } from './oidc-provider-side.ts';
+import { startWaybillSide, type TokenServer } from './waybill-side.ts';
+
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 3000);
+const WARMUP = 300;
+const postgresUrl = process.env.WAYBILL_BENCH_DATABASE_URL;
+
+const verifier = randomBytes(32).toString('base64url');
+const challenge = createHash('sha256').update(verifier).digest('base64url');
+
+/** Requests per second for `amount` requests, each body taken from `next()`; fails loudly on any non-2xx. */
+let failures = 0;
+async function measure(
+  url: string,
+  path: string,
+  amount: number,
+  headers: Record<string, string>,
+  next?: () => string,
+) {
+  const result = await autocannon({
+    url,
+    connections: CONNECTIONS,
+    amount,
+    requests: [
+      {
+        method: next ? 'POST' : 'GET',
+        path,
+        headers,
+        ...(next ? { setupRequest: (request) => ({ ...request, body: next() }) } : {}),
+        onResponse: (status: number, body: string) => {
+          if (status >= 300 && failures++ < 3) console.error(status, body);
+        },
+      },
+    ],
+  });
+  if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
+    throw new Error(
+      `${url}${path}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`,
+    );
+  }
+  return result.requests.total / result.duration;
+}
+
+async function tokenGrant(side: TokenServer, grant: 'authorization_code' | 'refresh_token'): Promise<number> {
+  const headers = {
+    'content-type': 'application/x-www-form-urlencoded',
+    authorization: `Basic ${Buffer.from(`${side.clientId}:${side.clientSecret}`).toString('base64')}`,
+  };
+  // autocannon may build a few requests it never sends; spare grants keep every one fresh.
+  const n = REQUESTS + WARMUP + 1 + CONNECTIONS * 4;
+  const items =
+    grant === 'authorization_code' ? await side.mintCodes(n, challenge) : await side.mintRefreshTokens(n);
+  const body = (item: string) =>
+    grant === 'authorization_code'
+      ? new URLSearchParams({
+          grant_type: grant,
+          code: item,
+          redirect_uri: side.redirectUri,
+          code_verifier: verifier,
+        }).toString()
+      : new URLSearchParams({ grant_type: grant, refresh_token: item }).toString();
+  let i = 0;
+  const next = () => body(items[i++] as string);
+  // One request by hand first, so a misconfigured side says why.
+  const probe = await fetch(`${side.url}${side.tokenPath}`, { method: 'POST', headers, body: next() });
+  if (probe.status !== 200) throw new Error(`${side.url}: ${probe.status} ${await probe.text()}`);
+  await measure(side.url, side.tokenPath, WARMUP, headers, next);
+  return measure(side.url, side.tokenPath, REQUESTS, headers, next);
+}
+
+async function metadata(url: string, path: string): Promise<number> {
+  await measure(url, path, WARMUP, {});
+  return measure(url, path, REQUESTS * 3, {});
+}
+
+const ours = await startWaybillSide(await freePort(), postgresUrl);
+const theirs = await startOidcProvider(await freePort());
+const engine = postgresUrl ? 'PostgreSQL' : 'PGlite';
+const line = (label: string, a: number, b: number) =>
+  console.log(
+    `${label.padEnd(34)} ours ${a.toFixed(0).padStart(6)} req/s   oidc-provider ${b.toFixed(0).padStart(6)} req/s   ratio ${(a / b).toFixed(2)}`,
+  );
+try {
+  console.log(
+    `OAuth benchmark: Waybill on ${engine} vs node-oidc-provider ${CONNECTIONS} connections, ${REQUESTS} requests each`,
+  );
+  line(
+    'token authorization_code',
+    await tokenGrant(ours, 'authorization_code'),
+    await tokenGrant(theirs, 'authorization_code'),
+  );
+  line(
+    'token refresh_token',
+    await tokenGrant(ours, 'refresh_token'),
+    await tokenGrant(theirs, 'refresh_token'),
+  );
+  line(
+    'metadata document',
+    await metadata(ours.url, '/.well-known/oauth-authorization-server'),
+    await metadata(theirs.url, theirs.metadataPath),
+  );
+} finally {
+  await ours.close();
+  await theirs.close();
+}

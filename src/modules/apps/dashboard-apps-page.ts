@@ -1,0 +1,80 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { AppContext } from '../../context.ts';
+import { AppError } from '../../lib/errors.ts';
+import { type DashboardView, dashboardPage, dashboardView } from '../../web/dashboard.ts';
+import { html } from '../../web/html.ts';
+import { csrfField, sendPage } from '../../web/layout.ts';
+import { scopeList } from './install-page.ts';
+import { type Installation, listInstallations, uninstallAsPerson } from './installations.ts';
+
+const PATH = '/dashboard/apps';
+
+async function accountNames(ctx: AppContext, tenantId: string): Promise<Map<string, string>> {
+  const rows = await ctx.db
+    .selectFrom('customer_accounts')
+    .select(['id', 'name'])
+    .where('tenant_id', '=', tenantId)
+    .execute();
+  return new Map(rows.map((row) => [row.id, row.name]));
+}
+
+function installedApps(view: DashboardView, installations: Installation[], accounts: Map<string, string>) {
+  const rows = installations.map(
+    (inst) => html`<tr>
+<td>${inst.app_name}</td>
+<td>${inst.customer_account_id ? (accounts.get(inst.customer_account_id) ?? inst.customer_account_id) : 'Whole company'}</td>
+<td>${scopeList(inst.scopes)}</td>
+<td>${inst.updated_at.slice(0, 10)}</td>
+<td><form class="inline" method="post" action="${PATH}/${inst.id}/uninstall">${csrfField(view.csrf)}
+<button class="danger" type="submit" aria-label="Uninstall ${inst.app_name}">Uninstall</button></form></td>
+</tr>`,
+  );
+  return html`<h1>Installed apps</h1>
+<p class="muted">Uninstalling an app ends all of its tokens at once and deletes the webhook endpoints it created.</p>
+${
+  installations.length > 0
+    ? html`<div class="table-wrap"><table><thead><tr><th>App</th><th>Account</th><th>Granted scopes</th><th>Approved</th><th></th></tr></thead><tbody>${rows}</tbody></table></div>`
+    : html`<p class="muted">No apps are installed.</p>`
+}`;
+}
+
+/** The dashboard's Apps page: installed apps with what they were granted, and an uninstall button. */
+export function dashboardAppsPage(ctx: AppContext): FastifyPluginAsync {
+  return async (app) => {
+    app.get<{ Querystring: { removed?: string } }>(
+      PATH,
+      { schema: { hide: true } },
+      async (request, reply) => {
+        const view = await dashboardView(ctx, request, reply);
+        if (!view) return reply;
+        const flash = request.query.removed
+          ? { kind: 'ok' as const, message: 'The app was uninstalled.' }
+          : null;
+        if (!view.membership.manages_integrations) {
+          const body = html`<h1>Installed apps</h1><p>Only owners, admins and merchant admins manage apps.</p>`;
+          return sendPage(reply, dashboardPage(view, { title: 'Apps', path: PATH }, body), 403);
+        }
+        const page = await listInstallations(ctx, view.user.userId, view.tenantId, { limit: 100 });
+        const body = installedApps(view, page.data, await accountNames(ctx, view.tenantId));
+        return sendPage(reply, dashboardPage(view, { title: 'Apps', path: PATH, flash }, body));
+      },
+    );
+
+    app.post<{ Params: { id: string } }>(
+      `${PATH}/:id/uninstall`,
+      { schema: { hide: true }, preValidation: app.csrfProtection },
+      async (request, reply) => {
+        const view = await dashboardView(ctx, request, reply);
+        if (!view) return reply;
+        try {
+          await uninstallAsPerson(ctx, view.user.userId, view.tenantId, request.params.id);
+        } catch (error) {
+          if (!(error instanceof AppError)) throw error;
+          const body = html`<h1>Installed apps</h1><p>${error.message}</p><p><a href="${PATH}">Back</a></p>`;
+          return sendPage(reply, dashboardPage(view, { title: 'Apps', path: PATH }, body), error.status);
+        }
+        return reply.redirect(`${PATH}?removed=1`, 303);
+      },
+    );
+  };
+}

@@ -1,0 +1,99 @@
+import type { AppContext } from '../../context.ts';
+import { afterCursor } from '../../db/paging.ts';
+import { AppError } from '../../lib/errors.ts';
+import { type Page, type PageRequest, pageLimit, toPage } from '../../lib/paging.ts';
+import { requireRole } from '../accounts/companies.ts';
+import { managesIntegrations, type Scope } from '../accounts/roles.ts';
+import type { InstallationsTable } from '../oauth/tables.ts';
+import { jsonArray, uninstall } from './registry.ts';
+
+/** An installed app as the company sees it (CONTRACT.md, installations). */
+export interface Installation {
+  id: string;
+  app_id: string;
+  app_name: string;
+  tenant_id: string;
+  customer_account_id: string | null;
+  scopes: Scope[];
+  user_id: string;
+  created_at: string;
+  updated_at: string;
+}
+
+type InstallationRow = InstallationsTable & { app_name: string };
+
+function presentInstallation(row: InstallationRow): Installation {
+  return {
+    id: row.id,
+    app_id: row.app_id,
+    app_name: row.app_name,
+    tenant_id: row.tenant_id,
+    customer_account_id: row.customer_account_id,
+    scopes: jsonArray<Scope>(row.scopes),
+    user_id: row.user_id,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+/**
+ * Only those who manage integrations (owner, admin, merchant admin) see and remove installations; a
+ * merchant admin only its own account's. Answers the account the caller is limited to, or null.
+ */
+async function integrationScope(ctx: AppContext, userId: string, tenantId: string): Promise<string | null> {
+  const membership = await requireRole(ctx, userId, tenantId, managesIntegrations);
+  return membership.customer_account_id;
+}
+
+function installationsOf(ctx: AppContext, tenantId: string, accountId: string | null) {
+  let query = ctx.db
+    .selectFrom('installations')
+    .innerJoin('apps', 'apps.id', 'installations.app_id')
+    .selectAll('installations')
+    .select('apps.name as app_name')
+    .where('installations.tenant_id', '=', tenantId);
+  if (accountId) query = query.where('installations.customer_account_id', '=', accountId);
+  return query;
+}
+
+export async function listInstallations(
+  ctx: AppContext,
+  userId: string,
+  tenantId: string,
+  page: PageRequest = {},
+): Promise<Page<Installation>> {
+  const accountId = await integrationScope(ctx, userId, tenantId);
+  const limit = pageLimit(page.limit);
+  const rows = await installationsOf(ctx, tenantId, accountId)
+    .where(afterCursor('installations', page.cursor))
+    .orderBy('installations.created_at', 'desc')
+    .orderBy('installations.id', 'desc')
+    .limit(limit + 1)
+    .execute();
+  return toPage(rows, limit, presentInstallation);
+}
+
+export async function getInstallation(
+  ctx: AppContext,
+  userId: string,
+  tenantId: string,
+  installationId: string,
+): Promise<Installation> {
+  const accountId = await integrationScope(ctx, userId, tenantId);
+  const row = await installationsOf(ctx, tenantId, accountId)
+    .where('installations.id', '=', installationId)
+    .executeTakeFirst();
+  if (!row) throw new AppError('installation.not_found');
+  return presentInstallation(row);
+}
+
+/** The company removes the app: every token of the installation ends and its endpoints are deleted. */
+export async function uninstallAsPerson(
+  ctx: AppContext,
+  userId: string,
+  tenantId: string,
+  installationId: string,
+): Promise<void> {
+  const accountId = await integrationScope(ctx, userId, tenantId);
+  await uninstall(ctx, tenantId, installationId, { customerAccountId: accountId });
+}

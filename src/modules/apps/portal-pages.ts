@@ -1,0 +1,232 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteGenericInterface } from 'fastify';
+import type { AppContext } from '../../context.ts';
+import { AppError, type FieldError } from '../../lib/errors.ts';
+import { requirePageUser } from '../../web/dashboard.ts';
+import { html } from '../../web/html.ts';
+import { sendPage } from '../../web/layout.ts';
+import {
+  type AppFormValues,
+  appDetail,
+  appForm,
+  appList,
+  portalPage,
+  secretShownOnce,
+} from './portal-views.ts';
+import { revealEventsSecret, rotateClientSecret, rotateEventsSecret } from './secrets.ts';
+import { type App, createApp, getApp, listApps, type NewApp, updateApp } from './service.ts';
+
+type Form = Record<string, string | string[] | undefined>;
+type AppRoute = { Params: { id: string }; Body: Form; Querystring: { saved?: string } };
+
+const text = (value: Form[string], max = 2000): string =>
+  (Array.isArray(value) ? (value[0] ?? '') : (value ?? '')).trim().slice(0, max * 2);
+const list = (value: Form[string]): string[] => (Array.isArray(value) ? value : value ? [value] : []);
+
+/** Form fields to the developer API's input: the same service checks answer both. */
+function formValues(form: Form): AppFormValues & { name: string; description: string } {
+  return {
+    name: text(form.name, 100),
+    description: text(form.description, 1000),
+    homepage_url: text(form.homepage_url) || null,
+    privacy_url: text(form.privacy_url) || null,
+    support_url: text(form.support_url) || null,
+    redirect_uris: text(form.redirect_uris, 21000)
+      .split(/\r?\n/)
+      .map((line) => line.trim())
+      .filter(Boolean)
+      .slice(0, 50),
+    scopes: list(form.scopes).slice(0, 20),
+    events_url: text(form.events_url) || null,
+    kind: text(form.kind, 20),
+  };
+}
+
+function fieldErrors(error: AppError): FieldError[] {
+  const errors = error.extra.errors as FieldError[] | undefined;
+  return errors && errors.length > 0 ? errors : [{ path: '/app', message: error.message }];
+}
+
+function notFound(reply: FastifyReply, csrf: string) {
+  return sendPage(reply, portalPage({ csrf }, 'No such app', html`<h1>No such app</h1>`), 404);
+}
+
+/** The developer portal: list, register, edit, secrets and the install link of a person's apps. */
+export function portalPages(ctx: AppContext): FastifyPluginAsync {
+  return async (app) => {
+    const hide = { schema: { hide: true } };
+    const post = { ...hide, preValidation: app.csrfProtection };
+
+    /** Runs a page for the signed-in person; an app that is not theirs is a 404 page. */
+    const page =
+      <R extends RouteGenericInterface>(
+        handler: (
+          userId: string,
+          csrf: string,
+          request: FastifyRequest<R>,
+          reply: FastifyReply,
+        ) => Promise<unknown>,
+      ) =>
+      async (request: FastifyRequest<R>, reply: FastifyReply) => {
+        const user = await requirePageUser(ctx, request, reply);
+        if (!user) return reply;
+        const csrf = reply.generateCsrf();
+        try {
+          return await handler(user.userId, csrf, request, reply);
+        } catch (error) {
+          if (error instanceof AppError && error.code === 'app.not_found') return notFound(reply, csrf);
+          throw error;
+        }
+      };
+
+    const showDetail = (
+      reply: FastifyReply,
+      csrf: string,
+      found: App,
+      errors: FieldError[] = [],
+      values?: AppFormValues,
+      flash?: string,
+    ) =>
+      sendPage(
+        reply,
+        appDetail(
+          { csrf, flash: flash ? { kind: 'ok', message: flash } : null },
+          found,
+          appForm(`/developer/apps/${found.id}`, csrf, values ?? found, errors, false),
+        ),
+        errors.length > 0 ? 400 : 200,
+      );
+
+    app.get(
+      '/developer/apps',
+      hide,
+      page(async (userId, csrf, _request, reply) => {
+        const apps = await listApps(ctx, userId, { limit: 100 });
+        return sendPage(reply, appList({ csrf }, apps.data));
+      }),
+    );
+
+    app.get(
+      '/developer/apps/new',
+      hide,
+      page(async (_userId, csrf, _request, reply) =>
+        sendPage(
+          reply,
+          portalPage(
+            { csrf },
+            'Register an app',
+            html`<h1>Register an app</h1>${appForm('/developer/apps', csrf, {}, [], true)}`,
+          ),
+        ),
+      ),
+    );
+
+    app.post<{ Body: Form }>(
+      '/developer/apps',
+      post,
+      page<{ Body: Form }>(async (userId, csrf, request, reply) => {
+        const values = formValues(request.body ?? {});
+        try {
+          if (values.kind !== 'confidential' && values.kind !== 'public') {
+            throw new AppError('validation.failed', 'Choose a kind', {
+              errors: [{ path: '/kind', message: 'choose confidential or public' }],
+            });
+          }
+          const created = await createApp(ctx, userId, values as NewApp);
+          const secrets = [{ label: 'Events secret', value: created.events_secret, name: 'events_secret' }];
+          if (created.client_secret)
+            secrets.unshift({
+              label: 'Client secret (shown once)',
+              value: created.client_secret,
+              name: 'client_secret',
+            });
+          return sendPage(reply, secretShownOnce({ csrf }, created, secrets), 201);
+        } catch (error) {
+          if (!(error instanceof AppError)) throw error;
+          const body = html`<h1>Register an app</h1>${appForm('/developer/apps', csrf, values, fieldErrors(error), true)}`;
+          return sendPage(reply, portalPage({ csrf }, 'Register an app', body), error.status);
+        }
+      }),
+    );
+
+    app.get<AppRoute>(
+      '/developer/apps/:id',
+      hide,
+      page<AppRoute>(async (userId, csrf, request, reply) => {
+        const saved = request.query.saved === '1';
+        return showDetail(
+          reply,
+          csrf,
+          await getApp(ctx, userId, request.params.id),
+          [],
+          undefined,
+          saved ? 'Saved.' : undefined,
+        );
+      }),
+    );
+
+    app.post<AppRoute>(
+      '/developer/apps/:id',
+      post,
+      page<AppRoute>(async (userId, csrf, request, reply) => {
+        const found = await getApp(ctx, userId, request.params.id);
+        const { kind: _kind, ...values } = formValues(request.body ?? {});
+        try {
+          await updateApp(ctx, userId, found.id, values);
+          return reply.redirect(`/developer/apps/${found.id}?saved=1`, 303);
+        } catch (error) {
+          if (!(error instanceof AppError)) throw error;
+          return showDetail(reply, csrf, found, fieldErrors(error), values);
+        }
+      }),
+    );
+
+    app.post<AppRoute>(
+      '/developer/apps/:id/client-secret/rotate',
+      post,
+      page<AppRoute>(async (userId, csrf, request, reply) => {
+        const found = await getApp(ctx, userId, request.params.id);
+        if (found.kind !== 'confidential')
+          return showDetail(reply, csrf, found, [
+            { path: '/kind', message: 'a public app has no client secret' },
+          ]);
+        const { client_secret } = await rotateClientSecret(ctx, userId, found.id);
+        return sendPage(
+          reply,
+          secretShownOnce({ csrf }, found, [
+            { label: 'New client secret (shown once)', value: client_secret, name: 'client_secret' },
+          ]),
+        );
+      }),
+    );
+
+    app.get<AppRoute>(
+      '/developer/apps/:id/events-secret',
+      hide,
+      page<AppRoute>(async (userId, csrf, request, reply) => {
+        const found = await getApp(ctx, userId, request.params.id);
+        const { secret } = await revealEventsSecret(ctx, userId, found.id);
+        return sendPage(
+          reply,
+          secretShownOnce({ csrf }, found, [
+            { label: 'Events secret', value: secret, name: 'events_secret' },
+          ]),
+        );
+      }),
+    );
+
+    app.post<AppRoute>(
+      '/developer/apps/:id/events-secret/rotate',
+      post,
+      page<AppRoute>(async (userId, csrf, request, reply) => {
+        const found = await getApp(ctx, userId, request.params.id);
+        const { secret } = await rotateEventsSecret(ctx, userId, found.id);
+        return sendPage(
+          reply,
+          secretShownOnce({ csrf }, found, [
+            { label: 'New events secret', value: secret, name: 'events_secret' },
+          ]),
+        );
+      }),
+    );
+  };
+}

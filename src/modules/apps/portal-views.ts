@@ -1,0 +1,138 @@
+import type { FieldError } from '../../lib/errors.ts';
+import { html, type SafeHtml } from '../../web/html.ts';
+import { csrfField, layout } from '../../web/layout.ts';
+import { SCOPE_DESCRIPTIONS, SCOPES } from '../accounts/roles.ts';
+import type { App } from './service.ts';
+
+/** The developer portal's pages. They need a signed-in person, not a company, so they use the plain layout. */
+export interface PortalPage {
+  csrf: string;
+  flash?: { kind: 'ok' | 'error'; message: string } | null;
+}
+
+export function portalPage(page: PortalPage, title: string, body: SafeHtml): SafeHtml {
+  const nav = html`<nav aria-label="Main"><a href="/dashboard">Dashboard</a><a href="/developer/apps" aria-current="page">Developer</a></nav>
+<form class="inline" method="post" action="/signout">${csrfField(page.csrf)}<button class="secondary" type="submit">Sign out</button></form>`;
+  return layout({ title, nav, flash: page.flash ?? null }, body);
+}
+
+/** A secret or link to copy: a readonly field, selectable in one click, with no script. */
+export function copyField(label: string, value: string, name: string): SafeHtml {
+  return html`<label>${label} <input class="secret" name="${name}" value="${value}" readonly></label>`;
+}
+
+export function appList(page: PortalPage, apps: App[]): SafeHtml {
+  const rows = apps.map(
+    (app) => html`<tr><td><a href="/developer/apps/${app.id}">${app.name}</a></td><td>${app.kind}</td>
+<td><span class="badge">${app.status}</span></td><td class="secret">${app.client_id}</td></tr>`,
+  );
+  return portalPage(
+    page,
+    'Your apps',
+    html`<h1>Your apps</h1>
+<p><a class="button" href="/developer/apps/new">Register an app</a></p>
+${
+  apps.length > 0
+    ? html`<div class="table-wrap"><table><thead><tr><th>Name</th><th>Kind</th><th>Status</th><th>Client id</th></tr></thead><tbody>${rows}</tbody></table></div>`
+    : html`<p class="muted">You have not registered an app yet.</p>`
+}`,
+  );
+}
+
+export interface AppFormValues {
+  name?: string;
+  description?: string;
+  homepage_url?: string | null;
+  privacy_url?: string | null;
+  support_url?: string | null;
+  redirect_uris?: string[];
+  scopes?: string[];
+  kind?: string;
+  events_url?: string | null;
+}
+
+function errorList(errors: FieldError[]): SafeHtml | string {
+  if (errors.length === 0) return '';
+  return html`<ul class="flash error" role="alert">${errors.map((e) => html`<li>${e.path.slice(1)}: ${e.message}</li>`)}</ul>`;
+}
+
+/** The register and edit form. Kind is chosen once, at registration. */
+export function appForm(
+  action: string,
+  csrf: string,
+  values: AppFormValues,
+  errors: FieldError[],
+  isNew: boolean,
+) {
+  const scopes = values.scopes ?? [];
+  const kind = values.kind ?? 'confidential';
+  const url = (name: keyof AppFormValues, label: string) =>
+    html`<label>${label} <input type="url" name="${name}" value="${(values[name] as string | null) ?? ''}" maxlength="2000" placeholder="https://"></label>`;
+  return html`${errorList(errors)}<form class="stack" method="post" action="${action}">
+${csrfField(csrf)}
+<label>Name <input name="name" value="${values.name ?? ''}" required maxlength="100"></label>
+<label>Description (shown when people approve) <textarea name="description" required maxlength="1000" rows="3">${values.description ?? ''}</textarea></label>
+${url('homepage_url', 'Homepage')}${url('privacy_url', 'Privacy policy')}${url('support_url', 'Support')}
+<label>Redirect URIs, one per line (1 to 10; https://, or http://localhost for development)
+<textarea name="redirect_uris" required rows="3" maxlength="21000">${(values.redirect_uris ?? []).join('\n')}</textarea></label>
+<fieldset><legend>Scopes the app may ask for</legend>${SCOPES.map(
+    (scope) =>
+      html`<label class="check"><input type="checkbox" name="scopes" value="${scope}"${scopes.includes(scope) ? html` checked` : ''}> ${SCOPE_DESCRIPTIONS[scope]} <span class="muted secret">${scope}</span></label>`,
+  )}</fieldset>
+${
+  isNew
+    ? html`<fieldset><legend>Kind</legend>
+<label class="check"><input type="radio" name="kind" value="confidential"${kind === 'confidential' ? html` checked` : ''}> Confidential: a server app with a client secret</label>
+<label class="check"><input type="radio" name="kind" value="public"${kind === 'public' ? html` checked` : ''}> Public: a mobile or single-page app, PKCE alone</label></fieldset>`
+    : ''
+}
+${url('events_url', 'Events URL (receives app events)')}
+<button type="submit">${isNew ? 'Register the app' : 'Save changes'}</button>
+</form>`;
+}
+
+export function secretShownOnce(
+  page: PortalPage,
+  app: App,
+  secrets: { label: string; value: string; name: string }[],
+) {
+  return portalPage(
+    page,
+    app.name,
+    html`<h1>${app.name}</h1>
+<section class="card">
+<p class="flash ok" role="status">Copy ${secrets.length > 1 ? 'these secrets' : 'this secret'} now: ${
+      secrets.some((s) => s.name === 'client_secret')
+        ? 'the client secret is shown only once.'
+        : 'keep it private.'
+    }</p>
+<div class="stack">${copyField('Client id', app.client_id, 'client_id')}${secrets.map((s) => copyField(s.label, s.value, s.name))}</div>
+<p><a href="/developer/apps/${app.id}">Back to the app</a></p>
+</section>`,
+  );
+}
+
+export function appDetail(page: PortalPage, app: App, form: SafeHtml): SafeHtml {
+  return portalPage(
+    page,
+    app.name,
+    html`<h1>${app.name} <span class="badge">${app.status}</span></h1>
+<section class="card"><h2>Credentials</h2>
+<div class="stack">${copyField('Client id', app.client_id, 'client_id')}${copyField('Install link (share it with companies)', app.install_url, 'install_url')}</div>
+${
+  app.kind === 'confidential'
+    ? html`<form class="inline" method="post" action="/developer/apps/${app.id}/client-secret/rotate">${csrfField(page.csrf)}
+<button class="danger" type="submit">Rotate the client secret</button> <span class="muted">The old secret stops working at once.</span></form>`
+    : html`<p class="muted">A public app has no client secret: it relies on PKCE.</p>`
+}
+</section>
+<section class="card"><h2>Events secret</h2>
+<p><a class="button secondary" href="/developer/apps/${app.id}/events-secret">Reveal the events secret</a></p>
+<form class="inline" method="post" action="/developer/apps/${app.id}/events-secret/rotate">${csrfField(page.csrf)}
+<button class="secondary" type="submit">Rotate the events secret</button> <span class="muted">The previous secret keeps signing for 24 hours.</span></form>
+</section>
+<section class="card"><h2>Settings</h2>
+${app.status === 'published' ? html`<p class="muted">This app is published: changes to its reviewed fields go through review.</p>` : ''}
+${form}</section>`,
+  );
+}

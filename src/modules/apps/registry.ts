@@ -1,0 +1,150 @@
+import type { AppContext, Trx } from '../../context.ts';
+import { constantTimeEqual } from '../../lib/crypto.ts';
+import { AppError } from '../../lib/errors.ts';
+import { hashSecret, newId } from '../../lib/ids.ts';
+import type { Scope } from '../accounts/roles.ts';
+import type { AppsTable } from '../oauth/tables.ts';
+
+/**
+ * What the OAuth endpoints need of apps and installations. The OAuth module codes against this
+ * file only; the developer API (service.ts) and the installations API (installations.ts) build on it.
+ */
+export interface AppRecord {
+  id: string;
+  name: string;
+  description: string;
+  homepage_url: string | null;
+  privacy_url: string | null;
+  support_url: string | null;
+  /** Compared with the authorization request's redirect_uri by exact string. */
+  redirect_uris: string[];
+  scopes: Scope[];
+  kind: 'confidential' | 'public';
+  client_secret_hash: string | null;
+  status: 'private' | 'published' | 'delisted' | 'suspended';
+  developer_id: string;
+}
+
+/** jsonb arrays arrive parsed from both engines; a text value (older drivers) is parsed here. */
+export function jsonArray<T>(value: unknown): T[] {
+  const parsed: unknown = typeof value === 'string' ? JSON.parse(value) : value;
+  return Array.isArray(parsed) ? (parsed as T[]) : [];
+}
+
+export function toAppRecord(row: AppsTable): AppRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    homepage_url: row.homepage_url,
+    privacy_url: row.privacy_url,
+    support_url: row.support_url,
+    redirect_uris: jsonArray<string>(row.redirect_uris),
+    scopes: jsonArray<Scope>(row.scopes),
+    kind: row.kind,
+    client_secret_hash: row.client_secret_hash,
+    status: row.status,
+    developer_id: row.developer_id,
+  };
+}
+
+/** The app is its own client: client_id is the app id (CONTRACT.md, Conventions). */
+export async function findAppByClientId(ctx: AppContext, clientId: string): Promise<AppRecord | null> {
+  if (!clientId.startsWith('app_') || clientId.length > 64) return null;
+  const row = await ctx.db.selectFrom('apps').selectAll().where('id', '=', clientId).executeTakeFirst();
+  return row ? toAppRecord(row) : null;
+}
+
+/** A public app has no secret and never verifies one; a confidential app's secret is kept as SHA-256. */
+export function verifyClientSecret(app: AppRecord, secret: string): boolean {
+  if (app.kind !== 'confidential' || !app.client_secret_hash || !secret) return false;
+  return constantTimeEqual(hashSecret(secret), app.client_secret_hash);
+}
+
+export interface InstallationInput {
+  appId: string;
+  tenantId: string;
+  customerAccountId: string | null;
+  /** The approving person; app tokens act as them. */
+  userId: string;
+  scopes: readonly Scope[];
+}
+
+/**
+ * Records an approval. Approving the same app again for the same company or merchant account updates
+ * the one installation (unique index installations_account): the new approver and the scopes they
+ * granted replace the old ones.
+ */
+export async function upsertInstallation(
+  ctx: AppContext,
+  trx: Trx,
+  input: InstallationInput,
+): Promise<{ id: string }> {
+  const now = ctx.clock.now();
+  const scopes = JSON.stringify([...new Set(input.scopes)]);
+  const row = await trx
+    .insertInto('installations')
+    .values({
+      id: newId('inst'),
+      app_id: input.appId,
+      tenant_id: input.tenantId,
+      customer_account_id: input.customerAccountId,
+      user_id: input.userId,
+      scopes,
+      created_at: now,
+      updated_at: now,
+    })
+    .onConflict((oc) =>
+      oc
+        .columns(['app_id', 'tenant_id', 'customer_account_id'])
+        .doUpdateSet({ user_id: input.userId, scopes, updated_at: now }),
+    )
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return { id: row.id };
+}
+
+export interface UninstalledInstallation {
+  id: string;
+  app_id: string;
+  tenant_id: string;
+  customer_account_id: string | null;
+  uninstalled_at: Date;
+}
+
+/**
+ * Called inside the uninstall transaction, after the row is gone. The `app.uninstalled` app event
+ * (next issue) hooks in here so that it is written in the same transaction as the removal.
+ */
+export type UninstallListener = (
+  ctx: AppContext,
+  trx: Trx,
+  removed: UninstalledInstallation,
+) => Promise<void>;
+export const uninstallListeners: UninstallListener[] = [];
+
+/**
+ * Removes an installation of the company (limited to one merchant account when given). The foreign
+ * keys cascade: its codes and tokens (every token ends at once) and its webhook endpoints go with it.
+ */
+export async function uninstall(
+  ctx: AppContext,
+  tenantId: string,
+  installationId: string,
+  options: { customerAccountId?: string | null } = {},
+): Promise<UninstalledInstallation> {
+  return ctx.db.transaction().execute(async (trx) => {
+    let query = trx
+      .deleteFrom('installations')
+      .where('id', '=', installationId)
+      .where('tenant_id', '=', tenantId);
+    if (options.customerAccountId) query = query.where('customer_account_id', '=', options.customerAccountId);
+    const row = await query
+      .returning(['id', 'app_id', 'tenant_id', 'customer_account_id'])
+      .executeTakeFirst();
+    if (!row) throw new AppError('installation.not_found');
+    const removed = { ...row, uninstalled_at: ctx.clock.now() };
+    for (const listener of uninstallListeners) await listener(ctx, trx, removed);
+    return removed;
+  });
+}

@@ -1,0 +1,103 @@
+import { Type } from 'typebox';
+import { Id, Nullable, Timestamp } from '../../http/schemas.ts';
+import { MAX_URL_LENGTH } from './urls.ts';
+
+const strict = { additionalProperties: false } as const;
+
+/**
+ * Bodies bound sizes only; the rules with their own problem codes (1 to 10 redirect URIs, scopes of
+ * the catalogue, https links) are checked by the service, so the portal's forms get the same answers.
+ */
+// Longer than the service allows, so that an overlong URI gets its own error code and path.
+const Url = Type.String({ maxLength: MAX_URL_LENGTH * 2 });
+const OptionalUrl = Type.Optional(Nullable(Url));
+const Name = Type.String({ minLength: 1, maxLength: 100 });
+const Description = Type.String({ minLength: 1, maxLength: 1000 });
+const RedirectUris = Type.Array(Url, { maxItems: 50 });
+const Scopes = Type.Array(Type.String({ maxLength: 64 }), { maxItems: 20 });
+
+export const AppParams = Type.Object({ id: Id(64) }, strict);
+
+export const CreateAppBody = Type.Object(
+  {
+    name: Name,
+    description: Description,
+    homepage_url: OptionalUrl,
+    privacy_url: OptionalUrl,
+    support_url: OptionalUrl,
+    redirect_uris: RedirectUris,
+    scopes: Scopes,
+    kind: Type.Union([Type.Literal('confidential'), Type.Literal('public')]),
+    events_url: OptionalUrl,
+  },
+  strict,
+);
+
+// `kind` is fixed at registration: a public app cannot become confidential or the other way round.
+export const UpdateAppBody = Type.Object(
+  {
+    name: Type.Optional(Name),
+    description: Type.Optional(Description),
+    homepage_url: OptionalUrl,
+    privacy_url: OptionalUrl,
+    support_url: OptionalUrl,
+    redirect_uris: Type.Optional(RedirectUris),
+    scopes: Type.Optional(Scopes),
+    events_url: OptionalUrl,
+  },
+  strict,
+);
+
+export const EventsBody = Type.Object({ url: Url }, strict);
+
+export const AppSchema = Type.Object(
+  {
+    id: Type.String(),
+    client_id: Type.String({ description: 'The same value as id' }),
+    name: Type.String(),
+    description: Type.String(),
+    homepage_url: Nullable(Type.String()),
+    privacy_url: Nullable(Type.String()),
+    support_url: Nullable(Type.String()),
+    redirect_uris: Type.Array(Type.String()),
+    scopes: Type.Array(Type.String()),
+    kind: Type.Union([Type.Literal('confidential'), Type.Literal('public')]),
+    events_url: Nullable(Type.String()),
+    status: Type.Union([
+      Type.Literal('private'),
+      Type.Literal('published'),
+      Type.Literal('delisted'),
+      Type.Literal('suspended'),
+    ]),
+    install_url: Type.String(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { $id: 'App' },
+);
+
+export const CreatedAppSchema = Type.Object({
+  ...AppSchema.properties,
+  client_secret: Type.Optional(Type.String({ description: 'Confidential apps: shown once' })),
+  events_secret: Type.String(),
+});
+
+export const ClientSecretSchema = Type.Object({ client_secret: Type.String() });
+export const EventsSecretSchema = Type.Object({ secret: Type.String() });
+
+export const InstallationSchema = Type.Object(
+  {
+    id: Type.String(),
+    app_id: Type.String(),
+    app_name: Type.String(),
+    tenant_id: Type.String(),
+    customer_account_id: Nullable(Type.String()),
+    scopes: Type.Array(Type.String()),
+    user_id: Type.String(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { $id: 'Installation' },
+);
+
+export const InstallationParams = Type.Object({ tenant_id: Id(64), inst_id: Id(64) }, strict);

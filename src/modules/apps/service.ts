@@ -1,0 +1,244 @@
+import type { AppContext } from '../../context.ts';
+import { afterCursor } from '../../db/paging.ts';
+import { newSigningSecret } from '../../lib/crypto.ts';
+import { AppError, type FieldError, validationError } from '../../lib/errors.ts';
+import { hashSecret, newId, newSecret } from '../../lib/ids.ts';
+import { type Page, type PageRequest, pageLimit, toPage } from '../../lib/paging.ts';
+import { isScope, SCOPES, type Scope } from '../accounts/roles.ts';
+import type { AppsTable } from '../oauth/tables.ts';
+import { jsonArray, toAppRecord } from './registry.ts';
+import { httpsUrlProblem, redirectUriErrors } from './urls.ts';
+
+/** The app as the developer API shows it (CONTRACT.md, App fields). */
+export interface App {
+  id: string;
+  client_id: string;
+  name: string;
+  description: string;
+  homepage_url: string | null;
+  privacy_url: string | null;
+  support_url: string | null;
+  redirect_uris: string[];
+  scopes: Scope[];
+  kind: 'confidential' | 'public';
+  events_url: string | null;
+  status: AppsTable['status'];
+  install_url: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface AppFields {
+  name: string;
+  description: string;
+  homepage_url?: string | null;
+  privacy_url?: string | null;
+  support_url?: string | null;
+  redirect_uris: string[];
+  scopes: string[];
+}
+
+export type NewApp = AppFields & { kind: 'confidential' | 'public'; events_url?: string | null };
+export type AppPatch = Partial<AppFields> & { events_url?: string | null };
+
+export function installUrl(ctx: AppContext, appId: string): string {
+  return `${ctx.config.webUrl}/apps/${appId}/install`;
+}
+
+export function presentApp(ctx: AppContext, row: AppsTable): App {
+  const { client_secret_hash: _hash, developer_id: _developer, ...record } = toAppRecord(row);
+  return {
+    ...record,
+    client_id: row.id,
+    events_url: row.events_url,
+    install_url: installUrl(ctx, row.id),
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+const LINK_FIELDS = ['homepage_url', 'privacy_url', 'support_url'] as const;
+
+/** Checks every field present in the input; bad input changes nothing. Scopes come back in catalogue order. */
+function checkFields(ctx: AppContext, input: AppPatch): { scopes?: Scope[] } {
+  if (input.redirect_uris !== undefined) {
+    const errors = redirectUriErrors(input.redirect_uris);
+    if (errors.length > 0) {
+      throw new AppError('app.invalid_redirect_uri', errors.map((e) => `${e.path} ${e.message}`).join('; '), {
+        errors,
+      });
+    }
+  }
+  let scopes: Scope[] | undefined;
+  if (input.scopes !== undefined) {
+    const unknown = input.scopes.filter((scope) => !isScope(scope));
+    if (unknown.length > 0 || input.scopes.length === 0) {
+      const detail =
+        unknown.length > 0 ? `Unknown scope ${unknown.join(', ')}` : 'Ask for at least one scope';
+      throw new AppError('app.invalid_scope', detail, {
+        errors: [{ path: '/scopes', message: `must list scopes among ${SCOPES.join(', ')}` }],
+      });
+    }
+    scopes = SCOPES.filter((scope) => input.scopes?.includes(scope));
+  }
+  const errors: FieldError[] = [];
+  for (const field of ['name', 'description'] as const) {
+    if (input[field] !== undefined && input[field].trim() === '') {
+      errors.push({ path: `/${field}`, message: 'must not be empty' });
+    }
+  }
+  for (const field of LINK_FIELDS) {
+    const value = input[field];
+    const problem = value ? httpsUrlProblem(value) : null;
+    if (problem) errors.push({ path: `/${field}`, message: problem });
+  }
+  if (input.events_url) {
+    const problem = httpsUrlProblem(input.events_url, ctx.config.webhookAllowPrivate);
+    if (problem) errors.push({ path: '/events_url', message: problem });
+  }
+  if (errors.length > 0) throw validationError(errors);
+  return scopes ? { scopes } : {};
+}
+
+/** Registers an app. The client secret (confidential apps) is returned here once and kept only as a hash. */
+export async function createApp(
+  ctx: AppContext,
+  developerId: string,
+  input: NewApp,
+): Promise<App & { client_secret?: string; events_secret: string }> {
+  const { scopes } = checkFields(ctx, input);
+  const clientSecret = input.kind === 'confidential' ? newSecret('aps_') : null;
+  const eventsSecret = newSigningSecret();
+  const now = ctx.clock.now();
+  const row: AppsTable = {
+    id: newId('app'),
+    developer_id: developerId,
+    name: input.name.trim(),
+    description: input.description.trim(),
+    homepage_url: input.homepage_url || null,
+    privacy_url: input.privacy_url || null,
+    support_url: input.support_url || null,
+    redirect_uris: JSON.stringify(input.redirect_uris),
+    scopes: JSON.stringify(scopes),
+    kind: input.kind,
+    client_secret_hash: clientSecret ? hashSecret(clientSecret) : null,
+    events_url: input.events_url || null,
+    events_secret_sealed: ctx.secrets.seal(eventsSecret),
+    events_previous_secret_sealed: null,
+    events_previous_secret_expires_at: null,
+    status: 'private',
+    created_at: now,
+    updated_at: now,
+  };
+  await ctx.db.insertInto('apps').values(row).execute();
+  const app = presentApp(ctx, { ...row, redirect_uris: input.redirect_uris, scopes });
+  return { ...app, ...(clientSecret ? { client_secret: clientSecret } : {}), events_secret: eventsSecret };
+}
+
+export async function listApps(
+  ctx: AppContext,
+  developerId: string,
+  page: PageRequest = {},
+): Promise<Page<App>> {
+  const limit = pageLimit(page.limit);
+  const rows = await ctx.db
+    .selectFrom('apps')
+    .selectAll()
+    .where('developer_id', '=', developerId)
+    .where(afterCursor('apps', page.cursor))
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit + 1)
+    .execute();
+  return toPage(rows, limit, (row) => presentApp(ctx, row));
+}
+
+/** The developer's own app; another developer's app does not exist for them. */
+export async function ownedAppRow(ctx: AppContext, developerId: string, appId: string): Promise<AppsTable> {
+  const row = await ctx.db
+    .selectFrom('apps')
+    .selectAll()
+    .where('id', '=', appId)
+    .where('developer_id', '=', developerId)
+    .executeTakeFirst();
+  if (!row) throw new AppError('app.not_found');
+  return row;
+}
+
+export async function getApp(ctx: AppContext, developerId: string, appId: string): Promise<App> {
+  return presentApp(ctx, await ownedAppRow(ctx, developerId, appId));
+}
+
+/** The fields a person approves on the consent page: on a published app they change through review. */
+const REVIEWED_FIELDS = [
+  'name',
+  'description',
+  ...LINK_FIELDS,
+  'redirect_uris',
+  'scopes',
+  'events_url',
+] as const;
+
+function same(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+}
+
+/** While published, a change to a reviewed field is refused (spec 3.2); the same value again is fine. */
+export function refuseReviewedChanges(row: AppsTable, patch: AppPatch): void {
+  if (row.status !== 'published') return;
+  const current: Record<string, unknown> = {
+    ...row,
+    redirect_uris: jsonArray(row.redirect_uris),
+    scopes: jsonArray(row.scopes),
+  };
+  const changed = REVIEWED_FIELDS.filter(
+    (field) => patch[field] !== undefined && !same(patch[field], current[field]),
+  );
+  if (changed.length > 0) {
+    throw new AppError(
+      'app.published_requires_review',
+      `Submit ${changed.join(', ')} as an update for review; the published app keeps what was approved`,
+      { fields: changed },
+    );
+  }
+}
+
+export async function updateApp(
+  ctx: AppContext,
+  developerId: string,
+  appId: string,
+  patch: AppPatch,
+): Promise<App> {
+  const { scopes } = checkFields(ctx, patch);
+  const normalized: AppPatch = { ...patch, ...(scopes ? { scopes } : {}) };
+  if (normalized.name !== undefined) normalized.name = normalized.name.trim();
+  if (normalized.description !== undefined) normalized.description = normalized.description.trim();
+  // An empty link (a cleared form field) means no link.
+  for (const field of [...LINK_FIELDS, 'events_url'] as const) {
+    if (normalized[field] === '') normalized[field] = null;
+  }
+  return ctx.db.transaction().execute(async (trx) => {
+    const row = await trx
+      .selectFrom('apps')
+      .selectAll()
+      .where('id', '=', appId)
+      .where('developer_id', '=', developerId)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!row) throw new AppError('app.not_found');
+    refuseReviewedChanges(row, normalized);
+    const { redirect_uris, scopes: newScopes, ...plain } = normalized;
+    const updated = await trx
+      .updateTable('apps')
+      .set({
+        ...plain,
+        ...(redirect_uris ? { redirect_uris: JSON.stringify(redirect_uris) } : {}),
+        ...(newScopes ? { scopes: JSON.stringify(newScopes) } : {}),
+        updated_at: ctx.clock.now(),
+      })
+      .where('id', '=', appId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return presentApp(ctx, updated);
+  });
+}

@@ -1,0 +1,54 @@
+import type { AppContext } from '../../context.ts';
+import { hashSecret } from '../../lib/ids.ts';
+import type { Principal } from '../accounts/access.ts';
+import { intersectScopes, scopesOfRole } from '../accounts/roles.ts';
+import { parseScopes } from './tokens.ts';
+
+/**
+ * Resolves an `atk_live_` bearer (spec 5.1): it acts as the approving person, limited to the granted
+ * scopes AND to that person's current role, in one query. No row (401) when the token is expired,
+ * revoked, its installation is gone, the person left the company, or the app is suspended.
+ */
+export async function resolveAppAccessToken(ctx: AppContext, secret: string): Promise<Principal | null> {
+  const row = await ctx.db
+    .selectFrom('oauth_tokens as t')
+    .innerJoin('installations as i', 'i.id', 't.installation_id')
+    .innerJoin('apps as a', 'a.id', 't.app_id')
+    .innerJoin('memberships as m', (join) =>
+      join.onRef('m.tenant_id', '=', 'i.tenant_id').onRef('m.user_id', '=', 't.user_id'),
+    )
+    .select([
+      't.id',
+      't.app_id',
+      't.scopes',
+      't.user_id',
+      't.installation_id',
+      'i.tenant_id',
+      'i.customer_account_id',
+      'm.role',
+      'm.customer_account_id as member_account_id',
+    ])
+    .where('t.token_hash', '=', hashSecret(secret))
+    .where('t.kind', '=', 'access')
+    .where('t.revoked_at', 'is', null)
+    .where('t.expires_at', '>', ctx.clock.now())
+    .where('a.status', '!=', 'suspended')
+    .executeTakeFirst();
+  if (!row) return null;
+  // A person since narrowed to one merchant account reaches only that account's installation.
+  if (row.member_account_id && row.member_account_id !== row.customer_account_id) return null;
+  return {
+    kind: 'app_token',
+    tokenId: row.id,
+    appId: row.app_id,
+    access: {
+      tenantId: row.tenant_id,
+      customerAccountId: row.customer_account_id,
+      livemode: true,
+      scopes: new Set(intersectScopes(parseScopes(row.scopes), scopesOfRole(row.role))),
+      installationId: row.installation_id,
+      userId: row.user_id,
+      actor: row.id,
+    },
+  };
+}

@@ -1,0 +1,83 @@
+import type { AppContext } from '../../../context.ts';
+import { managesIntegrations, type Scope, scopesOfRole } from '../../accounts/roles.ts';
+
+/** A company or merchant account the person may install an app into. */
+export interface InstallTarget {
+  /** The form value: `tenantId` or `tenantId:accountId`. */
+  value: string;
+  tenantId: string;
+  customerAccountId: string | null;
+  label: string;
+  role: string;
+}
+
+/**
+ * Where the person manages integrations (spec 5.3): for a company owner or admin the company itself
+ * and each of its merchant accounts; for a merchant admin only their own account.
+ */
+export async function installTargets(ctx: AppContext, userId: string): Promise<InstallTarget[]> {
+  const memberships = await ctx.db
+    .selectFrom('memberships as m')
+    .innerJoin('companies as c', 'c.id', 'm.tenant_id')
+    .leftJoin('customer_accounts as ca', 'ca.id', 'm.customer_account_id')
+    .select([
+      'm.tenant_id',
+      'm.role',
+      'm.customer_account_id',
+      'c.name as company_name',
+      'ca.name as account_name',
+    ])
+    .where('m.user_id', '=', userId)
+    .orderBy('c.name')
+    .execute();
+  const managed = memberships.filter((m) => managesIntegrations(m.role));
+  const companyWide = managed.filter((m) => m.customer_account_id === null).map((m) => m.tenant_id);
+  const accounts =
+    companyWide.length === 0
+      ? []
+      : await ctx.db
+          .selectFrom('customer_accounts')
+          .select(['id', 'tenant_id', 'name'])
+          .where('tenant_id', 'in', companyWide)
+          .orderBy('name')
+          .execute();
+  return managed.flatMap((m): InstallTarget[] => {
+    if (m.customer_account_id) {
+      const label = `${m.company_name} · ${m.account_name ?? m.customer_account_id}`;
+      const value = `${m.tenant_id}:${m.customer_account_id}`;
+      return [
+        { value, tenantId: m.tenant_id, customerAccountId: m.customer_account_id, label, role: m.role },
+      ];
+    }
+    return [
+      {
+        value: m.tenant_id,
+        tenantId: m.tenant_id,
+        customerAccountId: null,
+        label: m.company_name,
+        role: m.role,
+      },
+      ...accounts
+        .filter((a) => a.tenant_id === m.tenant_id)
+        .map((a) => ({
+          value: `${m.tenant_id}:${a.id}`,
+          tenantId: m.tenant_id,
+          customerAccountId: a.id,
+          label: `${m.company_name} · ${a.name}`,
+          role: m.role,
+        })),
+    ];
+  });
+}
+
+/** Spec 5.3: a person grants only scopes their role holds; the rest is left out of the grant. */
+export function grantableScopes(
+  requested: readonly Scope[],
+  role: string,
+): { granted: Scope[]; withheld: Scope[] } {
+  const held = scopesOfRole(role);
+  return {
+    granted: requested.filter((s) => held.has(s)),
+    withheld: requested.filter((s) => !held.has(s)),
+  };
+}

@@ -1,0 +1,68 @@
+import { html, type SafeHtml } from '../../../web/html.ts';
+import { csrfField, layout } from '../../../web/layout.ts';
+import { SCOPE_DESCRIPTIONS } from '../../accounts/roles.ts';
+import { grantableScopes, type InstallTarget } from './accounts.ts';
+import type { AuthorizationRequest } from './request.ts';
+
+function link(label: string, url: string | null): SafeHtml | string {
+  // Only http(s) links are shown: a javascript: URL in an app's record must never become clickable.
+  if (!url || !/^https?:\/\//i.test(url)) return '';
+  return html`<li><a href="${url}" rel="noopener noreferrer" target="_blank">${label}</a></li>`;
+}
+
+/** The request travels in hidden fields, and is checked again on the POST. */
+function hiddenRequest(request: AuthorizationRequest): SafeHtml {
+  const fields: Record<string, string> = {
+    response_type: 'code',
+    client_id: request.app.id,
+    redirect_uri: request.redirectUri,
+    scope: request.scopes.join(' '),
+    state: request.state,
+    code_challenge: request.codeChallenge,
+    code_challenge_method: 'S256',
+  };
+  return html`${Object.entries(fields).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`)}`;
+}
+
+function targetOption(request: AuthorizationRequest, target: InstallTarget, checked: boolean): SafeHtml {
+  const { withheld } = grantableScopes(request.scopes, target.role);
+  return html`<label class="choice"><input type="radio" name="account" value="${target.value}" required${checked ? html` checked` : ''}>
+<span>${target.label} <span class="muted">(${target.role})</span></span>
+${withheld.length > 0 ? html`<span class="muted">Your role cannot grant: ${withheld.join(', ')}. ${withheld.length === 1 ? 'It is' : 'They are'} left out.</span>` : ''}
+</label>`;
+}
+
+/** The consent page (spec 4.1): who asks, for what, in plain words, into which account. */
+export function consentPage(request: AuthorizationRequest, targets: InstallTarget[], csrf: string): SafeHtml {
+  const app = request.app;
+  return layout(
+    { title: `Connect ${app.name}` },
+    html`<section class="card narrow consent">
+<h1>Connect ${app.name}</h1>
+<p>${app.description}</p>
+<ul class="links">${link('Homepage', app.homepage_url)}${link('Privacy policy', app.privacy_url)}${link('Support', app.support_url)}</ul>
+<h2>${app.name} asks to</h2>
+<ul class="scopes">${request.scopes.map((s) => html`<li><strong>${SCOPE_DESCRIPTIONS[s]}</strong> <code>${s}</code></li>`)}</ul>
+<form class="stack" method="post" action="/oauth/authorize">
+${csrfField(csrf)}
+${hiddenRequest(request)}
+<fieldset><legend>Install into</legend>
+${targets.map((t, i) => targetOption(request, t, i === 0))}
+</fieldset>
+<p class="muted">You will be sent back to <code>${new URL(request.redirectUri).origin}</code>.</p>
+<div class="actions">
+<button type="submit" name="decision" value="approve">Approve</button>
+<button type="submit" name="decision" value="deny" class="secondary" formnovalidate>Deny</button>
+</div>
+</form>
+</section>`,
+  );
+}
+
+export function authorizeErrorPage(message: string): SafeHtml {
+  return layout(
+    { title: 'Cannot connect the app' },
+    html`<section class="card narrow"><h1>This app cannot be connected</h1><p>${message}</p>
+<p class="muted">Nothing was shared. You can close this page.</p></section>`,
+  );
+}

@@ -1,0 +1,133 @@
+import type { AppContext } from '../../../context.ts';
+import { isScope, type Scope } from '../../accounts/roles.ts';
+import { type AppRecord, findAppByClientId } from '../../apps/registry.ts';
+import { OAuthError } from '../errors.ts';
+import { CODE_CHALLENGE } from '../pkce.ts';
+
+/** A checked authorization request (OAuth 2.1 section 4.1.1). */
+export interface AuthorizationRequest {
+  app: AppRecord;
+  redirectUri: string;
+  state: string;
+  codeChallenge: string;
+  scopes: Scope[];
+}
+
+/** Answered with an error page, never a redirect: the redirect target is not trusted (RFC 6749 4.1.2.1). */
+export class UntrustedRedirectError extends Error {
+  readonly status: number;
+
+  constructor(message: string, status = 400) {
+    super(message);
+    this.name = 'UntrustedRedirectError';
+    this.status = status;
+  }
+}
+
+/** Sent back to the client's verified redirect URI (RFC 6749 section 4.1.2.1). */
+export class RedirectedError extends Error {
+  readonly redirectUri: string;
+  readonly state: string | null;
+  readonly error: OAuthError;
+
+  constructor(redirectUri: string, state: string | null, error: OAuthError) {
+    super(error.message);
+    this.name = 'RedirectedError';
+    this.redirectUri = redirectUri;
+    this.state = state;
+    this.error = error;
+  }
+}
+
+type Query = Record<string, unknown>;
+
+function single(query: Query, name: string): string | undefined {
+  const value = query[name];
+  if (value === undefined || value === '') return undefined;
+  // RFC 6749 section 3.1: parameters MUST NOT be included more than once.
+  if (typeof value !== 'string') throw new OAuthError('invalid_request', `${name} is repeated`);
+  return value;
+}
+
+/**
+ * The checks of an authorization request, in order. Run on the consent page's GET and again on
+ * its POST: the hidden fields travel through the browser and are never trusted.
+ */
+export async function checkAuthorizationRequest(
+  ctx: AppContext,
+  query: Query,
+): Promise<AuthorizationRequest> {
+  let clientId: string | undefined;
+  let redirectUri: string | undefined;
+  try {
+    clientId = single(query, 'client_id');
+    redirectUri = single(query, 'redirect_uri');
+  } catch {
+    throw new UntrustedRedirectError('The request names its client or redirect URI more than once.');
+  }
+  // RFC 6749 section 4.1.2.1: an unknown client is never redirected to.
+  if (!clientId || clientId.length > 100) throw new UntrustedRedirectError('The request names no known app.');
+  const app = await findAppByClientId(ctx, clientId);
+  if (!app) throw new UntrustedRedirectError('The request names no known app.');
+  // OAuth 2.1 section 2.3.1 and RFC 9700 section 4.1.3: exact string comparison, no normalising.
+  if (!redirectUri || !app.redirect_uris.includes(redirectUri)) {
+    throw new UntrustedRedirectError('The redirect URI is not registered for this app.');
+  }
+  // Spec 3.2: a suspended app cannot be authorized (and its redirect is no longer trusted).
+  if (app.status === 'suspended') throw new UntrustedRedirectError('This app is suspended.', 403);
+
+  let state: string | null = null;
+  try {
+    state = single(query, 'state') ?? null;
+    // OAuth 2.1 section 4.1.1: response_type=code is the only one.
+    const responseType = single(query, 'response_type');
+    if (!responseType) throw new OAuthError('invalid_request', 'response_type is required');
+    if (responseType !== 'code') {
+      throw new OAuthError('unsupported_response_type', 'only response_type=code is supported');
+    }
+    // Spec 5.6: state is mandatory (CSRF protection of the client's redirect endpoint).
+    if (!state) throw new OAuthError('invalid_request', 'state is required');
+    if (state.length > 1000) throw new OAuthError('invalid_request', 'state is too long');
+    // RFC 7636 section 4.4.1 and spec 5.6: PKCE is mandatory, S256 only (plain is refused).
+    const codeChallenge = single(query, 'code_challenge');
+    if (!codeChallenge || !CODE_CHALLENGE.test(codeChallenge)) {
+      throw new OAuthError(
+        'invalid_request',
+        'code_challenge must be the 43-character base64url SHA-256 of the verifier',
+      );
+    }
+    if (single(query, 'code_challenge_method') !== 'S256') {
+      throw new OAuthError('invalid_request', 'code_challenge_method must be S256');
+    }
+    // RFC 6749 section 3.3: only scopes the app registered; none asked means all it registered.
+    const asked = single(query, 'scope');
+    const scopes = asked === undefined ? [...app.scopes] : [...new Set(asked.split(' ').filter(Boolean))];
+    const foreign = scopes.filter((s) => !isScope(s) || !app.scopes.includes(s));
+    if (foreign.length > 0 || scopes.length === 0) {
+      throw new OAuthError(
+        'invalid_scope',
+        `the app may not ask for ${foreign.join(' ').slice(0, 200) || 'nothing'}`,
+      );
+    }
+    return { app, redirectUri, state, codeChallenge, scopes: scopes as Scope[] };
+  } catch (error) {
+    if (error instanceof OAuthError) throw new RedirectedError(redirectUri, state, error);
+    throw error;
+  }
+}
+
+/**
+ * The redirect back to the client (RFC 6749 section 4.1.2) with `iss` (RFC 9207 section 2), added
+ * to whatever query the registered URI already has.
+ */
+export function clientRedirect(
+  ctx: AppContext,
+  redirectUri: string,
+  params: Record<string, string | null>,
+): string {
+  const url = new URL(redirectUri);
+  for (const [name, value] of Object.entries(params))
+    if (value !== null) url.searchParams.append(name, value);
+  url.searchParams.append('iss', ctx.config.baseUrl);
+  return url.href;
+}

@@ -1,0 +1,107 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { AppContext } from '../../../context.ts';
+import { sendPage } from '../../../web/layout.ts';
+import { pageUser } from '../../../web/session.ts';
+import { installTargets } from './accounts.ts';
+import { approveAuthorization } from './approve.ts';
+import { authorizeErrorPage, consentPage } from './consent-page.ts';
+import {
+  type AuthorizationRequest,
+  checkAuthorizationRequest,
+  clientRedirect,
+  RedirectedError,
+  UntrustedRedirectError,
+} from './request.ts';
+
+type Params = Record<string, unknown>;
+
+/**
+ * Headers of every authorization-endpoint answer: never framed (clickjacking, RFC 9700 section
+ * 4.16), never cached. Chrome applies form-action to the redirect that follows the consent form's
+ * POST, so the client's origin is allowed there, and only there.
+ */
+function protect(reply: FastifyReply, redirectUri?: string) {
+  const formAction = redirectUri ? `'self' ${new URL(redirectUri).origin}` : "'self'";
+  reply
+    .header('x-frame-options', 'DENY')
+    .header(
+      'content-security-policy',
+      `default-src 'self'; style-src 'self'; img-src 'self' data:; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'; object-src 'none'`,
+    )
+    .header('cache-control', 'no-store')
+    .header('referrer-policy', 'no-referrer');
+}
+
+function redirectTo(
+  ctx: AppContext,
+  reply: FastifyReply,
+  redirectUri: string,
+  params: Record<string, string | null>,
+) {
+  protect(reply);
+  return reply.redirect(clientRedirect(ctx, redirectUri, params), 303);
+}
+
+/** Turns the two kinds of authorization failure into their answers (RFC 6749 section 4.1.2.1). */
+async function answering(ctx: AppContext, reply: FastifyReply, run: () => Promise<unknown>) {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof UntrustedRedirectError) {
+      protect(reply);
+      return sendPage(reply, authorizeErrorPage(error.message), error.status);
+    }
+    if (error instanceof RedirectedError) {
+      return redirectTo(ctx, reply, error.redirectUri, {
+        error: error.error.code,
+        error_description: error.error.message,
+        state: error.state,
+      });
+    }
+    throw error;
+  }
+}
+
+/** GET and POST {web_url}/oauth/authorize: the consent page and its decision. */
+export function registerAuthorizeRoutes(app: FastifyInstance, ctx: AppContext): void {
+  app.get<{ Querystring: Params }>('/oauth/authorize', { schema: { hide: true } }, async (request, reply) =>
+    answering(ctx, reply, async () => {
+      const checked = await checkAuthorizationRequest(ctx, request.query);
+      const user = await pageUser(ctx, request);
+      // The sign-in page comes back to the whole request.
+      if (!user) return reply.redirect(`/signin?return_to=${encodeURIComponent(request.url)}`, 303);
+      const targets = await installTargets(ctx, user.userId);
+      if (targets.length === 0) {
+        throw new UntrustedRedirectError(
+          'Only owners, admins and merchant admins can connect apps. Ask one of them to connect it.',
+          403,
+        );
+      }
+      protect(reply, checked.redirectUri);
+      return sendPage(reply, consentPage(checked, targets, reply.generateCsrf()));
+    }),
+  );
+
+  app.post<{ Body: Params }>(
+    '/oauth/authorize',
+    { schema: { hide: true }, preValidation: app.csrfProtection },
+    async (request, reply) =>
+      answering(ctx, reply, async () => {
+        const form = request.body ?? {};
+        const checked: AuthorizationRequest = await checkAuthorizationRequest(ctx, form);
+        const user = await pageUser(ctx, request);
+        if (!user) throw new UntrustedRedirectError('Your session ended. Start again from the app.', 401);
+        // RFC 6749 section 4.1.2.1: the person said no.
+        if (form.decision !== 'approve') {
+          return redirectTo(ctx, reply, checked.redirectUri, {
+            error: 'access_denied',
+            error_description: 'the person denied the request',
+            state: checked.state,
+          });
+        }
+        const code = await approveAuthorization(ctx, checked, user.userId, String(form.account ?? ''));
+        // RFC 6749 section 4.1.2 and RFC 9207: code, state and iss; 303 so the browser GETs it.
+        return redirectTo(ctx, reply, checked.redirectUri, { code, state: checked.state });
+      }),
+  );
+}

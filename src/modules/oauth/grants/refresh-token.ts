@@ -1,0 +1,69 @@
+import { sql } from 'kysely';
+import type { AppContext } from '../../../context.ts';
+import { hashSecret } from '../../../lib/ids.ts';
+import type { AppRecord } from '../../apps/registry.ts';
+import { clientProven, type Presented } from '../client-auth.ts';
+import { OAuthError } from '../errors.ts';
+import { type OAuthParams, requireParam } from '../params.ts';
+import { approverStillMember, revokeForReuse, spendAndIssue, type TokenResponse } from '../tokens.ts';
+
+const invalidGrant = () =>
+  new OAuthError('invalid_grant', 'the refresh token is invalid, expired, spent or revoked: approve again');
+
+/** grant_type=refresh_token (OAuth 2.1 section 4.3), with rotation on every use. */
+export async function refreshTokenGrant(
+  ctx: AppContext,
+  client: AppRecord,
+  params: OAuthParams,
+): Promise<TokenResponse> {
+  // RFC 6749 section 6: refresh_token is required.
+  const token = requireParam(params, 'refresh_token');
+  // RFC 6749 section 6: a scope narrower than the grant is allowed; we do not support narrowing.
+  if (params.has('scope')) throw new OAuthError('invalid_scope', 'scope cannot be changed on refresh');
+  const tokenHash = hashSecret(token);
+  const now = ctx.clock.now();
+
+  // OAuth 2.1 section 4.3.1 and RFC 9700 section 4.14.2: spend and rotate in one compare-and-swap.
+  // The happy path is this one statement; everything below only explains a failure.
+  const issued = await spendAndIssue(
+    ctx,
+    sql`UPDATE oauth_tokens SET used_at = ${now}
+      WHERE token_hash = ${tokenHash} AND kind = 'refresh' AND app_id = ${client.id}
+        AND used_at IS NULL AND revoked_at IS NULL AND expires_at > ${now}
+        AND ${approverStillMember('oauth_tokens')}
+      RETURNING app_id, installation_id, user_id, scopes`,
+  );
+  if (issued) return issued;
+
+  const row = await ctx.db
+    .selectFrom('oauth_tokens')
+    .select(['app_id', 'installation_id', 'kind', 'used_at', 'revoked_at'])
+    .where('token_hash', '=', tokenHash)
+    .executeTakeFirst();
+  // Spec 3.4 and RFC 9700 section 4.14.2: a spent refresh token presented again by its own client
+  // revokes every token of the installation (the person must approve again).
+  if (row && row.kind === 'refresh' && row.app_id === client.id && row.used_at && !row.revoked_at) {
+    await revokeForReuse(ctx, row.installation_id, client.id, 'refresh_token');
+  }
+  throw invalidGrant();
+}
+
+/** The happy path of a refresh as one statement (see GRANTS in token-endpoint.ts). */
+export async function refreshTokenFastPath(
+  ctx: AppContext,
+  presented: Presented,
+  params: OAuthParams,
+): Promise<TokenResponse | null> {
+  const token = params.get('refresh_token');
+  if (token === undefined || token.length > 512 || params.has('scope')) return null;
+  const now = ctx.clock.now();
+  return spendAndIssue(
+    ctx,
+    sql`UPDATE oauth_tokens SET used_at = ${now} FROM apps a
+      WHERE oauth_tokens.token_hash = ${hashSecret(token)} AND oauth_tokens.kind = 'refresh'
+        AND oauth_tokens.used_at IS NULL AND oauth_tokens.revoked_at IS NULL AND oauth_tokens.expires_at > ${now}
+        AND a.id = oauth_tokens.app_id AND ${clientProven(presented)}
+        AND ${approverStillMember('oauth_tokens')}
+      RETURNING oauth_tokens.app_id, oauth_tokens.installation_id, oauth_tokens.user_id, oauth_tokens.scopes`,
+  );
+}

@@ -1,0 +1,72 @@
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { AppContext } from '../../context.ts';
+import { resolveAppAccessToken } from './access-tokens.ts';
+import { addressLimit } from './address-limit.ts';
+import { registerAuthorizeRoutes } from './authorize/routes.ts';
+import { oauthErrorHandler } from './errors.ts';
+import { authorizationServerMetadata } from './metadata.ts';
+import { formParams } from './params.ts';
+import { revocationRequest } from './revocation.ts';
+import { tokenRequest } from './token-endpoint.ts';
+
+/** Adds the `atk_live_` bearer to the API's token resolvers (spec 5.1). */
+export function registerOAuth(ctx: AppContext): void {
+  ctx.tokenResolvers.set('atk_live_', resolveAppAccessToken);
+}
+
+/** The client named by a token or revoke request, for the per-client rate limit. */
+function clientKey(request: FastifyRequest): string {
+  const header = request.headers.authorization;
+  if (header && /^basic /i.test(header)) {
+    const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
+    return `client:${decoded.slice(0, Math.max(0, decoded.indexOf(':'))).slice(0, 100)}`;
+  }
+  const body = request.body as Record<string, unknown> | undefined;
+  return `client:${typeof body?.client_id === 'string' ? body.client_id.slice(0, 100) : ''}`;
+}
+
+/**
+ * OAuth 2.1 section 2.4.1: brute-force protection where secrets are checked. Two limits, each
+ * WAYBILL_OAUTH_RATE_LIMIT per minute: per client (whatever address it comes from) and per address
+ * (whatever client it names). They run after the body is parsed, since the client id may be in it.
+ */
+function rateLimits(app: FastifyInstance, ctx: AppContext) {
+  return [
+    addressLimit(ctx.config.oauthRateLimit),
+    app.rateLimit({ max: ctx.config.oauthRateLimit, timeWindow: 60_000, keyGenerator: clientKey }),
+  ];
+}
+
+export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
+  return async (app) => {
+    const metadata = JSON.stringify(authorizationServerMetadata(ctx.config));
+    // RFC 8414 section 3: the metadata document, built once.
+    app.get('/.well-known/oauth-authorization-server', { schema: { hide: true } }, async (_request, reply) =>
+      reply
+        .type('application/json; charset=utf-8')
+        .header('cache-control', 'public, max-age=300')
+        .send(metadata),
+    );
+
+    // Each endpoint counts its own requests.
+    const endpoint = () => ({
+      schema: { hide: true },
+      errorHandler: oauthErrorHandler,
+      preHandler: rateLimits(app, ctx),
+    });
+
+    app.post('/oauth/token', endpoint(), async (request, reply) => {
+      const response = await tokenRequest(ctx, request.headers.authorization, formParams(request));
+      // RFC 6749 section 5.1: the token response is never cached.
+      return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(response);
+    });
+
+    app.post('/oauth/revoke', endpoint(), async (request, reply) => {
+      await revocationRequest(ctx, request.headers.authorization, formParams(request));
+      // RFC 7009 section 2.2: 200 whether or not the token existed.
+      return reply.header('cache-control', 'no-store').code(200).send();
+    });
+
+    registerAuthorizeRoutes(app, ctx);
+  };
+}

@@ -1,0 +1,48 @@
+import type { AppContext } from '../../context.ts';
+import type { AppRecord } from '../apps/registry.ts';
+import { authenticateClient, type Presented, presentedCredentials } from './client-auth.ts';
+import { OAuthError } from './errors.ts';
+import { authorizationCodeFastPath, authorizationCodeGrant } from './grants/authorization-code.ts';
+import { refreshTokenFastPath, refreshTokenGrant } from './grants/refresh-token.ts';
+import type { OAuthParams } from './params.ts';
+import type { TokenResponse } from './tokens.ts';
+
+interface Grant {
+  /** Every check in order, with its precise error. */
+  run(ctx: AppContext, client: AppRecord, params: OAuthParams): Promise<TokenResponse>;
+  /**
+   * The whole request as ONE statement (client proof, grant checks, spend, issue), or null without
+   * side effects when anything is off; `run` then explains why. A valid request's answer is the same
+   * either way: this only saves round trips to the database.
+   */
+  fast(ctx: AppContext, presented: Presented, params: OAuthParams): Promise<TokenResponse | null>;
+}
+
+/** Spec 5.7: only these two grants; no password, implicit or client-credentials grant. */
+export const GRANTS: Readonly<Record<string, Grant>> = {
+  authorization_code: { run: authorizationCodeGrant, fast: authorizationCodeFastPath },
+  refresh_token: { run: refreshTokenGrant, fast: refreshTokenFastPath },
+};
+
+/** POST /oauth/token, after the form is read (RFC 6749 section 3.2). */
+export async function tokenRequest(
+  ctx: AppContext,
+  authorization: string | undefined,
+  params: OAuthParams,
+): Promise<TokenResponse> {
+  // RFC 6749 section 2.3: exactly one client authentication method.
+  const presented = presentedCredentials(authorization, params);
+  const grantType = params.get('grant_type');
+  const grant = grantType !== undefined && Object.hasOwn(GRANTS, grantType) ? GRANTS[grantType] : undefined;
+  const issued = grant ? await grant.fast(ctx, presented, params) : null;
+  if (issued) return issued;
+  // RFC 6749 section 3.2.1: authenticate the client first.
+  const client = await authenticateClient(ctx, presented);
+  // RFC 6749 section 4.1.3: grant_type is required.
+  if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is required');
+  // RFC 6749 section 5.2: unsupported_grant_type for anything else.
+  if (!grant) {
+    throw new OAuthError('unsupported_grant_type', `grant_type ${grantType.slice(0, 50)} is not supported`);
+  }
+  return grant.run(ctx, client, params);
+}

@@ -1,0 +1,96 @@
+import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { type Browser, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type CompanyFixture, call, createCompany } from '../support/api.ts';
+import { freePort, startWaybill, type TestWaybill } from '../support/harness.ts';
+import { authorizationRequest, PASSWORD, registerApp, type TestApp } from './support.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+
+describe.skipIf(!existsSync(CHROMIUM))('the consent page in Chromium', () => {
+  let w: TestWaybill;
+  let browser: Browser;
+  let receiver: Server;
+  let company: CompanyFixture;
+  let app: TestApp;
+  const received: URL[] = [];
+  beforeAll(async () => {
+    w = await startWaybill();
+    const port = await freePort();
+    // The app's redirect receiver: a real local server that records what the browser brings back.
+    receiver = createServer((request, response) => {
+      const url = new URL(request.url ?? '/', `http://127.0.0.1:${port}`);
+      // Chromium also asks for /favicon.ico; only the callback counts.
+      if (url.pathname === '/callback') received.push(url);
+      response.end('received');
+    });
+    await new Promise<void>((resolve) => receiver.listen(port, '127.0.0.1', resolve));
+    company = await createCompany(w);
+    await call(w, 'POST', `/v1/companies/${company.tenantId}/customer-accounts`, {
+      token: company.owner.token,
+      body: { name: 'Corner Shop' },
+    });
+    app = await registerApp(w, { redirectUris: [`http://127.0.0.1:${port}/callback`] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await new Promise((resolve) => receiver?.close(resolve));
+    await w?.close();
+  });
+
+  async function signInAndOpen(query: URLSearchParams) {
+    const page = await browser.newPage();
+    await page.goto(`${w.url}/oauth/authorize?${query}`);
+    await page.getByLabel('E-mail').fill(company.owner.email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Connect Parcel Pal' }).waitFor();
+    return page;
+  }
+
+  it('signs in, picks a merchant account, approves, and lands on the app with code, state and iss', async () => {
+    const request = await authorizationRequest(app);
+    const page = await signInAndOpen(request.query);
+    await page.getByLabel(/Corner Shop/).check();
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.waitForURL(/\/callback\?/);
+    const landed = new URL(page.url());
+    expect(landed.searchParams.get('code')).toMatch(/^atc_/);
+    expect(landed.searchParams.get('state')).toBe(request.state);
+    expect(landed.searchParams.get('iss')).toBe(w.url);
+    expect(received.at(-1)?.searchParams.get('code')).toBe(landed.searchParams.get('code'));
+    const installation = await w.ctx.db
+      .selectFrom('installations')
+      .select('customer_account_id')
+      .where('app_id', '=', app.clientId)
+      .executeTakeFirstOrThrow();
+    expect(installation.customer_account_id).toMatch(/^acct_/);
+    await page.close();
+  });
+
+  it('denies, and lands on the app with access_denied', async () => {
+    const request = await authorizationRequest(app);
+    const page = await signInAndOpen(request.query);
+    await page.getByRole('button', { name: 'Deny' }).click();
+    await page.waitForURL(/\/callback\?/);
+    const landed = new URL(page.url());
+    expect(landed.searchParams.get('error')).toBe('access_denied');
+    expect(landed.searchParams.get('state')).toBe(request.state);
+    expect(landed.searchParams.get('code')).toBeNull();
+    await page.close();
+  });
+});
