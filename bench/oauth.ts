@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { fork } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 // The OAuth token endpoint (authorization_code and refresh_token grants) and the metadata document,
 // in requests per second, against Waybill and against node-oidc-provider in the same run, at the same
@@ -7,11 +8,10 @@ import { createHash, randomBytes } from 'node:crypto';
 //   WAYBILL_BENCH_DATABASE_URL=postgres://... npm run bench:oauth   (Waybill on PostgreSQL)
 import autocannon from 'autocannon';
 import { freePort } from '../test/support/harness.ts';
-import { startOidcProvider } from './oidc-provider-side.ts';
-import { startWaybillSide, type TokenServer } from './waybill-side.ts';
+import type { TokenServer } from './waybill-side.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
-const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 3000);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 10000);
 const WARMUP = 300;
 const postgresUrl = process.env.WAYBILL_BENCH_DATABASE_URL;
 
@@ -27,6 +27,8 @@ async function measure(
   headers: Record<string, string>,
   next?: () => string,
 ) {
+  const started = performance.now();
+  let finished = started;
   const result = await autocannon({
     url,
     connections: CONNECTIONS,
@@ -38,6 +40,7 @@ async function measure(
         headers,
         ...(next ? { setupRequest: (request) => ({ ...request, body: next() }) } : {}),
         onResponse: (status: number, body: string) => {
+          finished = performance.now();
           if (status >= 300 && failures++ < 3) console.error(status, body);
         },
       },
@@ -48,7 +51,8 @@ async function measure(
       `${url}${path}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`,
     );
   }
-  return result.requests.total / result.duration;
+  // autocannon ends a run on its one-second tick; time from the start to the last answer instead.
+  return result.requests.total / ((finished - started) / 1000);
 }
 
 async function tokenGrant(side: TokenServer, grant: 'authorization_code' | 'refresh_token'): Promise<number> {
@@ -83,8 +87,50 @@ async function metadata(url: string, path: string): Promise<number> {
   return measure(url, path, REQUESTS * 3, {});
 }
 
-const ours = await startWaybillSide(await freePort(), postgresUrl);
-const theirs = await startOidcProvider(await freePort());
+type Side = TokenServer & { metadataPath: string };
+
+/** Starts one server in a child process (bench/side-process.ts) and talks to it over IPC. */
+async function startSide(which: 'waybill' | 'oidc-provider'): Promise<Side> {
+  const child = fork(new URL('./side-process.ts', import.meta.url), [
+    which,
+    String(await freePort()),
+    postgresUrl ?? '',
+  ]);
+  const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
+  let nextId = 0;
+  const ask = <T>(message: Record<string, unknown>) =>
+    new Promise<T>((resolve, reject) => {
+      const id = nextId++;
+      pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      child.send({ id, ...message });
+    });
+  const info = await new Promise<Record<string, string>>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${which} exited with ${code}`)));
+    child.on('message', (message: { ready?: boolean; id?: number; result?: unknown; error?: string }) => {
+      if (message.ready) resolve(message as unknown as Record<string, string>);
+      else if (message.id !== undefined) {
+        const waiter = pending.get(message.id);
+        pending.delete(message.id);
+        if (message.error) waiter?.reject(new Error(message.error));
+        else waiter?.resolve(message.result);
+      }
+    });
+  });
+  return {
+    url: info.url as string,
+    tokenPath: info.tokenPath as string,
+    metadataPath: info.metadataPath as string,
+    clientId: info.clientId as string,
+    clientSecret: info.clientSecret as string,
+    redirectUri: info.redirectUri as string,
+    mintCodes: (n, challenge) => ask<string[]>({ cmd: 'mintCodes', n, challenge }),
+    mintRefreshTokens: (n) => ask<string[]>({ cmd: 'mintRefreshTokens', n }),
+    close: () => ask<void>({ cmd: 'close' }),
+  };
+}
+
+const ours = await startSide('waybill');
+const theirs = await startSide('oidc-provider');
 const engine = postgresUrl ? 'PostgreSQL' : 'PGlite';
 const line = (label: string, a: number, b: number) =>
   console.log(
@@ -106,7 +152,7 @@ try {
   );
   line(
     'metadata document',
-    await metadata(ours.url, '/.well-known/oauth-authorization-server'),
+    await metadata(ours.url, ours.metadataPath),
     await metadata(theirs.url, theirs.metadataPath),
   );
 } finally {

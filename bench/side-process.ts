@@ -1,0 +1,44 @@
+#!/usr/bin/env node
+// One benchmarked server in a process of its own, so the load driver never shares its event loop.
+// The parent (bench/oauth.ts) asks over IPC for pre-minted grants and for the server to stop.
+import { startOidcProvider } from './oidc-provider-side.ts';
+import { startWaybillSide, type TokenServer } from './waybill-side.ts';
+
+type Request =
+  | { id: number; cmd: 'mintCodes'; n: number; challenge: string }
+  | { id: number; cmd: 'mintRefreshTokens'; n: number }
+  | { id: number; cmd: 'close' };
+
+const [which, portText, postgresUrl] = process.argv.slice(2);
+const port = Number(portText);
+const side: TokenServer & { metadataPath?: string } =
+  which === 'waybill'
+    ? await startWaybillSide(port, postgresUrl || undefined)
+    : await startOidcProvider(port);
+
+const send = (message: unknown) => process.send?.(message);
+send({
+  ready: true,
+  url: side.url,
+  tokenPath: side.tokenPath,
+  metadataPath: side.metadataPath ?? '/.well-known/oauth-authorization-server',
+  clientId: side.clientId,
+  clientSecret: side.clientSecret,
+  redirectUri: side.redirectUri,
+});
+
+process.on('message', async (request: Request) => {
+  try {
+    if (request.cmd === 'mintCodes')
+      send({ id: request.id, result: await side.mintCodes(request.n, request.challenge) });
+    else if (request.cmd === 'mintRefreshTokens')
+      send({ id: request.id, result: await side.mintRefreshTokens(request.n) });
+    else {
+      await side.close();
+      send({ id: request.id, result: null });
+      process.exit(0);
+    }
+  } catch (error) {
+    send({ id: request.id, error: String(error) });
+  }
+});
