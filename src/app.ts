@@ -21,6 +21,10 @@ import { SecretBox } from './lib/crypto.ts';
 import { registerAccountTokenResolvers } from './modules/accounts/authenticate.ts';
 import { accountsRoutes } from './modules/accounts/routes.ts';
 import { registerShipmentModule, shipmentsRoutes } from './modules/shipments/routes.ts';
+import { registerWebhookEngine } from './modules/webhooks/fanout.ts';
+import { webhookGuideRoutes } from './modules/webhooks/guide.ts';
+import { webhookPages } from './modules/webhooks/pages.ts';
+import { webhooksRoutes } from './modules/webhooks/routes.ts';
 import { webRoutes } from './web/routes.ts';
 
 export interface BuildOptions {
@@ -45,6 +49,7 @@ export function buildContext(options: BuildOptions): AppContext {
   };
   registerAccountTokenResolvers(ctx);
   registerShipmentModule(ctx);
+  registerWebhookEngine(ctx);
   return ctx;
 }
 
@@ -131,7 +136,10 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   await app.register(accountsRoutes(ctx));
   await app.register(shipmentsRoutes(ctx));
+  await app.register(webhooksRoutes(ctx));
   await app.register(webRoutes(ctx));
+  await app.register(webhookPages(ctx));
+  await app.register(webhookGuideRoutes(ctx));
 
   return app;
 }
