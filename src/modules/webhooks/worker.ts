@@ -1,0 +1,200 @@
+import type { Agent } from 'undici';
+import type { AppContext } from '../../context.ts';
+import { randomBase62 } from '../../lib/ids.ts';
+import { reportDisabled } from './attempt.ts';
+import { type ClaimedRow, claimDue, endpointOf } from './claim.ts';
+import { onLocalWake, WAKE_CHANNEL } from './fanout.ts';
+import { buildMessage, storedHeaders } from './message.ts';
+import { type FinishedAttempt, recordAttempts } from './record.ts';
+import type { Jitter } from './schedule.ts';
+import { DEADLINE_MS, guardedAgent, sendMessage } from './sender.ts';
+
+export interface WorkerOptions {
+  /** Poll interval in real milliseconds, the fallback when a wake-up is missed; 0 turns it off. */
+  pollMs?: number;
+  /** Requests in flight in this process. */
+  maxInFlight?: number;
+  /** Requests in flight to one endpoint, so that a slow endpoint cannot take every slot. */
+  perEndpoint?: number;
+  /** Rows claimed at most per claim. */
+  batchSize?: number;
+  /** How long a claim is ours; must outlast the deadline, or a slow attempt would be claimed twice. */
+  leaseMs?: number;
+  /** The deadline of one attempt (connect to last byte read). */
+  deadlineMs?: number;
+  /** Listen for wake-ups (LISTEN/NOTIFY and in-process); tests that drive `tick` may turn it off. */
+  listen?: boolean;
+  jitter?: Jitter;
+}
+
+export interface DeliveryWorker {
+  readonly id: string;
+  /** Claims and sends everything due now, and returns once all of it is recorded: for tests. */
+  tick(): Promise<number>;
+  wake(): void;
+  /** Stops claiming and waits (bounded) for the requests in flight and their records. */
+  stop(): Promise<void>;
+}
+
+/** The delivery worker (ARCHITECTURE.md "How an event flows", steps 3 and 4). */
+export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}): DeliveryWorker {
+  const id = `wrk_${randomBase62(16)}`;
+  const maxInFlight = options.maxInFlight ?? 64;
+  const perEndpoint = options.perEndpoint ?? 8;
+  const batchSize = options.batchSize ?? 64;
+  const deadlineMs = options.deadlineMs ?? DEADLINE_MS;
+  const leaseMs = options.leaseMs ?? Math.max(60_000, deadlineMs * 3);
+  const agent: Agent = guardedAgent(ctx, { deadlineMs, connectionsPerOrigin: perEndpoint });
+
+  let stopping = false;
+  let inFlight = 0;
+  const byEndpoint = new Map<string, number>();
+  let claiming: Promise<number> | null = null;
+  let claimAgain = false;
+  const finished: FinishedAttempt[] = [];
+  let flushing: Promise<void> | null = null;
+  let sending = new Set<Promise<void>>();
+
+  function room(): Map<string, number> {
+    const map = new Map<string, number>();
+    for (const [endpointId, count] of byEndpoint) map.set(endpointId, perEndpoint - count);
+    return map;
+  }
+
+  function flush(): Promise<void> {
+    if (flushing) return flushing;
+    flushing = (async () => {
+      while (finished.length > 0) {
+        const batch = finished.splice(0);
+        try {
+          await reportDisabled(ctx, await recordAttempts(ctx, batch, options.jitter));
+        } catch (err) {
+          // The leases expire and the deliveries are attempted again: at least once.
+          ctx.log.error({ err }, 'recording webhook attempts failed');
+        }
+      }
+    })().finally(() => {
+      flushing = null;
+    });
+    return flushing;
+  }
+
+  function send(row: ClaimedRow): void {
+    inFlight += 1;
+    byEndpoint.set(row.endpoint_id, (byEndpoint.get(row.endpoint_id) ?? 0) + 1);
+    const task = (async () => {
+      const now = ctx.clock.now();
+      const message = buildMessage(ctx, row, endpointOf(row), now);
+      const result = await sendMessage(agent, message, { deadlineMs });
+      finished.push({
+        delivery: row,
+        trigger: 'scheduled',
+        attemptedAt: now,
+        headers: storedHeaders(message),
+        result,
+      });
+    })()
+      .catch((err: unknown) => ctx.log.error({ err, deliveryId: row.id }, 'webhook send failed'))
+      .finally(() => {
+        inFlight -= 1;
+        const left = (byEndpoint.get(row.endpoint_id) ?? 1) - 1;
+        if (left === 0) byEndpoint.delete(row.endpoint_id);
+        else byEndpoint.set(row.endpoint_id, left);
+        sending.delete(task);
+        void flush();
+        pump();
+      });
+    sending.add(task);
+  }
+
+  async function claimLoop(): Promise<number> {
+    let total = 0;
+    do {
+      claimAgain = false;
+      while (!stopping && inFlight < maxInFlight) {
+        const now = ctx.clock.now();
+        const rows = await claimDue(ctx.db, {
+          workerId: id,
+          now,
+          leaseUntil: new Date(now.getTime() + leaseMs),
+          limit: Math.min(batchSize, maxInFlight - inFlight),
+          perEndpoint,
+          room: room(),
+        });
+        for (const row of rows) send(row);
+        total += rows.length;
+        if (rows.length === 0) break;
+      }
+    } while (claimAgain && !stopping);
+    return total;
+  }
+
+  /** Starts a claim round, or asks the running one to go round again. */
+  function pump(): Promise<number> {
+    if (stopping) return Promise.resolve(0);
+    if (claiming) {
+      claimAgain = true;
+      return claiming;
+    }
+    claiming = claimLoop()
+      .catch((err: unknown) => {
+        ctx.log.error({ err }, 'claiming webhook deliveries failed');
+        return 0;
+      })
+      .finally(() => {
+        claiming = null;
+      });
+    return claiming;
+  }
+
+  async function settle(): Promise<void> {
+    while (sending.size > 0 || finished.length > 0 || flushing || claiming) {
+      await Promise.all([...sending]);
+      if (claiming) await claiming;
+      await flush();
+    }
+  }
+
+  const unsubscribes: Array<() => unknown> = [];
+  if (options.listen ?? true) {
+    unsubscribes.push(onLocalWake(ctx, () => void pump()));
+    ctx.database
+      .listen(WAKE_CHANNEL, () => void pump())
+      .then(
+        (stop) => {
+          if (stopping) void stop();
+          else unsubscribes.push(stop);
+        },
+        (err: unknown) => ctx.log.warn({ err }, 'LISTEN failed; polling only'),
+      );
+  }
+  const pollMs = options.pollMs ?? 1000;
+  const timer = pollMs > 0 ? setInterval(() => void pump(), pollMs) : null;
+  timer?.unref();
+  if (options.listen ?? true) void pump();
+
+  return {
+    id,
+    async tick() {
+      let total = 0;
+      for (;;) {
+        const claimed = await pump();
+        await settle();
+        total += claimed;
+        if (claimed === 0) return total;
+      }
+    },
+    wake() {
+      void pump();
+    },
+    async stop() {
+      stopping = true;
+      if (timer) clearInterval(timer);
+      for (const unsubscribe of unsubscribes.splice(0)) await unsubscribe();
+      const bounded = new Promise<void>((resolve) => setTimeout(resolve, deadlineMs + 1000).unref());
+      await Promise.race([settle(), bounded]);
+      sending = new Set();
+      await agent.close().catch(() => {});
+    },
+  };
+}
