@@ -147,8 +147,12 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           body: TestSendBody,
           response: { 200: TestSendResultSchema, ...errorResponses(400, 401, 403, 404) },
         },
+        // The body is optional: no body means the endpoint's first event type.
+        preValidation: async (request) => {
+          request.body ??= {};
+        },
       },
-      async (request) => sendTestMessage(ctx, write(request), request.params.id, request.body ?? {}),
+      async (request) => sendTestMessage(ctx, write(request), request.params.id, request.body),
     );
 
     app.get(
