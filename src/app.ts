@@ -22,6 +22,7 @@ import { registerAccountTokenResolvers } from './modules/accounts/authenticate.t
 import { accountsRoutes } from './modules/accounts/routes.ts';
 import { registerShipmentModule, shipmentsRoutes } from './modules/shipments/routes.ts';
 import { registerWebhookEngine } from './modules/webhooks/fanout.ts';
+import { mailboxPage } from './modules/webhooks/mailbox-page.ts';
 import { webhookGuideRoutes } from './modules/webhooks/guide.ts';
 import { webhookPages } from './modules/webhooks/pages.ts';
 import { webhooksRoutes } from './modules/webhooks/routes.ts';
@@ -138,6 +139,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(shipmentsRoutes(ctx));
   await app.register(webhooksRoutes(ctx));
   await app.register(webRoutes(ctx));
+  await app.register(mailboxPage(ctx));
   await app.register(webhookPages(ctx));
   await app.register(webhookGuideRoutes(ctx));
 

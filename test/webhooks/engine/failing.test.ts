@@ -127,3 +127,60 @@ describe('the 3-day rule', () => {
     expect(row.enabled).toBe(true);
   });
 });
+
+describe('the outbox without SMTP', () => {
+  let w: TestWaybill;
+  afterAll(async () => {
+    await w?.close();
+  });
+
+  it('keeps the e-mail for the dev mailbox, shown only to its recipients', async () => {
+    w = await startWaybill();
+    const receiver = await startReceiver((_m, res) => {
+      res.statusCode = 500;
+      res.end();
+    });
+    const company = await createCompany(w);
+    const endpoint = await insertEndpoint(w, {
+      tenantId: company.tenantId,
+      url: receiver.url,
+      createdBy: company.owner.id,
+    });
+    await w.ctx.db
+      .updateTable('webhook_endpoints')
+      .set({ failing_since: new Date(w.clock.now().getTime() - 3 * DAY) })
+      .where('id', '=', endpoint.id)
+      .execute();
+    const worker = testWorker(w);
+    await createShipment(w, company.liveToken);
+    await worker.tick();
+    await worker.stop();
+    await receiver.close();
+
+    const session = await call(w, 'POST', '/v1/auth/sessions', {
+      body: { email: company.owner.email, password: 'correct horse battery' },
+    });
+    const page = await w.app.inject({
+      method: 'GET',
+      url: '/dev/mailbox',
+      cookies: { waybill_session: session.body.token },
+    });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('disabled a webhook endpoint');
+    expect(page.body).toContain(endpoint.id);
+
+    const stranger = await createCompany(w, 'Stranger');
+    const strangerSession = await call(w, 'POST', '/v1/auth/sessions', {
+      body: { email: stranger.owner.email, password: 'correct horse battery' },
+    });
+    const other = await w.app.inject({
+      method: 'GET',
+      url: '/dev/mailbox',
+      cookies: { waybill_session: strangerSession.body.token },
+    });
+    expect(other.statusCode).toBe(200);
+    expect(other.body).not.toContain(endpoint.id);
+    const signedOut = await w.app.inject({ method: 'GET', url: '/dev/mailbox' });
+    expect(signedOut.statusCode).toBe(303);
+  });
+});
