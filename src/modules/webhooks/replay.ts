@@ -5,7 +5,7 @@ import { addMs, DAY } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { requireScope, type TenantAccess } from '../accounts/access.ts';
 import { attemptDelivery } from './attempt.ts';
-import { type Attempt, type DeliveryStatus, findVisibleDelivery, presentAttempt } from './deliveries.ts';
+import { type Attempt, type DeliveryStatus, findVisibleDelivery, getDelivery } from './deliveries.ts';
 import { findVisibleEndpoint, updateEndpoint } from './endpoints.ts';
 import type { WebhookEndpointsTable } from './tables.ts';
 
@@ -31,20 +31,10 @@ export async function replayDelivery(
   const { endpoint } = await findVisibleDelivery(ctx, access, deliveryId);
   assertEnabled(endpoint);
   await attemptDelivery(ctx, deliveryId, 'replay');
-  const latest = await ctx.db
-    .selectFrom('webhook_attempts')
-    .selectAll()
-    .where('delivery_id', '=', deliveryId)
-    .orderBy('attempted_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirstOrThrow();
-  const delivery = await ctx.db
-    .selectFrom('webhook_deliveries')
-    .select('status')
-    .where('id', '=', deliveryId)
-    .executeTakeFirstOrThrow();
-  return { delivery_id: deliveryId, delivery_status: delivery.status, ...presentAttempt(latest) };
+  const after = await getDelivery(ctx, access, deliveryId);
+  const latest = after.attempts.at(-1);
+  if (!latest) throw new Error(`the replay of ${deliveryId} left no attempt`);
+  return { delivery_id: deliveryId, delivery_status: after.status, ...latest };
 }
 
 /**
