@@ -22,8 +22,8 @@ import { registerAccountTokenResolvers } from './modules/accounts/authenticate.t
 import { accountsRoutes } from './modules/accounts/routes.ts';
 import { registerShipmentModule, shipmentsRoutes } from './modules/shipments/routes.ts';
 import { registerWebhookEngine } from './modules/webhooks/fanout.ts';
-import { mailboxPage } from './modules/webhooks/mailbox-page.ts';
 import { webhookGuideRoutes } from './modules/webhooks/guide.ts';
+import { mailboxPage } from './modules/webhooks/mailbox-page.ts';
 import { webhookPages } from './modules/webhooks/pages.ts';
 import { webhooksRoutes } from './modules/webhooks/routes.ts';
 import { webRoutes } from './web/routes.ts';

@@ -178,5 +178,14 @@ describe('webhook dashboard pages', () => {
       expect(text).toContain(needle);
     }
     expect((await fetch(`${w.url}/docs`)).status).toBeLessThan(400);
+    const openapi = (await (await fetch(`${w.url}/openapi.json`)).json()) as { paths: object };
+    expect(Object.keys(openapi.paths)).toEqual(
+      expect.arrayContaining([
+        '/v1/webhook-endpoints',
+        '/v1/webhook-endpoints/{id}/deliveries/replay',
+        '/v1/webhook-deliveries/{id}/replay',
+        '/v1/webhook-event-types',
+      ]),
+    );
   });
 });
