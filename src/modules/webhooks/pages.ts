@@ -6,7 +6,7 @@ import { html } from '../../web/html.ts';
 import { sendPage } from '../../web/layout.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus, getDelivery, listDeliveries } from './deliveries.ts';
 import { createEndpoint, getEndpoint, listEndpoints, revealSecret, rotateSecret } from './endpoints.ts';
-import { ENDPOINT_ACTIONS } from './pages-actions.ts';
+import { doneFlash, ENDPOINT_ACTIONS } from './pages-actions.ts';
 import {
   deliveryPage,
   type EndpointForm,
@@ -64,7 +64,7 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
         ...(filter ? { status: filter } : {}),
         ...(query.cursor ? { cursor: query.cursor } : {}),
       });
-      const flash = extras.flash ?? (query.done ? { kind: 'ok' as const, message: query.done } : null);
+      const flash = extras.flash ?? doneFlash(query.done);
       const body = endpointPage(view.csrf, endpoint, deliveries, filter, extras);
       return sendPage(
         reply,
@@ -85,7 +85,8 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
       try {
         const page = await listEndpoints(ctx, view.access, { limit: 20, cursor: request.query.cursor });
         const body = endpointList(page, view.livemode);
-        return sendPage(reply, dashboardPage(view, { title: 'Webhooks', path: LIST }, body));
+        const flash = doneFlash(request.query.done);
+        return sendPage(reply, dashboardPage(view, { title: 'Webhooks', path: LIST, flash }, body));
       } catch (error) {
         return notFound(view, reply, error);
       }
@@ -201,11 +202,8 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
         const view = await dashboardView(ctx, request, reply);
         if (!view) return reply;
         try {
-          const { message, to } = await run(ctx, view.access, request.params.id);
-          return reply.redirect(
-            `${to ?? `${LIST}/${request.params.id}`}?done=${encodeURIComponent(message)}`,
-            303,
-          );
+          const { done, to } = await run(ctx, view.access, request.params.id);
+          return reply.redirect(`${to ?? `${LIST}/${request.params.id}`}?done=${done}`, 303);
         } catch (error) {
           return notFound(view, reply, error);
         }

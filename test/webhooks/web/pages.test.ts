@@ -153,6 +153,21 @@ describe('webhook dashboard pages', () => {
     expect(pending.body.data).toHaveLength(1);
   });
 
+  it('deletes an endpoint from its page and says so on the list', async () => {
+    const endpoint = await call(w, 'POST', '/v1/webhook-endpoints', {
+      token: company.liveToken,
+      body: { url: receiver.url, event_types: ['shipment.exception'], description: 'To delete' },
+    });
+    const page = await browser.request('GET', `/dashboard/webhooks/${endpoint.body.id}`);
+    const deleted = await browser.submit(page.text, `/dashboard/webhooks/${endpoint.body.id}/delete`);
+    expect(deleted.location).toBe('/dashboard/webhooks?done=deleted');
+    const list = await browser.request('GET', deleted.location ?? '');
+    expect(list.text).toContain('Endpoint deleted');
+    expect(list.text).not.toContain('To delete');
+    const spoofed = await browser.request('GET', '/dashboard/webhooks?done=Your+account+is+locked');
+    expect(spoofed.text).not.toContain('Your account is locked');
+  });
+
   it('refuses a form without its CSRF token and changes nothing', async () => {
     const endpoints = await call(w, 'GET', '/v1/webhook-endpoints', { token: company.liveToken });
     const id = endpoints.body.data[0].id;
