@@ -36,6 +36,8 @@ export interface DeliveryWorker {
   stop(): Promise<void>;
 }
 
+const FLUSH_DELAY_MS = 5;
+
 /** The delivery worker (ARCHITECTURE.md "How an event flows", steps 3 and 4). */
 export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}): DeliveryWorker {
   const id = `wrk_${randomBase62(16)}`;
@@ -49,15 +51,22 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
   let stopping = false;
   let inFlight = 0;
   const byEndpoint = new Map<string, number>();
+  // Claimed rows waiting for a slot: a claim fetches up to one round ahead so that the next
+  // sends do not wait for a database round trip. Bounded per endpoint, so leases outlast the wait.
+  const queued = new Map<string, ClaimedRow[]>();
+  let queuedCount = 0;
   let claiming: Promise<number> | null = null;
   let claimAgain = false;
   const finished: FinishedAttempt[] = [];
   let flushing: Promise<void> | null = null;
-  let sending = new Set<Promise<void>>();
+  const sending = new Set<Promise<void>>();
 
   function room(): Map<string, number> {
     const map = new Map<string, number>();
-    for (const [endpointId, count] of byEndpoint) map.set(endpointId, perEndpoint - count);
+    for (const endpointId of new Set([...byEndpoint.keys(), ...queued.keys()])) {
+      const held = (byEndpoint.get(endpointId) ?? 0) + (queued.get(endpointId)?.length ?? 0);
+      map.set(endpointId, 2 * perEndpoint - held);
+    }
     return map;
   }
 
@@ -79,6 +88,40 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
     return flushing;
   }
 
+  /** Records after a moment, so that attempts finishing together share one transaction. */
+  let flushTimer: NodeJS.Timeout | null = null;
+  function scheduleFlush(): void {
+    if (flushTimer) return;
+    flushTimer = setTimeout(() => {
+      flushTimer = null;
+      void flush();
+    }, FLUSH_DELAY_MS);
+  }
+
+  /** Starts queued sends while there are slots, taking endpoints in turn. */
+  function dispatch(): void {
+    let started = true;
+    while (started && inFlight < maxInFlight) {
+      started = false;
+      for (const [endpointId, rows] of queued) {
+        if (inFlight >= maxInFlight) break;
+        if ((byEndpoint.get(endpointId) ?? 0) >= perEndpoint) continue;
+        const row = rows.shift();
+        if (!row) continue;
+        queuedCount -= 1;
+        if (rows.length === 0) queued.delete(endpointId);
+        send(row);
+        started = true;
+      }
+    }
+  }
+
+  /** Drops what waits for an endpoint that answered 410: recording cancels those deliveries. */
+  function dropQueue(endpointId: string): void {
+    queuedCount -= queued.get(endpointId)?.length ?? 0;
+    queued.delete(endpointId);
+  }
+
   function send(row: ClaimedRow): void {
     inFlight += 1;
     byEndpoint.set(row.endpoint_id, (byEndpoint.get(row.endpoint_id) ?? 0) + 1);
@@ -86,6 +129,7 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
       const now = ctx.clock.now();
       const message = buildMessage(ctx, row, endpointOf(row), now);
       const result = await sendMessage(agent, message, { deadlineMs });
+      if (result.status_code === 410) dropQueue(row.endpoint_id);
       finished.push({
         delivery: row,
         trigger: 'scheduled',
@@ -101,8 +145,10 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
         if (left === 0) byEndpoint.delete(row.endpoint_id);
         else byEndpoint.set(row.endpoint_id, left);
         sending.delete(task);
-        void flush();
-        pump();
+        scheduleFlush();
+        if (!stopping) dispatch();
+        // Claim again once this endpoint's queue has run dry: claims come in rounds, not one per send.
+        if (!queued.has(row.endpoint_id)) void pump();
       });
     sending.add(task);
   }
@@ -111,17 +157,23 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
     let total = 0;
     do {
       claimAgain = false;
-      while (!stopping && inFlight < maxInFlight) {
+      while (!stopping && inFlight + queuedCount < 2 * maxInFlight) {
         const now = ctx.clock.now();
         const rows = await claimDue(ctx.db, {
           workerId: id,
           now,
           leaseUntil: new Date(now.getTime() + leaseMs),
-          limit: Math.min(batchSize, maxInFlight - inFlight),
-          perEndpoint,
+          limit: Math.min(batchSize, 2 * maxInFlight - inFlight - queuedCount),
+          perEndpoint: 2 * perEndpoint,
           room: room(),
         });
-        for (const row of rows) send(row);
+        for (const row of rows) {
+          const list = queued.get(row.endpoint_id) ?? [];
+          list.push(row);
+          queued.set(row.endpoint_id, list);
+        }
+        queuedCount += rows.length;
+        dispatch();
         total += rows.length;
         if (rows.length === 0) break;
       }
@@ -148,11 +200,29 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
   }
 
   async function settle(): Promise<void> {
-    while (sending.size > 0 || finished.length > 0 || flushing || claiming) {
+    while (sending.size > 0 || finished.length > 0 || flushing || claiming || flushTimer) {
       await Promise.all([...sending]);
       if (claiming) await claiming;
+      if (flushTimer) {
+        clearTimeout(flushTimer);
+        flushTimer = null;
+      }
       await flush();
     }
+  }
+
+  /** Gives back claimed rows not sent, so that another worker need not wait for the lease. */
+  async function releaseQueued(): Promise<void> {
+    const ids = [...queued.values()].flat().map((row) => row.id);
+    queued.clear();
+    queuedCount = 0;
+    if (ids.length === 0) return;
+    await ctx.db
+      .updateTable('webhook_deliveries')
+      .set({ locked_by: null, locked_until: null })
+      .where('id', 'in', ids)
+      .where('locked_by', '=', id)
+      .execute();
   }
 
   const unsubscribes: Array<() => unknown> = [];
@@ -193,8 +263,8 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
       for (const unsubscribe of unsubscribes.splice(0)) await unsubscribe();
       const bounded = new Promise<void>((resolve) => setTimeout(resolve, deadlineMs + 1000).unref());
       await Promise.race([settle(), bounded]);
-      sending = new Set();
-      await agent.close().catch(() => {});
+      await releaseQueued().catch((err: unknown) => ctx.log.warn({ err }, 'releasing claims failed'));
+      await agent.destroy().catch(() => {});
     },
   };
 }
