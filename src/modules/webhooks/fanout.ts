@@ -1,8 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { AppContext, StoredEvent, Trx } from '../../context.ts';
 
 /** The notification channel that wakes delivery workers in every process. */
 export const WAKE_CHANNEL = 'waybill_webhook_deliveries';
+
+/** Names this process in its notifications, so that it skips its own (it woke its workers already). */
+export const PROCESS_TAG = randomUUID();
 
 /** In-process wake-ups (the worker of this process need not wait for the notification round trip). */
 const localWakers = new WeakMap<AppContext, Set<() => void>>();
@@ -54,7 +58,7 @@ export async function fanOut(trx: Trx, events: readonly StoredEvent[], now: Date
   `.execute(trx);
   const inserted = Number(result.numAffectedRows ?? 0);
   // Delivered at commit to every listening worker, in this process and others.
-  if (inserted > 0) await sql`SELECT pg_notify(${WAKE_CHANNEL}, '')`.execute(trx);
+  if (inserted > 0) await sql`SELECT pg_notify(${WAKE_CHANNEL}, ${PROCESS_TAG})`.execute(trx);
   return inserted;
 }
 

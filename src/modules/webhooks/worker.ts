@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.ts';
 import { randomBase62 } from '../../lib/ids.ts';
 import { reportDisabled } from './attempt.ts';
 import { type ClaimedRow, claimDue, endpointOf } from './claim.ts';
-import { onLocalWake, WAKE_CHANNEL } from './fanout.ts';
+import { onLocalWake, PROCESS_TAG, WAKE_CHANNEL } from './fanout.ts';
 import { buildMessage, storedHeaders } from './message.ts';
 import { type FinishedAttempt, recordAttempts } from './record.ts';
 import type { Jitter } from './schedule.ts';
@@ -46,6 +46,11 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
   const batchSize = options.batchSize ?? 64;
   const deadlineMs = options.deadlineMs ?? DEADLINE_MS;
   const leaseMs = options.leaseMs ?? Math.max(60_000, deadlineMs * 3);
+  // Rows held (in flight and queued) per endpoint: the last queued row of a slow endpoint waits
+  // (held / perEndpoint - 1) deadlines before it is sent, and must still be inside its lease.
+  const rounds = Math.min(5, Math.max(1, Math.floor(leaseMs / deadlineMs) - 1));
+  const heldPerEndpoint = perEndpoint * rounds;
+  const maxHeld = Math.max(maxInFlight * 2, heldPerEndpoint);
   const agent: Agent = guardedAgent(ctx, { deadlineMs, connectionsPerOrigin: perEndpoint });
 
   let stopping = false;
@@ -65,7 +70,7 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
     const map = new Map<string, number>();
     for (const endpointId of new Set([...byEndpoint.keys(), ...queued.keys()])) {
       const held = (byEndpoint.get(endpointId) ?? 0) + (queued.get(endpointId)?.length ?? 0);
-      map.set(endpointId, 2 * perEndpoint - held);
+      map.set(endpointId, heldPerEndpoint - held);
     }
     return map;
   }
@@ -147,8 +152,8 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
         sending.delete(task);
         scheduleFlush();
         if (!stopping) dispatch();
-        // Claim again once this endpoint's queue has run dry: claims come in rounds, not one per send.
-        if (!queued.has(row.endpoint_id)) void pump();
+        // Claim again once this endpoint's queue runs low: claims come in rounds, not one per send.
+        if ((queued.get(row.endpoint_id)?.length ?? 0) < perEndpoint) void pump();
       });
     sending.add(task);
   }
@@ -157,14 +162,14 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
     let total = 0;
     do {
       claimAgain = false;
-      while (!stopping && inFlight + queuedCount < 2 * maxInFlight) {
+      while (!stopping && inFlight + queuedCount < maxHeld) {
         const now = ctx.clock.now();
         const rows = await claimDue(ctx.db, {
           workerId: id,
           now,
           leaseUntil: new Date(now.getTime() + leaseMs),
-          limit: Math.min(batchSize, 2 * maxInFlight - inFlight - queuedCount),
-          perEndpoint: 2 * perEndpoint,
+          limit: Math.min(batchSize, maxHeld - inFlight - queuedCount),
+          perEndpoint: heldPerEndpoint,
           room: room(),
         });
         for (const row of rows) {
@@ -229,7 +234,9 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
   if (options.listen ?? true) {
     unsubscribes.push(onLocalWake(ctx, () => void pump()));
     ctx.database
-      .listen(WAKE_CHANNEL, () => void pump())
+      .listen(WAKE_CHANNEL, (tag) => {
+        if (tag !== PROCESS_TAG) void pump();
+      })
       .then(
         (stop) => {
           if (stopping) void stop();
