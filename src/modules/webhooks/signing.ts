@@ -16,6 +16,19 @@ export function signatureHeader(secrets: string[], msgId: string, timestamp: num
   return secrets.map((secret) => sign(secret, msgId, timestamp, body)).join(' ');
 }
 
+/** Opened secrets by sealed text: the worker signs many messages per endpoint, AES once is enough. */
+const opened = new Map<string, string>();
+
+function open(ctx: AppContext, sealed: string): string {
+  let plain = opened.get(sealed);
+  if (plain === undefined) {
+    plain = ctx.secrets.open(sealed);
+    if (opened.size >= 1000) opened.clear();
+    opened.set(sealed, plain);
+  }
+  return plain;
+}
+
 /** The current secret, plus the previous one while its 24 h rotation overlap lasts. */
 export function secretsForSigning(
   ctx: AppContext,
@@ -25,10 +38,10 @@ export function secretsForSigning(
   >,
   now: Date,
 ): string[] {
-  const secrets = [ctx.secrets.open(endpoint.secret_sealed)];
+  const secrets = [open(ctx, endpoint.secret_sealed)];
   const expires = endpoint.previous_secret_expires_at;
   if (endpoint.previous_secret_sealed && expires && new Date(expires).getTime() > now.getTime()) {
-    secrets.push(ctx.secrets.open(endpoint.previous_secret_sealed));
+    secrets.push(open(ctx, endpoint.previous_secret_sealed));
   }
   return secrets;
 }

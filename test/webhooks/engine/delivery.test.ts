@@ -1,21 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { call, createCompany, createShipment } from '../../support/api.ts';
-import { startWaybill, type TestWaybill } from '../../support/harness.ts';
-import { deliveriesOf, insertEndpoint, type Receiver, startReceiver, testWorker, verify } from './support.ts';
+import { deliveriesOf, insertEndpoint, testWorker, useWaybillAndReceiver, verify } from './support.ts';
 
 describe('delivery through the worker', () => {
-  let w: TestWaybill;
-  let receiver: Receiver;
-  beforeAll(async () => {
-    w = await startWaybill();
-    receiver = await startReceiver();
-  });
-  afterAll(async () => {
-    await receiver?.close();
-    await w?.close();
-  });
+  const env = useWaybillAndReceiver();
 
   it('delivers each event once, signed, with the headers of spec 2.6', async () => {
+    const { w, receiver } = env;
     const company = await createCompany(w);
     const endpoint = await insertEndpoint(w, { tenantId: company.tenantId, url: receiver.url });
     const worker = testWorker(w);

@@ -3,7 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DAY } from '../../../src/lib/clock.ts';
 import { call, createCompany, createShipment } from '../../support/api.ts';
 import { freePort, startWaybill, type TestWaybill } from '../../support/harness.ts';
-import { deliveriesOf, insertEndpoint, type Receiver, startReceiver, testWorker } from './support.ts';
+import {
+  deliveriesOf,
+  endpointRow,
+  insertEndpoint,
+  type Receiver,
+  startReceiver,
+  testWorker,
+} from './support.ts';
 
 interface Mail {
   to: string[];
@@ -86,11 +93,7 @@ describe('the 3-day rule', () => {
     await createShipment(w, company.liveToken);
     await worker.stop();
 
-    const row = await w.ctx.db
-      .selectFrom('webhook_endpoints')
-      .selectAll()
-      .where('id', '=', endpoint.id)
-      .executeTakeFirstOrThrow();
+    const row = await endpointRow(w, endpoint.id);
     expect(row.enabled).toBe(false);
     expect(row.disabled_reason).toBe('failing');
     expect(w.clock.now().getTime() - started.getTime()).toBeGreaterThanOrEqual(3 * DAY);
@@ -118,11 +121,7 @@ describe('the 3-day rule', () => {
     });
     await worker.tick();
     await worker.stop();
-    const row = await w.ctx.db
-      .selectFrom('webhook_endpoints')
-      .selectAll()
-      .where('id', '=', endpoint.id)
-      .executeTakeFirstOrThrow();
+    const row = await endpointRow(w, endpoint.id);
     expect(row.failing_since).toBeNull();
     expect(row.enabled).toBe(true);
   });

@@ -1,30 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RETRY_DELAYS_MS } from '../../../src/modules/webhooks/schedule.ts';
 import { createCompany, createShipment } from '../../support/api.ts';
-import { startWaybill, type TestWaybill } from '../../support/harness.ts';
 import {
   attemptsOf,
   deliveriesOf,
+  endpointRow,
   insertEndpoint,
-  type Receiver,
   startReceiver,
   testWorker,
+  useWaybillAndReceiver,
   verify,
 } from './support.ts';
 
 describe('retries and disabling', () => {
-  let w: TestWaybill;
-  let receiver: Receiver;
-  beforeAll(async () => {
-    w = await startWaybill();
-    receiver = await startReceiver();
-  });
-  afterAll(async () => {
-    await receiver?.close();
-    await w?.close();
-  });
+  const env = useWaybillAndReceiver();
 
   it('retries after 30 s, 5 min, 30 min, 2 h, 6 h, 12 h, 24 h, 24 h, then fails', async () => {
+    const { w, receiver } = env;
     receiver.answer = (_m, res) => {
       res.statusCode = 500;
       res.end('down');
@@ -62,6 +54,7 @@ describe('retries and disabling', () => {
   });
 
   it('disables the endpoint at once on 410 and cancels what waited', async () => {
+    const { w, receiver } = env;
     receiver.answer = (_m, res) => {
       res.statusCode = 410;
       res.end();
@@ -75,11 +68,7 @@ describe('retries and disabling', () => {
     // One in flight at a time: the first answer's 410 cancels the second before it is sent.
     await worker.tick();
     await worker.stop();
-    const row = await w.ctx.db
-      .selectFrom('webhook_endpoints')
-      .selectAll()
-      .where('id', '=', endpoint.id)
-      .executeTakeFirstOrThrow();
+    const row = await endpointRow(w, endpoint.id);
     expect(row.enabled).toBe(false);
     expect(row.disabled_reason).toBe('gone');
     const statuses = (await deliveriesOf(w, endpoint.id)).map((d) => d.status).sort();
@@ -87,6 +76,7 @@ describe('retries and disabling', () => {
   });
 
   it('does not follow a redirect: a 3xx is a failure', async () => {
+    const { w, receiver } = env;
     const target = await startReceiver();
     receiver.answer = (_m, res) => {
       res.writeHead(307, { location: target.url });
@@ -106,6 +96,7 @@ describe('retries and disabling', () => {
   });
 
   it('gives up on a receiver that never answers at the deadline', async () => {
+    const { w, receiver } = env;
     receiver.answer = () => {};
     const company = await createCompany(w);
     const endpoint = await insertEndpoint(w, { tenantId: company.tenantId, url: receiver.url });
@@ -121,6 +112,7 @@ describe('retries and disabling', () => {
   });
 
   it('keeps the first 4 KB of a 1 MB answer and does not download the rest', async () => {
+    const { w, receiver } = env;
     let written = 0;
     receiver.answer = (_m, res) => {
       res.writeHead(200, { 'content-type': 'text/plain', 'content-length': String(1024 * 1024) });

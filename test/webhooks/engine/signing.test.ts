@@ -1,10 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HOUR } from '../../../src/lib/clock.ts';
 import { newSigningSecret } from '../../../src/lib/crypto.ts';
 import { signatureHeader } from '../../../src/modules/webhooks/signing.ts';
 import { createCompany, createShipment } from '../../support/api.ts';
-import { startWaybill, type TestWaybill } from '../../support/harness.ts';
-import { insertEndpoint, type Receiver, startReceiver, testWorker, verify } from './support.ts';
+import { insertEndpoint, testWorker, useWaybillAndReceiver, verify } from './support.ts';
 
 // ../shared/spec/standard-webhooks-test-vectors.md
 const VECTORS = [
@@ -45,18 +44,10 @@ describe('signing', () => {
 });
 
 describe('secret rotation', () => {
-  let w: TestWaybill;
-  let receiver: Receiver;
-  beforeAll(async () => {
-    w = await startWaybill();
-    receiver = await startReceiver();
-  });
-  afterAll(async () => {
-    await receiver?.close();
-    await w?.close();
-  });
+  const env = useWaybillAndReceiver();
 
   it('signs with both secrets for 24 h, then with the new one only', async () => {
+    const { w, receiver } = env;
     const company = await createCompany(w);
     const { id, secret: oldSecret } = await insertEndpoint(w, {
       tenantId: company.tenantId,

@@ -1,11 +1,12 @@
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll } from 'vitest';
 import type { ManualClock } from '../../../src/lib/clock.ts';
 import { newSigningSecret } from '../../../src/lib/crypto.ts';
 import { newId } from '../../../src/lib/ids.ts';
 import { startDeliveryWorker, type WorkerOptions } from '../../../src/modules/webhooks/worker.ts';
-import type { TestWaybill } from '../../support/harness.ts';
+import { startWaybill, type TestWaybill } from '../../support/harness.ts';
 
 export interface Received {
   headers: IncomingHttpHeaders;
@@ -134,4 +135,22 @@ export async function attemptsOf(w: TestWaybill, deliveryId: string) {
 
 export function advance(clock: ManualClock, ms: number): void {
   clock.advance(ms);
+}
+
+export async function endpointRow(w: TestWaybill, id: string) {
+  return w.ctx.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+}
+
+/** A Waybill and a receiver for the tests of one describe block, closed after them. */
+export function useWaybillAndReceiver(): { w: TestWaybill; receiver: Receiver } {
+  const state = {} as { w: TestWaybill; receiver: Receiver };
+  beforeAll(async () => {
+    state.w = await startWaybill();
+    state.receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await state.receiver?.close();
+    await state.w?.close();
+  });
+  return state;
 }
