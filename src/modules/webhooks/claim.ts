@@ -7,6 +7,7 @@ export interface ClaimedRow extends SendingDelivery {
   secret_sealed: string;
   previous_secret_sealed: string | null;
   previous_secret_expires_at: Date | null;
+  failing_since: Date | null;
 }
 
 export function endpointOf(row: ClaimedRow): SendingEndpoint {
@@ -69,7 +70,7 @@ export async function claimDue(db: Db, request: ClaimRequest): Promise<ClaimedRo
     FROM chosen, webhook_endpoints e
     WHERE d.id = chosen.id AND e.id = d.endpoint_id
     RETURNING d.id, d.endpoint_id, d.event_id, d.event_type, d.payload, d.status, d.attempt_count,
-      d.next_attempt_at, e.url, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at
+      d.next_attempt_at, e.url, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at, e.failing_since
   `.execute(db);
   return result.rows;
 }

@@ -137,6 +137,7 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
       if (result.status_code === 410) dropQueue(row.endpoint_id);
       finished.push({
         delivery: row,
+        endpointFailing: row.failing_since !== null,
         trigger: 'scheduled',
         attemptedAt: now,
         headers: storedHeaders(message),
