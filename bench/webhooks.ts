@@ -271,16 +271,29 @@ async function main() {
     console.log(
       `[${engine}] (b) commit-to-arrival latency at 200 events/s: p50 ${b.p50.toFixed(1)} ms, p99 ${b.p99.toFixed(1)} ms (${b.count} events)`,
     );
+    // Alone and beside the black hole, alternated twice, best of each: the machine is shared.
     const fairCount = Math.min(EVENTS, 5000);
-    const alone = await throughput(ctx, sink, null, fairCount);
-    await alone.worker.stop();
-    const shared = await throughput(ctx, sink, hole.url, fairCount);
-    const drop = (1 - shared.rate / alone.rate) * 100;
+    let alone = 0;
+    let beside = 0;
+    for (let round = 0; round < 2; round++) {
+      const solo = await throughput(ctx, sink, null, fairCount);
+      await solo.worker.stop();
+      alone = Math.max(alone, solo.rate);
+      const shared = await throughput(ctx, sink, hole.url, fairCount);
+      beside = Math.max(beside, shared.rate);
+      hole.server.closeAllConnections();
+      await shared.worker.stop();
+      // The black hole's deliveries wait for retries; they must not weigh on the next round.
+      await ctx.db
+        .updateTable('webhook_deliveries')
+        .set({ status: 'cancelled' })
+        .where('status', '=', 'pending')
+        .execute();
+    }
+    const drop = (1 - beside / alone) * 100;
     console.log(
-      `[${engine}] (c) fairness: ${shared.rate.toFixed(0)} deliveries/s beside an endpoint that never answers vs ${alone.rate.toFixed(0)} alone (drop ${drop.toFixed(1)}%, target <= 10%)`,
+      `[${engine}] (c) fairness: ${beside.toFixed(0)} deliveries/s beside an endpoint that never answers vs ${alone.toFixed(0)} alone (drop ${drop.toFixed(1)}%, target <= 10%; ${fairCount} events, best of 2)`,
     );
-    hole.server.closeAllConnections();
-    await shared.worker.stop();
     console.log(
       `[${engine}] (d) peak RSS of the worker process: ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB (receivers${pgUrl ? '' : ' and the embedded database'} in the same process)`,
     );

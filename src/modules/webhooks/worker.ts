@@ -268,11 +268,11 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
     async stop() {
       stopping = true;
       if (timer) clearInterval(timer);
-      for (const unsubscribe of unsubscribes.splice(0)) await unsubscribe();
-      const bounded = new Promise<void>((resolve) => setTimeout(resolve, deadlineMs + 1000).unref());
-      await Promise.race([settle(), bounded]);
+      const bounded = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+      for (const unsubscribe of unsubscribes.splice(0)) await Promise.race([unsubscribe(), bounded(1000)]);
+      await Promise.race([settle(), bounded(deadlineMs + 1000)]);
       await releaseQueued().catch((err: unknown) => ctx.log.warn({ err }, 'releasing claims failed'));
-      await agent.destroy().catch(() => {});
+      await Promise.race([agent.destroy().catch(() => {}), bounded(1000)]);
     },
   };
 }
