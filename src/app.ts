@@ -23,6 +23,11 @@ import { accountsRoutes } from './modules/accounts/routes.ts';
 import { appsModule } from './modules/apps/plugin.ts';
 import { oauthRoutes, registerOAuth } from './modules/oauth/routes.ts';
 import { registerShipmentModule, shipmentsRoutes } from './modules/shipments/routes.ts';
+import { registerWebhookEngine } from './modules/webhooks/fanout.ts';
+import { webhookGuideRoutes } from './modules/webhooks/guide.ts';
+import { mailboxPage } from './modules/webhooks/mailbox-page.ts';
+import { webhookPages } from './modules/webhooks/pages.ts';
+import { webhooksRoutes } from './modules/webhooks/routes.ts';
 import { webRoutes } from './web/routes.ts';
 
 export interface BuildOptions {
@@ -48,6 +53,7 @@ export function buildContext(options: BuildOptions): AppContext {
   registerAccountTokenResolvers(ctx);
   registerShipmentModule(ctx);
   registerOAuth(ctx);
+  registerWebhookEngine(ctx);
   return ctx;
 }
 
@@ -136,7 +142,11 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(shipmentsRoutes(ctx));
   await app.register(oauthRoutes(ctx));
   await app.register(appsModule(ctx));
+  await app.register(webhooksRoutes(ctx));
   await app.register(webRoutes(ctx));
+  await app.register(mailboxPage(ctx));
+  await app.register(webhookPages(ctx));
+  await app.register(webhookGuideRoutes(ctx));
 
   return app;
 }

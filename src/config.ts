@@ -19,6 +19,8 @@ export interface Config {
   webhookAllowPrivate: readonly string[];
   /** Requests per minute to /oauth/token and /oauth/revoke, per client and per address. */
   oauthRateLimit: number;
+  /** How long a delivery worker's claim lasts (WAYBILL_WEBHOOK_LEASE_SECONDS); outlasts the 10 s deadline. */
+  webhookLeaseMs: number;
   demo: boolean;
   logLevel: string;
   /** Development conveniences are on when the web address is plain http on localhost. */
@@ -141,6 +143,11 @@ export function loadConfig(env: Env = process.env, listeningPort?: number): Read
     }
   }
 
+  const leaseText = env.WAYBILL_WEBHOOK_LEASE_SECONDS ?? '60';
+  const webhookLeaseMs = Number(leaseText) * 1000;
+  if (!/^\d+$/.test(leaseText) || webhookLeaseMs <= 10_000)
+    problems.push(`WAYBILL_WEBHOOK_LEASE_SECONDS must be a whole number above 10 (got "${leaseText}")`);
+
   const smtpUrl = env.WAYBILL_SMTP_URL || null;
   if (smtpUrl && !/^smtps?:\/\//.test(smtpUrl))
     problems.push(`WAYBILL_SMTP_URL must be smtp:// or smtps:// (got "${smtpUrl}")`);
@@ -164,6 +171,7 @@ export function loadConfig(env: Env = process.env, listeningPort?: number): Read
     reviewerEmails,
     webhookAllowPrivate: Object.freeze(webhookAllowPrivate),
     oauthRateLimit,
+    webhookLeaseMs,
     demo: demoText === '1',
     logLevel: env.WAYBILL_LOG_LEVEL || 'info',
     secureCookies: webUrl.startsWith('https://'),

@@ -44,6 +44,8 @@ export interface AppContext {
   tokenResolvers: Map<SecretPrefix, TokenResolver>;
   /** Called after a commit that made work for the delivery worker. */
   afterCommitHooks: Array<() => void>;
+  /** Resolves a host name to its addresses (the webhook URL guard); tests inject their own. Default: DNS. */
+  resolveHost?: (hostname: string) => Promise<string[]>;
 }
 
 export function runAfterCommit(ctx: AppContext): void {

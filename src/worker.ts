@@ -1,9 +1,14 @@
 import type { AppContext } from './context.ts';
-import { type Runner, startHousekeeping } from './jobs.ts';
+import { housekeeping, type Runner, startHousekeeping } from './jobs.ts';
+import { webhookRetentionJob } from './modules/webhooks/retention.ts';
+import { startDeliveryWorker } from './modules/webhooks/worker.ts';
 
 /** Everything that runs in the background of `waybill serve` and `waybill worker`. */
 export function startWorkers(ctx: AppContext): Runner {
-  const runners: Runner[] = [startHousekeeping(ctx)];
+  const runners: Runner[] = [
+    startHousekeeping(ctx, [...housekeeping, webhookRetentionJob]),
+    startDeliveryWorker(ctx, { leaseMs: ctx.config.webhookLeaseMs }),
+  ];
   return {
     async stop() {
       await Promise.all(runners.map((runner) => runner.stop()));

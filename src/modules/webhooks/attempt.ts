@@ -1,0 +1,85 @@
+import type { Agent } from 'undici';
+import type { AppContext } from '../../context.ts';
+import { AppError } from '../../lib/errors.ts';
+import { mailEndpointDisabled } from './mail.ts';
+import { buildMessage, storedHeaders } from './message.ts';
+import { type FinishedAttempt, recordAttempts, type Trigger } from './record.ts';
+import { guardedAgent, type SendError, type SenderOptions, sendMessage } from './sender.ts';
+
+export interface AttemptOutcome {
+  delivery_id: string;
+  status_code: number | null;
+  response_body: string | null;
+  duration_ms: number;
+  error: SendError | null;
+}
+
+/** One keep-alive agent per context for attempts made outside the worker (replays and test sends). */
+const agents = new WeakMap<AppContext, { agent: Agent; options: SenderOptions }>();
+
+export function setSenderOptions(ctx: AppContext, options: SenderOptions): void {
+  agents.set(ctx, { agent: guardedAgent(ctx, options), options });
+}
+
+function senderFor(ctx: AppContext): { agent: Agent; options: SenderOptions } {
+  let sender = agents.get(ctx);
+  if (!sender) {
+    sender = { agent: guardedAgent(ctx), options: {} };
+    agents.set(ctx, sender);
+  }
+  return sender;
+}
+
+/** Tells the people of endpoints the 3-day rule disabled; after the commit that disabled them. */
+export async function reportDisabled(ctx: AppContext, endpointIds: readonly string[]): Promise<void> {
+  for (const id of endpointIds) {
+    await mailEndpointDisabled(ctx, id).catch((err: unknown) =>
+      ctx.log.error({ err, endpointId: id }, 'disable e-mail failed'),
+    );
+  }
+}
+
+/**
+ * Makes one attempt of a delivery now, through the guard, and records it. `replay` and `test` do
+ * not touch the retry schedule: a successful replay succeeds the delivery, a failed one leaves it
+ * as it was; a test delivery ends succeeded or failed. The webhook-id stays the event's id.
+ */
+export async function attemptDelivery(
+  ctx: AppContext,
+  deliveryId: string,
+  trigger: Trigger,
+): Promise<AttemptOutcome> {
+  const row = await ctx.db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+    .select([
+      'd.id',
+      'd.endpoint_id',
+      'd.event_id',
+      'd.event_type',
+      'd.payload',
+      'd.status',
+      'd.attempt_count',
+      'd.next_attempt_at',
+      'e.url',
+      'e.secret_sealed',
+      'e.previous_secret_sealed',
+      'e.previous_secret_expires_at',
+    ])
+    .where('d.id', '=', deliveryId)
+    .executeTakeFirst();
+  if (!row) throw new AppError('webhook_delivery.not_found');
+  const now = ctx.clock.now();
+  const message = buildMessage(ctx, row, { ...row, id: row.endpoint_id }, now);
+  const sender = senderFor(ctx);
+  const result = await sendMessage(sender.agent, message, sender.options);
+  const finished: FinishedAttempt = {
+    delivery: row,
+    trigger,
+    attemptedAt: now,
+    headers: storedHeaders(message),
+    result,
+  };
+  await reportDisabled(ctx, await recordAttempts(ctx, [finished]));
+  return { delivery_id: row.id, ...result };
+}

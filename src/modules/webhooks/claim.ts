@@ -1,0 +1,76 @@
+import { sql } from 'kysely';
+import type { Db } from '../../db/database.ts';
+import type { SendingDelivery, SendingEndpoint } from './message.ts';
+
+export interface ClaimedRow extends SendingDelivery {
+  url: string;
+  secret_sealed: string;
+  previous_secret_sealed: string | null;
+  previous_secret_expires_at: Date | null;
+  failing_since: Date | null;
+}
+
+export function endpointOf(row: ClaimedRow): SendingEndpoint {
+  return { ...row, id: row.endpoint_id };
+}
+
+export interface ClaimRequest {
+  workerId: string;
+  now: Date;
+  leaseUntil: Date;
+  /** At most this many rows in all. */
+  limit: number;
+  /** At most this many rows of an endpoint not listed in `room`. */
+  perEndpoint: number;
+  /** Room left for endpoints with requests in flight here (0 = do not claim for it). */
+  room: ReadonlyMap<string, number>;
+}
+
+/**
+ * Claims due deliveries in one statement (ARCHITECTURE.md step 3): the oldest due rows of enabled
+ * endpoints that have room, at most the room of each endpoint (so one busy endpoint cannot take
+ * every slot), locked with FOR UPDATE SKIP LOCKED so that workers never claim the same row, and
+ * leased until `leaseUntil`. The statement commits at once: no lock is held while sending.
+ */
+export async function claimDue(db: Db, request: ClaimRequest): Promise<ClaimedRow[]> {
+  const { now, limit } = request;
+  const full = [...request.room].filter(([, room]) => room <= 0).map(([id]) => id);
+  const partial = [...request.room].filter(([, room]) => room > 0);
+  const scan = Math.max(limit * 4, 64);
+  const result = await sql<ClaimedRow>`
+    WITH candidates AS (
+      SELECT d.id, d.endpoint_id, d.next_attempt_at
+      FROM webhook_deliveries d
+      JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.enabled
+      WHERE d.status = 'pending'
+        AND d.next_attempt_at <= ${now.toISOString()}::timestamptz
+        AND (d.locked_until IS NULL OR d.locked_until < ${now.toISOString()}::timestamptz)
+        AND NOT (d.endpoint_id = ANY(${full}::text[]))
+      ORDER BY d.next_attempt_at
+      LIMIT ${scan}
+    ), ranked AS (
+      SELECT c.id, c.next_attempt_at,
+        row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at) AS rank,
+        COALESCE(room.left_over, ${request.perEndpoint}) AS room
+      FROM candidates c
+      LEFT JOIN unnest(${partial.map(([id]) => id)}::text[], ${partial.map(([, n]) => n)}::int[])
+        AS room(endpoint_id, left_over) ON room.endpoint_id = c.endpoint_id
+    ), chosen AS (
+      SELECT d.id
+      FROM webhook_deliveries d JOIN ranked r ON r.id = d.id
+      WHERE r.rank <= r.room
+        AND d.status = 'pending'
+        AND (d.locked_until IS NULL OR d.locked_until < ${now.toISOString()}::timestamptz)
+      ORDER BY r.next_attempt_at
+      LIMIT ${limit}
+      FOR UPDATE OF d SKIP LOCKED
+    )
+    UPDATE webhook_deliveries d
+    SET locked_by = ${request.workerId}, locked_until = ${request.leaseUntil.toISOString()}::timestamptz
+    FROM chosen, webhook_endpoints e
+    WHERE d.id = chosen.id AND e.id = d.endpoint_id
+    RETURNING d.id, d.endpoint_id, d.event_id, d.event_type, d.payload, d.status, d.attempt_count,
+      d.next_attempt_at, e.url, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at, e.failing_since
+  `.execute(db);
+  return result.rows;
+}

@@ -1,0 +1,287 @@
+import type { AppContext, Trx } from '../../context.ts';
+import type { Db } from '../../db/database.ts';
+import { afterCursor } from '../../db/paging.ts';
+import { addMs, DAY } from '../../lib/clock.ts';
+import { newSigningSecret } from '../../lib/crypto.ts';
+import { AppError, validationError } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import { type Page, type PageRequest, pageLimit, toPage } from '../../lib/paging.ts';
+import { canSee, requireScope, type TenantAccess } from '../accounts/access.ts';
+import { isEventType } from './event-types.ts';
+import { assertUrlAllowed } from './guard.ts';
+import { disableEndpoint, enableEndpoint } from './lifecycle.ts';
+import type { WebhookEndpointsTable } from './tables.ts';
+
+/** Spec section 8: up to 5 per company or merchant, up to 5 per app installation (each mode apart). */
+export const ENDPOINT_LIMIT = 5;
+/** Spec section 8: after a rotation the previous secret signs too for 24 h. */
+export const ROTATION_OVERLAP_MS = DAY;
+
+export interface WebhookEndpoint {
+  id: string;
+  url: string;
+  description: string | null;
+  event_types: string[];
+  livemode: boolean;
+  enabled: boolean;
+  disabled_reason: 'gone' | 'failing' | 'manual' | null;
+  installation_id: string | null;
+  customer_account_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface CreateEndpointInput {
+  url: string;
+  event_types: string[];
+  description?: string | null;
+}
+
+export interface UpdateEndpointInput {
+  url?: string;
+  event_types?: string[];
+  description?: string | null;
+  enabled?: boolean;
+}
+
+export function eventTypesOf(row: Pick<WebhookEndpointsTable, 'event_types'>): string[] {
+  const value = typeof row.event_types === 'string' ? JSON.parse(row.event_types) : row.event_types;
+  return Array.isArray(value) ? value.map(String) : [];
+}
+
+export function presentEndpoint(row: WebhookEndpointsTable): WebhookEndpoint {
+  return {
+    id: row.id,
+    url: row.url,
+    description: row.description,
+    event_types: eventTypesOf(row),
+    livemode: row.livemode,
+    enabled: row.enabled,
+    disabled_reason: row.disabled_reason,
+    installation_id: row.installation_id,
+    customer_account_id: row.customer_account_id,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+/** Company, mode and merchant as canSee; an app token also only its own installation's endpoints. */
+export function endpointVisible(access: TenantAccess, row: WebhookEndpointsTable): boolean {
+  if (!canSee(access, row)) return false;
+  return access.installationId === null || row.installation_id === access.installationId;
+}
+
+/** The endpoint if the caller may see it; foreign and unknown ids both answer 404. */
+export async function findVisibleEndpoint(
+  db: Db | Trx,
+  access: TenantAccess,
+  id: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<WebhookEndpointsTable> {
+  let query = db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id);
+  if (options.forUpdate) query = query.forUpdate();
+  const row = await query.executeTakeFirst();
+  if (!row || !endpointVisible(access, row)) throw new AppError('webhook_endpoint.not_found');
+  return row;
+}
+
+/** At least one type, each from the catalogue, none twice. */
+export function checkEventTypes(types: readonly string[]): string[] {
+  if (types.length === 0) {
+    throw validationError([{ path: '/event_types', message: 'choose at least one event type' }]);
+  }
+  const unknown = types.find((type) => !isEventType(type));
+  if (unknown !== undefined) {
+    throw new AppError('webhook_endpoint.invalid_event_type', `${unknown} is not an event type`, {
+      errors: [{ path: '/event_types', message: `unknown event type ${unknown}` }],
+    });
+  }
+  if (new Set(types).size !== types.length) {
+    throw validationError([{ path: '/event_types', message: 'lists an event type twice' }]);
+  }
+  return [...types];
+}
+
+function cleanDescription(description: string | null | undefined): string | null {
+  const text = description?.trim() ?? '';
+  return text === '' ? null : text;
+}
+
+/**
+ * Counts the endpoints of the caller's owner (installation, merchant or company) and mode under a
+ * lock on the company row, so concurrent creations cannot pass the limit together.
+ */
+async function assertBelowLimit(trx: Trx, access: TenantAccess): Promise<void> {
+  await trx.selectFrom('companies').select('id').where('id', '=', access.tenantId).forUpdate().execute();
+  let query = trx
+    .selectFrom('webhook_endpoints')
+    .select((eb) => eb.fn.countAll<string>().as('count'))
+    .where('tenant_id', '=', access.tenantId)
+    .where('livemode', '=', access.livemode);
+  if (access.installationId) query = query.where('installation_id', '=', access.installationId);
+  else {
+    query = query.where('installation_id', 'is', null);
+    query = access.customerAccountId
+      ? query.where('customer_account_id', '=', access.customerAccountId)
+      : query.where('customer_account_id', 'is', null);
+  }
+  const { count } = await query.executeTakeFirstOrThrow();
+  if (Number(count) >= ENDPOINT_LIMIT) {
+    throw new AppError(
+      'webhook_endpoint.limit_reached',
+      `At most ${ENDPOINT_LIMIT} ${access.livemode ? 'live' : 'test'} endpoints here; delete one first`,
+      { limit: ENDPOINT_LIMIT },
+    );
+  }
+}
+
+/** Creates an endpoint in the caller's mode and scope; the only answer that carries the secret unasked. */
+export async function createEndpoint(
+  ctx: AppContext,
+  access: TenantAccess,
+  input: CreateEndpointInput,
+): Promise<WebhookEndpoint & { secret: string }> {
+  requireScope(access, 'webhooks:write');
+  const eventTypes = checkEventTypes(input.event_types);
+  const url = input.url.trim();
+  await assertUrlAllowed(ctx, url);
+  const secret = newSigningSecret();
+  const now = ctx.clock.now();
+  const row: WebhookEndpointsTable = {
+    id: newId('we'),
+    tenant_id: access.tenantId,
+    customer_account_id: access.customerAccountId,
+    installation_id: access.installationId,
+    livemode: access.livemode,
+    url,
+    description: cleanDescription(input.description),
+    event_types: JSON.stringify(eventTypes),
+    enabled: true,
+    disabled_reason: null,
+    secret_sealed: ctx.secrets.seal(secret),
+    previous_secret_sealed: null,
+    previous_secret_expires_at: null,
+    failing_since: null,
+    created_by: access.userId,
+    created_at: now,
+    updated_at: now,
+  };
+  await ctx.db.transaction().execute(async (trx) => {
+    await assertBelowLimit(trx, access);
+    await trx.insertInto('webhook_endpoints').values(row).execute();
+  });
+  return { ...presentEndpoint({ ...row, event_types: eventTypes }), secret };
+}
+
+export async function listEndpoints(
+  ctx: AppContext,
+  access: TenantAccess,
+  page: PageRequest,
+): Promise<Page<WebhookEndpoint>> {
+  requireScope(access, 'webhooks:read');
+  const limit = pageLimit(page.limit);
+  let query = ctx.db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('tenant_id', '=', access.tenantId)
+    .where('livemode', '=', access.livemode)
+    .where(afterCursor('webhook_endpoints', page.cursor));
+  if (access.customerAccountId) query = query.where('customer_account_id', '=', access.customerAccountId);
+  if (access.installationId) query = query.where('installation_id', '=', access.installationId);
+  const rows = await query
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit + 1)
+    .execute();
+  return toPage(rows, limit, presentEndpoint);
+}
+
+export async function getEndpoint(
+  ctx: AppContext,
+  access: TenantAccess,
+  id: string,
+): Promise<WebhookEndpoint> {
+  requireScope(access, 'webhooks:read');
+  return presentEndpoint(await findVisibleEndpoint(ctx.db, access, id));
+}
+
+/**
+ * PATCH: url and types are checked before anything changes; enabling clears the disable reason,
+ * disabling records `manual` and cancels what waits (lifecycle.ts, shared with the worker's disables).
+ */
+export async function updateEndpoint(
+  ctx: AppContext,
+  access: TenantAccess,
+  id: string,
+  input: UpdateEndpointInput,
+): Promise<WebhookEndpoint> {
+  requireScope(access, 'webhooks:write');
+  await findVisibleEndpoint(ctx.db, access, id);
+  const eventTypes = input.event_types === undefined ? undefined : checkEventTypes(input.event_types);
+  const url = input.url?.trim();
+  if (url !== undefined) await assertUrlAllowed(ctx, url);
+  const now = ctx.clock.now();
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const current = await findVisibleEndpoint(trx, access, id, { forUpdate: true });
+    if (input.enabled === false && current.enabled) await disableEndpoint(trx, id, 'manual', now);
+    if (input.enabled === true && !current.enabled) await enableEndpoint(trx, id, now);
+    return trx
+      .updateTable('webhook_endpoints')
+      .set({
+        ...(url !== undefined ? { url } : {}),
+        ...(eventTypes !== undefined ? { event_types: JSON.stringify(eventTypes) } : {}),
+        ...(input.description !== undefined ? { description: cleanDescription(input.description) } : {}),
+        updated_at: now,
+      })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+  return presentEndpoint(row);
+}
+
+export async function deleteEndpoint(ctx: AppContext, access: TenantAccess, id: string): Promise<void> {
+  requireScope(access, 'webhooks:write');
+  await findVisibleEndpoint(ctx.db, access, id);
+  // Its deliveries and attempts go with it (ON DELETE CASCADE).
+  await ctx.db.deleteFrom('webhook_endpoints').where('id', '=', id).execute();
+}
+
+/**
+ * The dashboard's reveal. A signing secret lets its holder forge messages to the receiver, so
+ * revealing it needs webhooks:write, like changing it.
+ */
+export async function revealSecret(
+  ctx: AppContext,
+  access: TenantAccess,
+  id: string,
+): Promise<{ secret: string }> {
+  requireScope(access, 'webhooks:write');
+  const row = await findVisibleEndpoint(ctx.db, access, id);
+  return { secret: ctx.secrets.open(row.secret_sealed) };
+}
+
+/** A new secret; the one it replaces keeps signing for 24 h so receivers can switch without a gap. */
+export async function rotateSecret(
+  ctx: AppContext,
+  access: TenantAccess,
+  id: string,
+): Promise<{ secret: string }> {
+  requireScope(access, 'webhooks:write');
+  const secret = newSigningSecret();
+  const now = ctx.clock.now();
+  await ctx.db.transaction().execute(async (trx) => {
+    const current = await findVisibleEndpoint(trx, access, id, { forUpdate: true });
+    await trx
+      .updateTable('webhook_endpoints')
+      .set({
+        secret_sealed: ctx.secrets.seal(secret),
+        previous_secret_sealed: current.secret_sealed,
+        previous_secret_expires_at: addMs(now, ROTATION_OVERLAP_MS),
+        updated_at: now,
+      })
+      .where('id', '=', id)
+      .execute();
+  });
+  return { secret };
+}

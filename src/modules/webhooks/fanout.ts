@@ -1,0 +1,73 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import type { AppContext, StoredEvent, Trx } from '../../context.ts';
+
+/** The notification channel that wakes delivery workers in every process. */
+export const WAKE_CHANNEL = 'waybill_webhook_deliveries';
+
+/** Names this process in its notifications, so that it skips its own (it woke its workers already). */
+export const PROCESS_TAG = randomUUID();
+
+/** In-process wake-ups (the worker of this process need not wait for the notification round trip). */
+const localWakers = new WeakMap<AppContext, Set<() => void>>();
+
+export function onLocalWake(ctx: AppContext, wake: () => void): () => void {
+  let set = localWakers.get(ctx);
+  if (!set) {
+    set = new Set();
+    localWakers.set(ctx, set);
+  }
+  set.add(wake);
+  return () => set.delete(wake);
+}
+
+/**
+ * One delivery row per event and matching endpoint (ARCHITECTURE.md step 1), in the event's own
+ * transaction and in one INSERT ... SELECT: enabled, same tenant and livemode, subscribed to the
+ * type, in scope (a company endpoint gets every shipment of the company, a merchant endpoint only
+ * its account's), and not belonging to a suspended app's installation.
+ */
+export async function fanOut(trx: Trx, events: readonly StoredEvent[], now: Date): Promise<number> {
+  if (events.length === 0) return 0;
+  const result = await sql`
+    INSERT INTO webhook_deliveries
+      (id, endpoint_id, event_id, event_type, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
+    SELECT
+      -- dlv_ + 22 characters of [0-9A-Za-z] drawn from 256 random bits.
+      'dlv_' || substr(translate(encode(uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()), 'base64'), '+/=', ''), 1, 22),
+      e.id, ev.id, ev.type, ev.payload, 'pending', 0, ${now.toISOString()}::timestamptz,
+      ${now.toISOString()}::timestamptz, ${now.toISOString()}::timestamptz
+    FROM unnest(
+      ${events.map((e) => e.id)}::text[],
+      ${events.map((e) => e.type)}::text[],
+      ${events.map((e) => e.tenantId)}::text[],
+      ${events.map((e) => e.livemode)}::boolean[],
+      ${events.map((e) => e.customerAccountId)}::text[],
+      ${events.map((e) => e.payload)}::text[]
+    ) AS ev(id, type, tenant_id, livemode, customer_account_id, payload)
+    JOIN webhook_endpoints e
+      ON e.tenant_id = ev.tenant_id
+      AND e.livemode = ev.livemode
+      AND e.enabled
+      AND e.event_types @> jsonb_build_array(ev.type)
+      AND (e.customer_account_id IS NULL OR e.customer_account_id = ev.customer_account_id)
+    WHERE e.installation_id IS NULL OR NOT EXISTS (
+      SELECT 1 FROM installations i JOIN apps a ON a.id = i.app_id
+      WHERE i.id = e.installation_id AND a.status = 'suspended'
+    )
+  `.execute(trx);
+  const inserted = Number(result.numAffectedRows ?? 0);
+  // Delivered at commit to every listening worker, in this process and others.
+  if (inserted > 0) await sql`SELECT pg_notify(${WAKE_CHANNEL}, ${PROCESS_TAG})`.execute(trx);
+  return inserted;
+}
+
+/** Hooks the delivery engine into the context: the fan-out sink and the after-commit wake-up. */
+export function registerWebhookEngine(ctx: AppContext): void {
+  ctx.eventSinks.push(async (trx, events) => {
+    await fanOut(trx, events, ctx.clock.now());
+  });
+  ctx.afterCommitHooks.push(() => {
+    for (const wake of localWakers.get(ctx) ?? []) wake();
+  });
+}

@@ -1,0 +1,37 @@
+import type { Db } from '../../db/database.ts';
+
+/** Why an endpoint was disabled (CONTRACT.md disabled_reason). */
+export type DisabledReason = 'gone' | 'failing' | 'manual';
+
+/**
+ * Disables an endpoint and cancels what was waiting for it (spec 3.3: both disables cancel
+ * pending deliveries). Pass the caller's transaction so the two changes commit together.
+ */
+export async function disableEndpoint(
+  db: Db,
+  endpointId: string,
+  reason: DisabledReason,
+  now: Date,
+): Promise<void> {
+  await db
+    .updateTable('webhook_endpoints')
+    .set({ enabled: false, disabled_reason: reason, updated_at: now })
+    .where('id', '=', endpointId)
+    .execute();
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'cancelled', next_attempt_at: null, locked_by: null, locked_until: null, updated_at: now })
+    .where('endpoint_id', '=', endpointId)
+    .where('status', '=', 'pending')
+    .where('next_attempt_at', 'is not', null)
+    .execute();
+}
+
+/** Enables an endpoint again: the reason and the failure streak are forgotten. */
+export async function enableEndpoint(db: Db, endpointId: string, now: Date): Promise<void> {
+  await db
+    .updateTable('webhook_endpoints')
+    .set({ enabled: true, disabled_reason: null, failing_since: null, updated_at: now })
+    .where('id', '=', endpointId)
+    .execute();
+}

@@ -1,0 +1,216 @@
+import type { Page } from '../../lib/paging.ts';
+import { html, type SafeHtml } from '../../web/html.ts';
+import { csrfField } from '../../web/layout.ts';
+import type { Delivery, DeliveryDetail, DeliveryStatus } from './deliveries.ts';
+import { DELIVERY_STATUSES } from './deliveries.ts';
+import type { WebhookEndpoint } from './endpoints.ts';
+import { EVENT_TYPES } from './event-types.ts';
+import type { TestSendResult } from './test-send.ts';
+
+/** Why an endpoint is off, in words. */
+const DISABLED_WORDS: Record<NonNullable<WebhookEndpoint['disabled_reason']>, string> = {
+  gone: 'Disabled: the receiver answered 410 Gone',
+  failing: 'Disabled: deliveries failed for 3 days',
+  manual: 'Disabled by hand',
+};
+
+export function statusBadge(endpoint: WebhookEndpoint): SafeHtml {
+  if (endpoint.enabled) return html`<span class="badge ok">Enabled</span>`;
+  const words = endpoint.disabled_reason ? DISABLED_WORDS[endpoint.disabled_reason] : 'Disabled';
+  return html`<span class="badge bad">${words}</span>`;
+}
+
+function deliveryBadge(status: DeliveryStatus): SafeHtml {
+  const kind = status === 'succeeded' ? 'ok' : status === 'pending' ? '' : 'bad';
+  return html`<span class="badge ${kind}">${status}</span>`;
+}
+
+export function endpointList(endpoints: Page<WebhookEndpoint>, livemode: boolean): SafeHtml {
+  const rows = endpoints.data.map(
+    (e) => html`<tr>
+<td><a href="/dashboard/webhooks/${e.id}">${e.url}</a>${e.description ? html`<br><span class="muted">${e.description}</span>` : ''}</td>
+<td>${e.event_types.join(', ')}</td>
+<td>${statusBadge(e)}</td>
+</tr>`,
+  );
+  return html`<h1>Webhooks</h1>
+<p class="muted">Signed messages about your ${livemode ? 'live' : 'test'} shipments, sent to your URLs.
+<a href="/docs/webhooks">How to receive them</a>.</p>
+<p><a class="button" href="/dashboard/webhooks/new">Add an endpoint</a></p>
+${
+  endpoints.data.length === 0
+    ? html`<p class="card muted">No ${livemode ? 'live' : 'test'} endpoints yet.</p>`
+    : html`<div class="table-wrap"><table>
+<thead><tr><th>URL</th><th>Events</th><th>Status</th></tr></thead>
+<tbody>${rows}</tbody></table></div>`
+}
+${endpoints.next_cursor ? html`<p><a href="/dashboard/webhooks?cursor=${endpoints.next_cursor}">More</a></p>` : ''}`;
+}
+
+export interface EndpointForm {
+  url: string;
+  description: string;
+  event_types: string[];
+  livemode: boolean;
+}
+
+export function newEndpointForm(csrf: string, form: EndpointForm): SafeHtml {
+  return html`<h1>Add a webhook endpoint</h1>
+<form class="stack card" method="post" action="/dashboard/webhooks">
+${csrfField(csrf)}
+<label>URL (https) <input type="url" name="url" required maxlength="2048" value="${form.url}" placeholder="https://example.com/webhooks/waybill"></label>
+<label>Description <input name="description" maxlength="500" value="${form.description}"></label>
+<fieldset><legend>Events</legend>
+${EVENT_TYPES.map(
+  (type) =>
+    html`<label class="check"><input type="checkbox" name="event_types" value="${type}"${form.event_types.includes(type) ? html` checked` : ''}> ${type}</label>`,
+)}
+</fieldset>
+<fieldset><legend>Shipments</legend>
+<label class="check"><input type="radio" name="mode" value="live"${form.livemode ? html` checked` : ''}> Live shipments</label>
+<label class="check"><input type="radio" name="mode" value="test"${form.livemode ? '' : html` checked`}> Test shipments</label>
+</fieldset>
+<button type="submit">Add endpoint</button>
+</form>`;
+}
+
+export interface EndpointPageExtras {
+  secret?: { value: string; note: string } | null;
+  test?: TestSendResult | null;
+}
+
+function testResult(result: TestSendResult): SafeHtml {
+  const answer =
+    result.status_code === null ? `No answer (${result.error ?? 'error'})` : `HTTP ${result.status_code}`;
+  return html`<section class="card" aria-label="Test result">
+<h2>Test message sent</h2>
+<p><strong>${answer}</strong> in ${result.duration_ms} ms.
+<a href="/dashboard/webhooks/deliveries/${result.delivery_id}">See the message</a></p>
+<pre>${result.response_body ?? ''}</pre>
+</section>`;
+}
+
+function actionButton(csrf: string, action: string, label: string, kind = 'secondary'): SafeHtml {
+  return html`<form class="inline" method="post" action="${action}">${csrfField(csrf)}<button class="${kind}" type="submit">${label}</button></form>`;
+}
+
+function deliveryTable(
+  endpoint: WebhookEndpoint,
+  deliveries: Page<Delivery>,
+  status: DeliveryStatus | undefined,
+): SafeHtml {
+  const base = `/dashboard/webhooks/${endpoint.id}`;
+  const rows = deliveries.data.map(
+    (d) => html`<tr>
+<td><a href="/dashboard/webhooks/deliveries/${d.id}">${d.event_type}</a><br><code class="muted">${d.event_id}</code></td>
+<td>${deliveryBadge(d.status)}</td>
+<td>${d.attempt_count}${d.last_status_code === null ? '' : ` (last ${d.last_status_code})`}</td>
+<td>${d.created_at}</td>
+</tr>`,
+  );
+  const more = deliveries.next_cursor
+    ? html`<p><a href="${base}?${status ? `status=${status}&` : ''}cursor=${deliveries.next_cursor}">Older deliveries</a></p>`
+    : '';
+  return html`<section aria-label="Deliveries">
+<h2>Deliveries</h2>
+<form class="inline" method="get" action="${base}">
+<label class="check">Status <select name="status">
+<option value="">Any</option>
+${DELIVERY_STATUSES.map((s) => html`<option value="${s}"${s === status ? html` selected` : ''}>${s}</option>`)}
+</select></label>
+<button class="secondary" type="submit">Filter</button>
+</form>
+${
+  deliveries.data.length === 0
+    ? html`<p class="muted">No deliveries${status ? ` with status ${status}` : ''}.</p>`
+    : html`<div class="table-wrap"><table>
+<thead><tr><th>Event</th><th>Status</th><th>Attempts</th><th>Created</th></tr></thead>
+<tbody>${rows}</tbody></table></div>`
+}
+${more}
+</section>`;
+}
+
+export function endpointPage(
+  csrf: string,
+  endpoint: WebhookEndpoint,
+  deliveries: Page<Delivery>,
+  status: DeliveryStatus | undefined,
+  extras: EndpointPageExtras,
+): SafeHtml {
+  const base = `/dashboard/webhooks/${endpoint.id}`;
+  return html`<h1>${endpoint.description ?? 'Webhook endpoint'}</h1>
+<section class="card">
+<p><code>${endpoint.url}</code></p>
+<p>${statusBadge(endpoint)} <span class="badge">${endpoint.livemode ? 'Live' : 'Test'}</span></p>
+<p>Events: ${endpoint.event_types.join(', ')}</p>
+<div class="row">
+${
+  endpoint.enabled
+    ? actionButton(csrf, `${base}/disable`, 'Disable')
+    : actionButton(csrf, `${base}/enable-and-replay`, 'Enable and replay what failed', '')
+}
+${actionButton(csrf, `${base}/test`, 'Send a test message')}
+</div>
+</section>
+${extras.test ? testResult(extras.test) : ''}
+<section class="card" aria-label="Signing secret">
+<h2>Signing secret</h2>
+${
+  extras.secret
+    ? html`<code class="secret" id="secret">${extras.secret.value}</code><p class="muted">${extras.secret.note}</p>`
+    : html`<p class="muted">Receivers verify every message with it (<a href="/docs/webhooks">how</a>).</p>`
+}
+<div class="row">
+${actionButton(csrf, `${base}/secret`, 'Reveal secret')}
+${actionButton(csrf, `${base}/rotate-secret`, 'Rotate secret')}
+</div>
+</section>
+${deliveryTable(endpoint, deliveries, status)}
+<section class="card" aria-label="Delete">
+${actionButton(csrf, `${base}/delete`, 'Delete endpoint', 'danger')}
+</section>`;
+}
+
+export function deliveryPage(csrf: string, delivery: DeliveryDetail): SafeHtml {
+  const headers = Object.entries(delivery.message.headers)
+    .map(([name, value]) => `${name}: ${value}`)
+    .join('\n');
+  let body = delivery.message.body;
+  try {
+    body = JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    // shown as stored
+  }
+  const attempts = delivery.attempts.map(
+    (a) => html`<tr>
+<td>${a.attempted_at}</td><td>${a.trigger}</td>
+<td>${a.status_code ?? a.error ?? ''}</td><td>${a.duration_ms} ms</td>
+<td><pre>${a.response_body ?? ''}</pre></td>
+</tr>`,
+  );
+  return html`<h1>${delivery.event_type}</h1>
+<p><a href="/dashboard/webhooks/${delivery.endpoint_id}">Back to the endpoint</a></p>
+<section class="card">
+<p>${deliveryBadge(delivery.status)} ${delivery.attempt_count} attempt(s)${
+    delivery.next_attempt_at ? `, next at ${delivery.next_attempt_at}` : ''
+  }</p>
+<p>webhook-id <code>${delivery.event_id}</code></p>
+${actionButton(csrf, `/dashboard/webhooks/deliveries/${delivery.id}/replay`, 'Replay now', '')}
+</section>
+<section class="card" aria-label="Message">
+<h2>Message</h2>
+<pre>${headers}</pre>
+<pre>${body}</pre>
+</section>
+<section aria-label="Attempts">
+<h2>Attempts</h2>
+${
+  delivery.attempts.length === 0
+    ? html`<p class="muted">Not attempted yet.</p>`
+    : html`<div class="table-wrap"><table>
+<thead><tr><th>When</th><th>Trigger</th><th>Answer</th><th>Took</th><th>Body (first 4 KB)</th></tr></thead>
+<tbody>${attempts}</tbody></table></div>`
+}
+</section>`;
+}

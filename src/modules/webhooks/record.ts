@@ -1,0 +1,170 @@
+import { sql } from 'kysely';
+import type { AppContext } from '../../context.ts';
+import type { Db } from '../../db/database.ts';
+import { newId } from '../../lib/ids.ts';
+import { disableEndpoint } from './lifecycle.ts';
+import type { SendingDelivery } from './message.ts';
+import { FAILING_DISABLE_MS, type Jitter, MAX_ATTEMPTS, nextAttemptAt } from './schedule.ts';
+import { isSuccess, type SendResult } from './sender.ts';
+
+export type Trigger = 'scheduled' | 'replay' | 'test';
+
+/** One finished attempt, waiting to be written. */
+export interface FinishedAttempt {
+  delivery: SendingDelivery;
+  trigger: Trigger;
+  attemptedAt: Date;
+  headers: Record<string, string>;
+  result: SendResult;
+  /** Whether the endpoint had a failure streak when claimed (unknown: treated as yes). */
+  endpointFailing?: boolean;
+}
+
+interface DeliveryChange {
+  id: string;
+  /** null keeps the delivery's status and schedule (a failed replay). */
+  status: 'pending' | 'succeeded' | 'failed' | null;
+  nextAt: Date | null;
+  /** Scheduled attempts change only a delivery still pending (a disable may have cancelled it). */
+  onlyPending: boolean;
+  code: number | null;
+  at: Date;
+}
+
+/** What an attempt does to its delivery (spec 6.3 to 6.5). */
+function changeFor(attempt: FinishedAttempt, jitter: Jitter): DeliveryChange {
+  const { delivery, result, trigger, attemptedAt: at } = attempt;
+  const base = { id: delivery.id, code: result.status_code, at, onlyPending: trigger === 'scheduled' };
+  if (isSuccess(result)) return { ...base, status: 'succeeded', nextAt: null };
+  if (result.status_code === 410 || trigger === 'test') return { ...base, status: 'failed', nextAt: null };
+  if (trigger === 'replay') return { ...base, status: null, nextAt: null };
+  const attempts = delivery.attempt_count + 1;
+  const next = attempts >= MAX_ATTEMPTS ? null : nextAttemptAt(attempts, at, jitter);
+  return next ? { ...base, status: 'pending', nextAt: next } : { ...base, status: 'failed', nextAt: null };
+}
+
+/**
+ * Writes finished attempts in one short transaction: the attempt rows, the deliveries' new state,
+ * and the endpoints' failure streaks (410 disables at once; 3 days of failure disable too).
+ * Returns the endpoints disabled for failing, whose people are to be told after the commit.
+ */
+/** Attempt rows and delivery changes in one statement: atomic without a transaction of its own. */
+async function writeAttempts(
+  db: Db,
+  attempts: readonly FinishedAttempt[],
+  changes: readonly DeliveryChange[],
+) {
+  await sql`
+    WITH attempts AS (
+      INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, attempted_at, duration_ms, status_code, error,
+        response_body, trigger, request_headers)
+      SELECT a.id, a.delivery_id, a.endpoint_id, a.attempted_at, a.duration_ms, a.status_code, a.error,
+        a.response_body, a.trigger, a.request_headers::jsonb
+      FROM unnest(
+        ${attempts.map(() => newId('att'))}::text[],
+        ${attempts.map((a) => a.delivery.id)}::text[],
+        ${attempts.map((a) => a.delivery.endpoint_id)}::text[],
+        ${attempts.map((a) => a.attemptedAt.toISOString())}::timestamptz[],
+        ${attempts.map((a) => a.result.duration_ms)}::int[],
+        ${attempts.map((a) => a.result.status_code)}::int[],
+        ${attempts.map((a) => a.result.error)}::text[],
+        ${attempts.map((a) => a.result.response_body)}::text[],
+        ${attempts.map((a) => a.trigger)}::text[],
+        ${attempts.map((a) => JSON.stringify(a.headers))}::text[]
+      ) AS a(id, delivery_id, endpoint_id, attempted_at, duration_ms, status_code, error, response_body, trigger,
+        request_headers)
+    )
+    UPDATE webhook_deliveries AS d SET
+      status = COALESCE(v.status, d.status),
+      next_attempt_at = CASE WHEN v.status IS NULL THEN d.next_attempt_at ELSE v.next_at END,
+      attempt_count = d.attempt_count + 1,
+      last_status_code = v.code,
+      last_attempt_at = v.at,
+      locked_by = NULL,
+      locked_until = NULL,
+      updated_at = v.at
+    FROM unnest(
+      ${changes.map((c) => c.id)}::text[],
+      ${changes.map((c) => c.status)}::text[],
+      ${changes.map((c) => c.nextAt?.toISOString() ?? null)}::timestamptz[],
+      ${changes.map((c) => c.code)}::int[],
+      ${changes.map((c) => c.at.toISOString())}::timestamptz[],
+      ${changes.map((c) => c.onlyPending)}::boolean[]
+    ) AS v(id, status, next_at, code, at, only_pending)
+    WHERE d.id = v.id AND (NOT v.only_pending OR d.status = 'pending')
+  `.execute(db);
+}
+
+type Streak = Map<string, 'ok' | 'failing' | 'gone'>;
+
+/** Per endpoint, the last outcome of the batch decides its streak; a 2xx matters only to a failing one. */
+function streaksOf(attempts: readonly FinishedAttempt[]): Streak {
+  const streak: Streak = new Map();
+  for (const a of attempts) {
+    const endpointId = a.delivery.endpoint_id;
+    if (isSuccess(a.result)) {
+      if (a.endpointFailing === false) streak.delete(endpointId);
+      else streak.set(endpointId, 'ok');
+    } else if (a.result.status_code === 410) streak.set(endpointId, 'gone');
+    else if (a.trigger === 'scheduled' && streak.get(endpointId) !== 'gone')
+      streak.set(endpointId, 'failing');
+  }
+  return streak;
+}
+
+/** Applies the streaks: clears them on 2xx, disables on 410 and after 3 days of failure. */
+async function applyStreaks(trx: Db, streak: Streak, now: Date): Promise<string[]> {
+  const ids = (kind: string) => [...streak].filter(([, v]) => v === kind).map(([id]) => id);
+  const ok = ids('ok');
+  if (ok.length > 0) {
+    await trx
+      .updateTable('webhook_endpoints')
+      .set({ failing_since: null })
+      .where('id', 'in', ok)
+      .where('failing_since', 'is not', null)
+      .execute();
+  }
+  for (const id of ids('gone')) await disableEndpoint(trx, id, 'gone', now);
+  const failing = ids('failing');
+  const disabled: string[] = [];
+  if (failing.length === 0) return disabled;
+  const rows = await trx
+    .updateTable('webhook_endpoints')
+    .set({ failing_since: sql<Date>`COALESCE(failing_since, ${now.toISOString()}::timestamptz)` })
+    .where('id', 'in', failing)
+    .where('enabled', '=', true)
+    .returning(['id', 'failing_since'])
+    .execute();
+  for (const row of rows) {
+    if (row.failing_since && now.getTime() - new Date(row.failing_since).getTime() >= FAILING_DISABLE_MS) {
+      await disableEndpoint(trx, row.id, 'failing', now);
+      disabled.push(row.id);
+    }
+  }
+  return disabled;
+}
+
+/**
+ * Writes finished attempts: the attempt rows, the deliveries' new state, and the endpoints'
+ * failure streaks (410 disables at once; 3 days of failure disable too), in one short
+ * transaction, or one statement when no endpoint changes (the common case of 2xx answers).
+ * Returns the endpoints disabled for failing, whose people are to be told after the commit.
+ */
+export async function recordAttempts(
+  ctx: AppContext,
+  attempts: readonly FinishedAttempt[],
+  jitter: Jitter = Math.random,
+): Promise<string[]> {
+  if (attempts.length === 0) return [];
+  const changes = attempts.map((attempt) => changeFor(attempt, jitter));
+  const streak = streaksOf(attempts);
+  if (streak.size === 0) {
+    await writeAttempts(ctx.db, attempts, changes);
+    return [];
+  }
+  const now = ctx.clock.now();
+  return ctx.db.transaction().execute(async (trx) => {
+    await writeAttempts(trx, attempts, changes);
+    return applyStreaks(trx, streak, now);
+  });
+}

@@ -1,0 +1,223 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { AppContext } from '../../context.ts';
+import { bearerSecurity, errorResponses, Page, PageQuery } from '../../http/schemas.ts';
+import { requireAccess } from '../accounts/access.ts';
+import { getDelivery, listDeliveries } from './deliveries.ts';
+import {
+  createEndpoint,
+  deleteEndpoint,
+  getEndpoint,
+  listEndpoints,
+  revealSecret,
+  rotateSecret,
+  updateEndpoint,
+} from './endpoints.ts';
+import { listEventTypes } from './event-types.ts';
+import { replayDelivery, replayFailed } from './replay.ts';
+import {
+  BulkReplayResultSchema,
+  CreateEndpointBody,
+  DeliveryDetailSchema,
+  DeliveryListQuery,
+  DeliverySchema,
+  EndpointIdParams,
+  EndpointSchema,
+  EndpointWithSecretSchema,
+  EventTypeSchema,
+  ReplayResultSchema,
+  SecretSchema,
+  TestSendBody,
+  TestSendResultSchema,
+  UpdateEndpointBody,
+} from './schemas.ts';
+import { sendTestMessage } from './test-send.ts';
+
+const tags = ['Webhooks'];
+const read = (request: { principal: Parameters<typeof requireAccess>[0] }) =>
+  requireAccess(request.principal, 'webhooks:read');
+const write = (request: { principal: Parameters<typeof requireAccess>[0] }) =>
+  requireAccess(request.principal, 'webhooks:write');
+
+/** The webhook management API (CONTRACT.md, Webhook endpoints): thin handlers over the services. */
+export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    const byId = { params: EndpointIdParams, security: bearerSecurity, tags };
+
+    app.post(
+      '/v1/webhook-endpoints',
+      {
+        schema: {
+          tags,
+          summary: 'Create a webhook endpoint; livemode follows the token; the answer carries its secret',
+          security: bearerSecurity,
+          body: CreateEndpointBody,
+          response: { 201: EndpointWithSecretSchema, ...errorResponses(400, 401, 403, 409, 422) },
+        },
+      },
+      async (request, reply) => reply.code(201).send(await createEndpoint(ctx, write(request), request.body)),
+    );
+
+    app.get(
+      '/v1/webhook-endpoints',
+      {
+        schema: {
+          tags,
+          summary: 'List webhook endpoints, newest first (no secrets)',
+          security: bearerSecurity,
+          querystring: PageQuery,
+          response: { 200: Page(EndpointSchema), ...errorResponses(400, 401, 403) },
+        },
+      },
+      async (request) => listEndpoints(ctx, read(request), request.query),
+    );
+
+    app.get(
+      '/v1/webhook-endpoints/:id',
+      {
+        schema: {
+          ...byId,
+          summary: 'A webhook endpoint',
+          response: { 200: EndpointSchema, ...errorResponses(401, 403, 404) },
+        },
+      },
+      async (request) => getEndpoint(ctx, read(request), request.params.id),
+    );
+
+    app.patch(
+      '/v1/webhook-endpoints/:id',
+      {
+        schema: {
+          ...byId,
+          summary: 'Change url, event types, description, or enable and disable',
+          description:
+            'enabled: true clears disabled_reason; enabled: false records disabled_reason manual and cancels pending deliveries.',
+          body: UpdateEndpointBody,
+          response: { 200: EndpointSchema, ...errorResponses(400, 401, 403, 404, 422) },
+        },
+      },
+      async (request) => updateEndpoint(ctx, write(request), request.params.id, request.body),
+    );
+
+    app.delete(
+      '/v1/webhook-endpoints/:id',
+      {
+        schema: {
+          ...byId,
+          summary: 'Delete a webhook endpoint with its delivery history',
+          response: { 204: Type.Null(), ...errorResponses(401, 403, 404) },
+        },
+      },
+      async (request, reply) => {
+        await deleteEndpoint(ctx, write(request), request.params.id);
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.get(
+      '/v1/webhook-endpoints/:id/secret',
+      {
+        schema: {
+          ...byId,
+          summary: "The endpoint's signing secret (needs webhooks:write)",
+          response: { 200: SecretSchema, ...errorResponses(401, 403, 404) },
+        },
+      },
+      async (request) => revealSecret(ctx, write(request), request.params.id),
+    );
+
+    app.post(
+      '/v1/webhook-endpoints/:id/rotate-secret',
+      {
+        schema: {
+          ...byId,
+          summary: 'A new signing secret; the previous one signs too for 24 hours',
+          response: { 200: SecretSchema, ...errorResponses(401, 403, 404) },
+        },
+      },
+      async (request) => rotateSecret(ctx, write(request), request.params.id),
+    );
+
+    app.post(
+      '/v1/webhook-endpoints/:id/test',
+      {
+        schema: {
+          ...byId,
+          summary: 'Send a test message (test: true, an example shipment) and answer what the receiver said',
+          body: TestSendBody,
+          response: { 200: TestSendResultSchema, ...errorResponses(400, 401, 403, 404) },
+        },
+        // The body is optional: no body means the endpoint's first event type.
+        preValidation: async (request) => {
+          request.body ??= {};
+        },
+      },
+      async (request) => sendTestMessage(ctx, write(request), request.params.id, request.body),
+    );
+
+    app.get(
+      '/v1/webhook-endpoints/:id/deliveries',
+      {
+        schema: {
+          ...byId,
+          summary: "An endpoint's deliveries, newest first",
+          querystring: DeliveryListQuery,
+          response: { 200: Page(DeliverySchema), ...errorResponses(400, 401, 403, 404) },
+        },
+      },
+      async (request) => listDeliveries(ctx, read(request), request.params.id, request.query),
+    );
+
+    app.post(
+      '/v1/webhook-endpoints/:id/deliveries/replay',
+      {
+        schema: {
+          ...byId,
+          summary: 'Queue again every failed and cancelled delivery of the last 7 days',
+          response: { 200: BulkReplayResultSchema, ...errorResponses(401, 403, 404, 409) },
+        },
+      },
+      async (request) => replayFailed(ctx, write(request), request.params.id),
+    );
+
+    app.get(
+      '/v1/webhook-deliveries/:id',
+      {
+        schema: {
+          ...byId,
+          summary: 'One delivery: the message (headers and body) and every attempt',
+          response: { 200: DeliveryDetailSchema, ...errorResponses(401, 403, 404) },
+        },
+      },
+      async (request) => getDelivery(ctx, read(request), request.params.id),
+    );
+
+    app.post(
+      '/v1/webhook-deliveries/:id/replay',
+      {
+        schema: {
+          ...byId,
+          summary: 'One more attempt of a delivery, now, with the same webhook-id',
+          response: { 200: ReplayResultSchema, ...errorResponses(401, 403, 404, 409) },
+        },
+      },
+      async (request) => replayDelivery(ctx, write(request), request.params.id),
+    );
+
+    app.get(
+      '/v1/webhook-event-types',
+      {
+        schema: {
+          tags,
+          summary: 'The event types an endpoint can receive, each with an example message body',
+          security: bearerSecurity,
+          response: { 200: Type.Object({ data: Type.Array(EventTypeSchema) }), ...errorResponses(401, 403) },
+        },
+      },
+      async (request) => {
+        const access = read(request);
+        return listEventTypes({ tenantId: access.tenantId, livemode: access.livemode, at: ctx.clock.now() });
+      },
+    );
+  };
+}

@@ -1,0 +1,135 @@
+import { Type } from 'typebox';
+import { Id, Nullable, PageQuery, Timestamp } from '../../http/schemas.ts';
+import { DELIVERY_STATUSES } from './deliveries.ts';
+import { EVENT_TYPES } from './event-types.ts';
+
+const EventTypeName = Type.String({ minLength: 1, maxLength: 100, examples: [...EVENT_TYPES] });
+const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'A public https:// URL' });
+const Description = Nullable(Type.String({ maxLength: 500 }));
+const EventTypeList = Type.Array(EventTypeName, {
+  minItems: 1,
+  maxItems: EVENT_TYPES.length,
+  description: `Any of ${EVENT_TYPES.join(', ')}; at least one, none twice`,
+});
+
+export const EndpointIdParams = Type.Object({ id: Id(64) }, { additionalProperties: false });
+
+export const CreateEndpointBody = Type.Object(
+  { url: Url, event_types: EventTypeList, description: Type.Optional(Description) },
+  { additionalProperties: false },
+);
+
+export const UpdateEndpointBody = Type.Object(
+  {
+    enabled: Type.Optional(Type.Boolean()),
+    url: Type.Optional(Url),
+    event_types: Type.Optional(EventTypeList),
+    description: Type.Optional(Description),
+  },
+  { additionalProperties: false },
+);
+
+export const EndpointSchema = Type.Object(
+  {
+    id: Type.String(),
+    url: Type.String(),
+    description: Nullable(Type.String()),
+    event_types: Type.Array(Type.String()),
+    livemode: Type.Boolean(),
+    enabled: Type.Boolean(),
+    disabled_reason: Nullable(
+      Type.Union([Type.Literal('gone'), Type.Literal('failing'), Type.Literal('manual')]),
+    ),
+    installation_id: Nullable(Type.String()),
+    customer_account_id: Nullable(Type.String()),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { $id: 'WebhookEndpoint' },
+);
+
+export const SecretSchema = Type.Object({
+  secret: Type.String({ description: 'whsec_ followed by the base64 of 32 bytes' }),
+});
+
+export const EndpointWithSecretSchema = Type.Object({
+  ...EndpointSchema.properties,
+  ...SecretSchema.properties,
+});
+
+export const EventTypeSchema = Type.Object({
+  type: Type.String(),
+  description: Type.String(),
+  example: Type.Unknown({ description: 'A message body (spec 2.6 envelope) of this type' }),
+});
+
+const DeliveryStatusName = Type.Union(
+  [Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('cancelled')],
+  { description: DELIVERY_STATUSES.join(', ') },
+);
+
+export const DeliveryListQuery = Type.Object(
+  { ...PageQuery.properties, status: Type.Optional(DeliveryStatusName) },
+  { additionalProperties: false },
+);
+
+export const DeliverySchema = Type.Object(
+  {
+    id: Type.String(),
+    endpoint_id: Type.String(),
+    event_id: Type.String({ description: 'The webhook-id header' }),
+    event_type: Type.String(),
+    status: DeliveryStatusName,
+    attempt_count: Type.Integer(),
+    next_attempt_at: Nullable(Timestamp),
+    last_status_code: Nullable(Type.Integer()),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { $id: 'WebhookDelivery' },
+);
+
+const AttemptError = Nullable(
+  Type.String({
+    description: 'null, timeout, connection_failed, dns_failed, address_not_allowed or tls_failed',
+  }),
+);
+
+export const AttemptSchema = Type.Object({
+  attempted_at: Timestamp,
+  duration_ms: Type.Integer(),
+  status_code: Nullable(Type.Integer()),
+  error: AttemptError,
+  response_body: Nullable(Type.String({ description: 'The first 4 KB of the answer' })),
+  trigger: Type.Union([Type.Literal('scheduled'), Type.Literal('replay'), Type.Literal('test')]),
+});
+
+export const DeliveryDetailSchema = Type.Object({
+  ...DeliverySchema.properties,
+  message: Type.Object({
+    headers: Type.Record(Type.String(), Type.String()),
+    body: Type.String({ description: 'The raw body, byte for byte as signed' }),
+  }),
+  attempts: Type.Array(AttemptSchema),
+});
+
+export const ReplayResultSchema = Type.Object({
+  delivery_id: Type.String(),
+  delivery_status: DeliveryStatusName,
+  ...AttemptSchema.properties,
+});
+
+export const BulkReplayResultSchema = Type.Object({ replayed: Type.Integer() });
+
+export const TestSendBody = Type.Object(
+  { event_type: Type.Optional(EventTypeName) },
+  { additionalProperties: false },
+);
+
+export const TestSendResultSchema = Type.Object({
+  delivery_id: Type.String(),
+  status_code: Nullable(Type.Integer()),
+  response_body: Nullable(Type.String()),
+  duration_ms: Type.Integer(),
+  error: AttemptError,
+});

@@ -1,0 +1,185 @@
+import { SMTPServer } from 'smtp-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DAY } from '../../../src/lib/clock.ts';
+import { call, createCompany, createShipment } from '../../support/api.ts';
+import { freePort, startWaybill, type TestWaybill } from '../../support/harness.ts';
+import {
+  deliveriesOf,
+  endpointRow,
+  insertEndpoint,
+  type Receiver,
+  startReceiver,
+  testWorker,
+} from './support.ts';
+
+interface Mail {
+  to: string[];
+  text: string;
+}
+
+describe('the 3-day rule', () => {
+  let w: TestWaybill;
+  let receiver: Receiver;
+  let smtp: SMTPServer;
+  const mails: Mail[] = [];
+  beforeAll(async () => {
+    const port = await freePort();
+    smtp = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ['AUTH', 'STARTTLS'],
+      onData(stream, session, callback) {
+        const chunks: Buffer[] = [];
+        stream.on('data', (c: Buffer) => chunks.push(c));
+        stream.on('end', () => {
+          mails.push({
+            to: session.envelope.rcptTo.map((r) => r.address),
+            text: Buffer.concat(chunks).toString(),
+          });
+          callback();
+        });
+      },
+    });
+    await new Promise<void>((resolve) => smtp.listen(port, '127.0.0.1', resolve));
+    w = await startWaybill({ env: { WAYBILL_SMTP_URL: `smtp://127.0.0.1:${port}` } });
+    receiver = await startReceiver((_m, res) => {
+      res.statusCode = 503;
+      res.end();
+    });
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await w?.close();
+    await new Promise<void>((resolve) => smtp?.close(() => resolve()));
+  });
+
+  /** Moves the clock to each next due attempt and makes it, while the endpoint stays enabled. */
+  async function runSchedule(endpointId: string, worker: ReturnType<typeof testWorker>, until: Date) {
+    for (;;) {
+      const next = await w.ctx.db
+        .selectFrom('webhook_deliveries')
+        .select((eb) => eb.fn.min('next_attempt_at').as('due'))
+        .where('endpoint_id', '=', endpointId)
+        .where('status', '=', 'pending')
+        .executeTakeFirst();
+      if (!next?.due || new Date(next.due) > until) return;
+      w.clock.set(new Date(next.due));
+      await worker.tick();
+    }
+  }
+
+  it('disables an endpoint failing for 3 days, cancels what waited, and e-mails its people', async () => {
+    const company = await createCompany(w);
+    const endpoint = await insertEndpoint(w, {
+      tenantId: company.tenantId,
+      url: receiver.url,
+      createdBy: company.owner.id,
+    });
+    const worker = testWorker(w);
+    const started = w.clock.now();
+    await createShipment(w, company.liveToken);
+    await worker.tick();
+    const streak = await w.ctx.db
+      .selectFrom('webhook_endpoints')
+      .select('failing_since')
+      .where('id', '=', endpoint.id)
+      .executeTakeFirstOrThrow();
+    expect(new Date(streak.failing_since as Date).getTime()).toBe(started.getTime());
+
+    // One message's schedule ends before 3 days; new messages keep the streak going.
+    await runSchedule(endpoint.id, worker, new Date(started.getTime() + 2 * DAY));
+    await createShipment(w, company.liveToken);
+    await worker.tick();
+    await runSchedule(endpoint.id, worker, new Date(started.getTime() + 10 * DAY));
+    await createShipment(w, company.liveToken);
+    await worker.stop();
+
+    const row = await endpointRow(w, endpoint.id);
+    expect(row.enabled).toBe(false);
+    expect(row.disabled_reason).toBe('failing');
+    expect(w.clock.now().getTime() - started.getTime()).toBeGreaterThanOrEqual(3 * DAY);
+    const deliveries = await deliveriesOf(w, endpoint.id);
+    expect(deliveries.some((d) => d.status === 'cancelled')).toBe(true);
+    expect(deliveries.filter((d) => d.status === 'pending')).toHaveLength(0);
+    // A disabled endpoint gets nothing new (the last shipment above made no delivery).
+    expect(deliveries).toHaveLength(2);
+
+    expect(mails).toHaveLength(1);
+    expect(mails[0]?.to).toEqual([company.owner.email]);
+    expect(mails[0]?.text).toContain(endpoint.id);
+  });
+
+  it('lets any 2xx end the streak', async () => {
+    const company = await createCompany(w);
+    const endpoint = await insertEndpoint(w, { tenantId: company.tenantId, url: receiver.url });
+    const worker = testWorker(w);
+    const shipment = await createShipment(w, company.liveToken);
+    await worker.tick();
+    receiver.answer = (_m, res) => res.end('fine');
+    await call(w, 'POST', `/v1/shipments/${shipment.id}/status`, {
+      token: company.liveToken,
+      body: { status: 'picked_up' },
+    });
+    await worker.tick();
+    await worker.stop();
+    const row = await endpointRow(w, endpoint.id);
+    expect(row.failing_since).toBeNull();
+    expect(row.enabled).toBe(true);
+  });
+});
+
+describe('the outbox without SMTP', () => {
+  let w: TestWaybill;
+  afterAll(async () => {
+    await w?.close();
+  });
+
+  it('keeps the e-mail for the dev mailbox, shown only to its recipients', async () => {
+    w = await startWaybill();
+    const receiver = await startReceiver((_m, res) => {
+      res.statusCode = 500;
+      res.end();
+    });
+    const company = await createCompany(w);
+    const endpoint = await insertEndpoint(w, {
+      tenantId: company.tenantId,
+      url: receiver.url,
+      createdBy: company.owner.id,
+    });
+    await w.ctx.db
+      .updateTable('webhook_endpoints')
+      .set({ failing_since: new Date(w.clock.now().getTime() - 3 * DAY) })
+      .where('id', '=', endpoint.id)
+      .execute();
+    const worker = testWorker(w);
+    await createShipment(w, company.liveToken);
+    await worker.tick();
+    await worker.stop();
+    await receiver.close();
+
+    const session = await call(w, 'POST', '/v1/auth/sessions', {
+      body: { email: company.owner.email, password: 'correct horse battery' },
+    });
+    const page = await w.app.inject({
+      method: 'GET',
+      url: '/dev/mailbox',
+      cookies: { waybill_session: session.body.token },
+    });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('disabled a webhook endpoint');
+    expect(page.body).toContain(endpoint.id);
+
+    const stranger = await createCompany(w, 'Stranger');
+    const strangerSession = await call(w, 'POST', '/v1/auth/sessions', {
+      body: { email: stranger.owner.email, password: 'correct horse battery' },
+    });
+    const other = await w.app.inject({
+      method: 'GET',
+      url: '/dev/mailbox',
+      cookies: { waybill_session: strangerSession.body.token },
+    });
+    expect(other.statusCode).toBe(200);
+    expect(other.body).not.toContain(endpoint.id);
+    const signedOut = await w.app.inject({ method: 'GET', url: '/dev/mailbox' });
+    expect(signedOut.statusCode).toBe(303);
+  });
+});

@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, createCompany, createShipment } from '../../support/api.ts';
+import { startWaybill, type TestWaybill } from '../../support/harness.ts';
+import { deliveriesOf, insertEndpoint } from './support.ts';
+
+describe('fan-out', () => {
+  let w: TestWaybill;
+  beforeAll(async () => {
+    w = await startWaybill();
+  });
+  afterAll(async () => {
+    await w?.close();
+  });
+
+  it('scopes deliveries by company, merchant, livemode, enabled and subscribed types', async () => {
+    const company = await createCompany(w);
+    const other = await createCompany(w, 'Other');
+    const account = await call(w, 'POST', `/v1/companies/${company.tenantId}/customer-accounts`, {
+      token: company.owner.token,
+      body: { name: 'Merchant' },
+    });
+    expect(account.status).toBe(201);
+    const merchantId: string = account.body.id;
+    const url = 'http://127.0.0.1:9/hook';
+    const tenantId = company.tenantId;
+    const live = await insertEndpoint(w, { tenantId, url });
+    const merchant = await insertEndpoint(w, { tenantId, url, customerAccountId: merchantId });
+    const test = await insertEndpoint(w, { tenantId, url, livemode: false });
+    const disabled = await insertEndpoint(w, { tenantId, url, enabled: false });
+    const deliveredOnly = await insertEndpoint(w, { tenantId, url, eventTypes: ['shipment.delivered'] });
+    const foreign = await insertEndpoint(w, { tenantId: other.tenantId, url });
+
+    const own = await createShipment(w, company.liveToken, { customer_account_id: merchantId });
+    await createShipment(w, company.liveToken);
+    await createShipment(w, company.testToken);
+    await call(w, 'POST', `/v1/shipments/${own.id}/status`, {
+      token: company.liveToken,
+      body: { status: 'picked_up' },
+    });
+
+    const count = async (id: string) => (await deliveriesOf(w, id)).length;
+    expect(await count(live.id)).toBe(3);
+    expect(await count(merchant.id)).toBe(2);
+    expect(await count(test.id)).toBe(1);
+    expect(await count(disabled.id)).toBe(0);
+    expect(await count(deliveredOnly.id)).toBe(0);
+    expect(await count(foreign.id)).toBe(0);
+
+    const events = await w.ctx.db
+      .selectFrom('events')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .execute();
+    for (const delivery of await deliveriesOf(w, merchant.id)) {
+      const event = events.find((e) => e.id === delivery.event_id);
+      expect(delivery.payload).toBe(event?.payload);
+      expect(delivery.event_type).toBe(event?.type);
+      expect(event?.customer_account_id).toBe(merchantId);
+      expect(delivery.status).toBe('pending');
+      expect(delivery.id).toMatch(/^dlv_[0-9A-Za-z]{22}$/);
+    }
+  });
+});

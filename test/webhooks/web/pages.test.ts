@@ -1,0 +1,206 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type CompanyFixture, call, createCompany, createShipment } from '../../support/api.ts';
+import { startWaybill, type TestWaybill } from '../../support/harness.ts';
+import { type Receiver, startReceiver, verify } from '../api/support.ts';
+
+/** A browser stand-in: real HTTP to the listening server, cookies kept, redirects not followed. */
+class Browser {
+  readonly cookies = new Map<string, string>();
+  readonly base: string;
+
+  constructor(base: string) {
+    this.base = base;
+  }
+
+  async request(method: 'GET' | 'POST', path: string, form?: Record<string, string | string[]>) {
+    const headers: Record<string, string> = {
+      cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; '),
+    };
+    let body: string | undefined;
+    if (form) {
+      const params = new URLSearchParams();
+      for (const [name, value] of Object.entries(form)) {
+        for (const v of Array.isArray(value) ? value : [value]) params.append(name, v);
+      }
+      body = params.toString();
+      headers['content-type'] = 'application/x-www-form-urlencoded';
+    }
+    const response = await fetch(`${this.base}${path}`, { method, headers, body, redirect: 'manual' });
+    for (const line of response.headers.getSetCookie()) {
+      const [pair] = line.split(';');
+      const at = pair?.indexOf('=') ?? -1;
+      if (pair && at > 0) this.cookies.set(pair.slice(0, at), pair.slice(at + 1));
+    }
+    return {
+      status: response.status,
+      location: response.headers.get('location'),
+      text: await response.text(),
+    };
+  }
+
+  /** Submits a form the way a person would: the CSRF token from the last page, plus the fields. */
+  async submit(page: string, action: string, fields: Record<string, string | string[]> = {}) {
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(page)?.[1];
+    if (!csrf) throw new Error('no CSRF field on the page');
+    return this.request('POST', action, { _csrf: csrf, ...fields });
+  }
+}
+
+describe('webhook dashboard pages', () => {
+  let w: TestWaybill;
+  let receiver: Receiver;
+  let company: CompanyFixture;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    w = await startWaybill();
+    receiver = await startReceiver();
+    company = await createCompany(w);
+    browser = new Browser(w.url);
+    // Signed in as the owner: the session cookie holds the person's session token.
+    browser.cookies.set('waybill_session', company.owner.token);
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await w?.close();
+  });
+
+  it('creates an endpoint from the dashboard, reveals its secret, sends a test and shows the answer', async () => {
+    const list = await browser.request('GET', '/dashboard/webhooks');
+    expect(list.status).toBe(200);
+    expect(list.text).toContain('No test endpoints yet');
+    const form = await browser.request('GET', '/dashboard/webhooks/new');
+    // The company is not live yet: the form defaults to test shipments.
+    expect(form.text).toMatch(/value="test" checked/);
+
+    const refused = await browser.submit(form.text, '/dashboard/webhooks', {
+      url: 'https://169.254.169.254/latest',
+      event_types: ['shipment.created'],
+      mode: 'live',
+    });
+    expect(refused.status).toBe(422);
+    expect(refused.text).toContain('not allowed');
+
+    const created = await browser.submit(form.text, '/dashboard/webhooks', {
+      url: receiver.url,
+      description: 'Orders <script>alert(1)</script>',
+      event_types: ['shipment.created', 'shipment.delivered'],
+      mode: 'live',
+    });
+    expect(created.status).toBe(201);
+    expect(created.text).toContain('Orders &lt;script&gt;');
+    expect(created.text).not.toContain('<script>');
+    const shownSecret = /<code class="secret" id="secret">(whsec_[^<]+)<\/code>/.exec(created.text)?.[1];
+
+    const endpoints = await call(w, 'GET', '/v1/webhook-endpoints', { token: company.liveToken });
+    expect(endpoints.body.data).toHaveLength(1);
+    const endpoint = endpoints.body.data[0];
+    expect(endpoint).toMatchObject({
+      livemode: true,
+      event_types: ['shipment.created', 'shipment.delivered'],
+    });
+    const secret = (
+      await call(w, 'GET', `/v1/webhook-endpoints/${endpoint.id}/secret`, { token: company.liveToken })
+    ).body.secret;
+    expect(shownSecret).toBe(secret);
+
+    const page = await browser.request('GET', `/dashboard/webhooks/${endpoint.id}`);
+    expect(page.status).toBe(200);
+    expect(page.text).not.toContain(secret);
+    const revealed = await browser.submit(page.text, `/dashboard/webhooks/${endpoint.id}/secret`);
+    expect(revealed.status).toBe(200);
+    expect(revealed.text).toContain(secret);
+
+    receiver.answer = { status: 200, body: 'received, thanks' };
+    const tested = await browser.submit(page.text, `/dashboard/webhooks/${endpoint.id}/test`);
+    expect(tested.status).toBe(200);
+    expect(tested.text).toContain('HTTP 200');
+    expect(tested.text).toContain('received, thanks');
+    expect(receiver.received).toHaveLength(1);
+    const message = receiver.received[0] as (typeof receiver.received)[number];
+    expect(verify(secret, message, w.clock.now())).toMatchObject({ test: true, type: 'shipment.created' });
+
+    const deliveryId = /\/dashboard\/webhooks\/deliveries\/(dlv_\w+)/.exec(tested.text)?.[1];
+    const delivery = await browser.request('GET', `/dashboard/webhooks/deliveries/${deliveryId}`);
+    expect(delivery.status).toBe(200);
+    expect(delivery.text).toContain(String(message.headers['webhook-id']));
+    expect(delivery.text).toContain('webhook-signature: v1,');
+    expect(delivery.text).toContain('received, thanks');
+  });
+
+  it('disables, then enables and replays what was cancelled in one action', async () => {
+    const endpoints = await call(w, 'GET', '/v1/webhook-endpoints', { token: company.liveToken });
+    const id = endpoints.body.data[0].id;
+    await createShipment(w, company.liveToken);
+    const page = await browser.request('GET', `/dashboard/webhooks/${id}`);
+    const disabled = await browser.submit(page.text, `/dashboard/webhooks/${id}/disable`);
+    expect(disabled.status).toBe(303);
+    const after = await browser.request('GET', disabled.location ?? '');
+    expect(after.text).toContain('Disabled by hand');
+    expect(after.text).toContain('Enable and replay what failed');
+
+    const cancelled = await browser.request('GET', `/dashboard/webhooks/${id}?status=cancelled`);
+    expect(cancelled.text).toContain('shipment.created');
+    const enabled = await browser.submit(after.text, `/dashboard/webhooks/${id}/enable-and-replay`);
+    expect(enabled.status).toBe(303);
+    const back = await browser.request('GET', enabled.location ?? '');
+    expect(back.text).toContain('1 deliveries queued again');
+    const read = await call(w, 'GET', `/v1/webhook-endpoints/${id}`, { token: company.liveToken });
+    expect(read.body).toMatchObject({ enabled: true, disabled_reason: null });
+    const pending = await call(w, 'GET', `/v1/webhook-endpoints/${id}/deliveries?status=pending`, {
+      token: company.liveToken,
+    });
+    expect(pending.body.data).toHaveLength(1);
+  });
+
+  it('deletes an endpoint from its page and says so on the list', async () => {
+    const endpoint = await call(w, 'POST', '/v1/webhook-endpoints', {
+      token: company.liveToken,
+      body: { url: receiver.url, event_types: ['shipment.exception'], description: 'To delete' },
+    });
+    const page = await browser.request('GET', `/dashboard/webhooks/${endpoint.body.id}`);
+    const deleted = await browser.submit(page.text, `/dashboard/webhooks/${endpoint.body.id}/delete`);
+    expect(deleted.location).toBe('/dashboard/webhooks?done=deleted');
+    const list = await browser.request('GET', deleted.location ?? '');
+    expect(list.text).toContain('Endpoint deleted');
+    expect(list.text).not.toContain('To delete');
+    const spoofed = await browser.request('GET', '/dashboard/webhooks?done=Your+account+is+locked');
+    expect(spoofed.text).not.toContain('Your account is locked');
+  });
+
+  it('refuses a form without its CSRF token and changes nothing', async () => {
+    const endpoints = await call(w, 'GET', '/v1/webhook-endpoints', { token: company.liveToken });
+    const id = endpoints.body.data[0].id;
+    const forged = await browser.request('POST', `/dashboard/webhooks/${id}/disable`, {});
+    expect(forged.status).toBe(403);
+    const read = await call(w, 'GET', `/v1/webhook-endpoints/${id}`, { token: company.liveToken });
+    expect(read.body.enabled).toBe(true);
+  });
+
+  it('serves the receiver guide at /docs/webhooks beside the API reference, without signing in', async () => {
+    const guide = await fetch(`${w.url}/docs/webhooks`);
+    expect(guide.status).toBe(200);
+    expect(guide.headers.get('content-type')).toContain('text/html');
+    const text = await guide.text();
+    for (const needle of [
+      'standardwebhooks',
+      'timingSafeEqual',
+      'webhook-id',
+      'previous_status',
+      '410',
+      'Waybill-Webhooks/1.0',
+    ]) {
+      expect(text).toContain(needle);
+    }
+    expect((await fetch(`${w.url}/docs`)).status).toBeLessThan(400);
+    const openapi = (await (await fetch(`${w.url}/openapi.json`)).json()) as { paths: object };
+    expect(Object.keys(openapi.paths)).toEqual(
+      expect.arrayContaining([
+        '/v1/webhook-endpoints',
+        '/v1/webhook-endpoints/{id}/deliveries/replay',
+        '/v1/webhook-deliveries/{id}/replay',
+        '/v1/webhook-event-types',
+      ]),
+    );
+  });
+});
