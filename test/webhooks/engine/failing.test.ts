@@ -156,27 +156,23 @@ describe('the outbox without SMTP', () => {
     await worker.stop();
     await receiver.close();
 
-    const session = await call(w, 'POST', '/v1/auth/sessions', {
-      body: { email: company.owner.email, password: 'correct horse battery' },
-    });
-    const page = await w.app.inject({
-      method: 'GET',
-      url: '/dev/mailbox',
-      cookies: { waybill_session: session.body.token },
-    });
+    const mailboxOf = async (email: string) => {
+      const session = await call(w, 'POST', '/v1/auth/sessions', {
+        body: { email, password: 'correct horse battery' },
+      });
+      return w.app.inject({
+        method: 'GET',
+        url: '/dev/mailbox',
+        cookies: { waybill_session: session.body.token },
+      });
+    };
+    const page = await mailboxOf(company.owner.email);
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('disabled a webhook endpoint');
     expect(page.body).toContain(endpoint.id);
 
     const stranger = await createCompany(w, 'Stranger');
-    const strangerSession = await call(w, 'POST', '/v1/auth/sessions', {
-      body: { email: stranger.owner.email, password: 'correct horse battery' },
-    });
-    const other = await w.app.inject({
-      method: 'GET',
-      url: '/dev/mailbox',
-      cookies: { waybill_session: strangerSession.body.token },
-    });
+    const other = await mailboxOf(stranger.owner.email);
     expect(other.statusCode).toBe(200);
     expect(other.body).not.toContain(endpoint.id);
     const signedOut = await w.app.inject({ method: 'GET', url: '/dev/mailbox' });
