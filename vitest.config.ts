@@ -24,7 +24,16 @@ export default defineConfig({
         },
       },
       ...(postgresUrl
-        ? [{ test: { ...shared, name: 'postgres', env: { WAYBILL_TEST_ENGINE: 'postgres' } } }]
+        ? [
+            {
+              test: {
+                ...shared,
+                name: 'postgres',
+                env: { WAYBILL_TEST_ENGINE: 'postgres' },
+                globalSetup: ['test/support/postgres-schemas.ts'],
+              },
+            },
+          ]
         : []),
     ],
   },

@@ -53,10 +53,18 @@ export async function createSchema(): Promise<string> {
   return schema;
 }
 
-export async function dropSchema(schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: process.env.WAYBILL_TEST_DATABASE_URL });
+/**
+ * Drops every test schema. Run once before and once after the whole PostgreSQL run (vitest
+ * global setup), never per file: Kysely's migrator looks through every schema's tables, and a
+ * schema dropped by one file while another file migrates makes that lookup fail.
+ */
+export async function dropTestSchemas(connectionString: string): Promise<void> {
+  const client = new pg.Client({ connectionString });
   await client.connect();
-  await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  const { rows } = await client.query<{ name: string }>(
+    String.raw`SELECT nspname AS name FROM pg_namespace WHERE nspname LIKE 't\_%'`,
+  );
+  for (const { name } of rows) await client.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
   await client.end();
 }
 
@@ -98,7 +106,6 @@ export async function startWaybill(options: StartOptions = {}): Promise<TestWayb
     async close() {
       await app.close();
       await database.close();
-      if (schema) await dropSchema(schema);
     },
   };
 }
