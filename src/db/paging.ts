@@ -1,5 +1,11 @@
-import { type ExpressionBuilder, type ExpressionWrapper, type SqlBool, sql } from 'kysely';
-import { decodeCursor } from '../lib/paging.ts';
+import {
+  type ExpressionBuilder,
+  type ExpressionWrapper,
+  type SelectQueryBuilder,
+  type SqlBool,
+  sql,
+} from 'kysely';
+import { decodeCursor, type Page, type PageRequest, pageLimit, toPage } from '../lib/paging.ts';
 
 /**
  * The keyset condition `(created_at, id) < cursor` for newest-first lists.
@@ -16,4 +22,25 @@ export function afterCursor(table: string, cursor: string | undefined) {
       sql`(${position.createdAt}::timestamptz, ${position.id}::text)`,
     );
   };
+}
+
+/**
+ * One page of a list, newest first: the keyset condition, the order and the limit that every
+ * list shares. `table` names the table whose created_at and id order the list.
+ */
+export async function newestFirst<Row extends { created_at: Date; id: string }, T>(
+  // biome-ignore lint/suspicious/noExplicitAny: any table's query; its rows are what matter.
+  query: SelectQueryBuilder<any, any, Row>,
+  table: string,
+  request: PageRequest,
+  present: (row: Row) => T,
+): Promise<Page<T>> {
+  const limit = pageLimit(request.limit);
+  const rows = await query
+    .where(afterCursor(table, request.cursor))
+    .orderBy(sql.ref(`${table}.created_at`), 'desc')
+    .orderBy(sql.ref(`${table}.id`), 'desc')
+    .limit(limit + 1)
+    .execute();
+  return toPage(rows, limit, present);
 }

@@ -1,8 +1,8 @@
 import type { AppContext } from '../../context.ts';
-import { afterCursor } from '../../db/paging.ts';
+import { newestFirst } from '../../db/paging.ts';
 import { AppError } from '../../lib/errors.ts';
 import { hashSecret, newId, newSecret } from '../../lib/ids.ts';
-import { type Page, type PageRequest, pageLimit, toPage } from '../../lib/paging.ts';
+import type { Page, PageRequest } from '../../lib/paging.ts';
 import type { Principal } from './access.ts';
 import { getCustomerAccountRow, requireRole } from './companies.ts';
 import { allows, managesIntegrations, type Scope, scopesOfRole } from './roles.ts';
@@ -87,20 +87,10 @@ export async function listApiTokens(
   page: PageRequest = {},
 ): Promise<Page<ApiToken>> {
   const membership = await requireRole(ctx, userId, tenantId, managesIntegrations);
-  const limit = pageLimit(page.limit);
-  let query = ctx.db
-    .selectFrom('api_tokens')
-    .selectAll()
-    .where('tenant_id', '=', tenantId)
-    .where(afterCursor('api_tokens', page.cursor));
+  let query = ctx.db.selectFrom('api_tokens').selectAll().where('tenant_id', '=', tenantId);
   if (membership.customer_account_id)
     query = query.where('customer_account_id', '=', membership.customer_account_id);
-  const rows = await query
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(limit + 1)
-    .execute();
-  return toPage(rows, limit, presentApiToken);
+  return newestFirst(query, 'api_tokens', page, presentApiToken);
 }
 
 export async function revokeApiToken(ctx: AppContext, userId: string, tenantId: string, tokenId: string) {

@@ -1,8 +1,8 @@
 import type { AppContext } from '../../context.ts';
-import { afterCursor } from '../../db/paging.ts';
+import { newestFirst } from '../../db/paging.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId, newTenantId } from '../../lib/ids.ts';
-import { type Page, type PageRequest, pageLimit, toPage } from '../../lib/paging.ts';
+import type { Page, PageRequest } from '../../lib/paging.ts';
 import { isMerchantRole, managesIntegrations, managesMembers, type Role } from './roles.ts';
 import type { CompaniesTable, CustomerAccountsTable, MembershipsTable } from './tables.ts';
 import { normalizeEmail } from './users.ts';
@@ -143,19 +143,17 @@ export async function listMembers(
   page: PageRequest = {},
 ): Promise<Page<Membership>> {
   await membershipOf(ctx, userId, tenantId);
-  const limit = pageLimit(page.limit);
-  const rows = await ctx.db
-    .selectFrom('memberships')
-    .innerJoin('users', 'users.id', 'memberships.user_id')
-    .selectAll('memberships')
-    .select(['users.email', 'users.name'])
-    .where('memberships.tenant_id', '=', tenantId)
-    .where(afterCursor('memberships', page.cursor))
-    .orderBy('memberships.created_at', 'desc')
-    .orderBy('memberships.id', 'desc')
-    .limit(limit + 1)
-    .execute();
-  return toPage(rows, limit, presentMembership);
+  return newestFirst(
+    ctx.db
+      .selectFrom('memberships')
+      .innerJoin('users', 'users.id', 'memberships.user_id')
+      .selectAll('memberships')
+      .select(['users.email', 'users.name'])
+      .where('memberships.tenant_id', '=', tenantId),
+    'memberships',
+    page,
+    presentMembership,
+  );
 }
 
 export async function addMember(
@@ -257,19 +255,9 @@ export async function listCustomerAccounts(
   page: PageRequest = {},
 ): Promise<Page<CustomerAccount>> {
   const membership = await membershipOf(ctx, userId, tenantId);
-  const limit = pageLimit(page.limit);
-  let query = ctx.db
-    .selectFrom('customer_accounts')
-    .selectAll()
-    .where('tenant_id', '=', tenantId)
-    .where(afterCursor('customer_accounts', page.cursor));
+  let query = ctx.db.selectFrom('customer_accounts').selectAll().where('tenant_id', '=', tenantId);
   if (membership.customer_account_id) query = query.where('id', '=', membership.customer_account_id);
-  const rows = await query
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(limit + 1)
-    .execute();
-  return toPage(rows, limit, presentCustomerAccount);
+  return newestFirst(query, 'customer_accounts', page, presentCustomerAccount);
 }
 
 export async function getCustomerAccountRow(

@@ -1,7 +1,7 @@
 import type { AppContext } from '../../context.ts';
-import { afterCursor } from '../../db/paging.ts';
+import { newestFirst } from '../../db/paging.ts';
 import { AppError } from '../../lib/errors.ts';
-import { type Page, type PageRequest, pageLimit, toPage } from '../../lib/paging.ts';
+import type { Page, PageRequest } from '../../lib/paging.ts';
 import { requireRole } from '../accounts/companies.ts';
 import { managesIntegrations, type Scope } from '../accounts/roles.ts';
 import type { InstallationsTable } from '../oauth/tables.ts';
@@ -63,14 +63,7 @@ export async function listInstallations(
   page: PageRequest = {},
 ): Promise<Page<Installation>> {
   const accountId = await integrationScope(ctx, userId, tenantId);
-  const limit = pageLimit(page.limit);
-  const rows = await installationsOf(ctx, tenantId, accountId)
-    .where(afterCursor('installations', page.cursor))
-    .orderBy('installations.created_at', 'desc')
-    .orderBy('installations.id', 'desc')
-    .limit(limit + 1)
-    .execute();
-  return toPage(rows, limit, presentInstallation);
+  return newestFirst(installationsOf(ctx, tenantId, accountId), 'installations', page, presentInstallation);
 }
 
 export async function getInstallation(

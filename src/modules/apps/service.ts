@@ -1,9 +1,9 @@
 import type { AppContext } from '../../context.ts';
-import { afterCursor } from '../../db/paging.ts';
+import { newestFirst } from '../../db/paging.ts';
 import { newSigningSecret } from '../../lib/crypto.ts';
 import { AppError, type FieldError, validationError } from '../../lib/errors.ts';
 import { hashSecret, newId, newSecret } from '../../lib/ids.ts';
-import { type Page, type PageRequest, pageLimit, toPage } from '../../lib/paging.ts';
+import type { Page, PageRequest } from '../../lib/paging.ts';
 import { isScope, SCOPES, type Scope } from '../accounts/roles.ts';
 import type { AppsTable } from '../oauth/tables.ts';
 import { jsonArray, toAppRecord } from './registry.ts';
@@ -140,17 +140,12 @@ export async function listApps(
   developerId: string,
   page: PageRequest = {},
 ): Promise<Page<App>> {
-  const limit = pageLimit(page.limit);
-  const rows = await ctx.db
-    .selectFrom('apps')
-    .selectAll()
-    .where('developer_id', '=', developerId)
-    .where(afterCursor('apps', page.cursor))
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(limit + 1)
-    .execute();
-  return toPage(rows, limit, (row) => presentApp(ctx, row));
+  return newestFirst(
+    ctx.db.selectFrom('apps').selectAll().where('developer_id', '=', developerId),
+    'apps',
+    page,
+    (row) => presentApp(ctx, row),
+  );
 }
 
 /** The developer's own app; another developer's app does not exist for them. */

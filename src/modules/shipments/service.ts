@@ -1,9 +1,9 @@
 import type { AppContext } from '../../context.ts';
 import { runAfterCommit } from '../../context.ts';
-import { afterCursor } from '../../db/paging.ts';
+import { newestFirst } from '../../db/paging.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId, randomBase62 } from '../../lib/ids.ts';
-import { type Page, type PageRequest, pageLimit, toPage } from '../../lib/paging.ts';
+import type { Page, PageRequest } from '../../lib/paging.ts';
 import { canSee, requireScope, type TenantAccess } from '../accounts/access.ts';
 import { getCustomerAccountRow } from '../accounts/companies.ts';
 import { isCurrency } from './currencies.ts';
@@ -170,23 +170,16 @@ export async function listShipments(
   filters: PageRequest & { status?: string; customer_account_id?: string },
 ): Promise<Page<Shipment>> {
   requireScope(access, 'shipments:read');
-  const limit = pageLimit(filters.limit);
   let query = ctx.db
     .selectFrom('shipments')
     .selectAll()
     .where('tenant_id', '=', access.tenantId)
-    .where('livemode', '=', access.livemode)
-    .where(afterCursor('shipments', filters.cursor));
+    .where('livemode', '=', access.livemode);
   if (access.customerAccountId) query = query.where('customer_account_id', '=', access.customerAccountId);
   if (filters.customer_account_id)
     query = query.where('customer_account_id', '=', filters.customer_account_id);
   if (filters.status) query = query.where('status', '=', filters.status);
-  const rows = await query
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(limit + 1)
-    .execute();
-  return toPage(rows, limit, presentShipment);
+  return newestFirst(query, 'shipments', filters, presentShipment);
 }
 
 export async function moveShipment(
@@ -268,21 +261,14 @@ export async function listEvents(
   filters: PageRequest & { shipment_id?: string },
 ): Promise<Page<EventSummary>> {
   requireScope(access, 'shipments:read');
-  const limit = pageLimit(filters.limit);
   let query = ctx.db
     .selectFrom('events')
     .selectAll()
     .where('tenant_id', '=', access.tenantId)
-    .where('livemode', '=', access.livemode)
-    .where(afterCursor('events', filters.cursor));
+    .where('livemode', '=', access.livemode);
   if (access.customerAccountId) query = query.where('customer_account_id', '=', access.customerAccountId);
   if (filters.shipment_id) query = query.where('shipment_id', '=', filters.shipment_id);
-  const rows = await query
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(limit + 1)
-    .execute();
-  return toPage(rows, limit, (row) => ({
+  return newestFirst(query, 'events', filters, (row) => ({
     id: row.id,
     type: row.type,
     shipment_id: row.shipment_id,

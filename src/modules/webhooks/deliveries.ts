@@ -1,7 +1,7 @@
 import type { AppContext } from '../../context.ts';
-import { afterCursor } from '../../db/paging.ts';
+import { newestFirst } from '../../db/paging.ts';
 import { AppError } from '../../lib/errors.ts';
-import { type Page, type PageRequest, pageLimit, toPage } from '../../lib/paging.ts';
+import type { Page, PageRequest } from '../../lib/paging.ts';
 import { requireScope, type TenantAccess } from '../accounts/access.ts';
 import { endpointVisible, findVisibleEndpoint } from './endpoints.ts';
 import { buildMessage } from './message.ts';
@@ -103,19 +103,9 @@ export async function listDeliveries(
 ): Promise<Page<Delivery>> {
   requireScope(access, 'webhooks:read');
   await findVisibleEndpoint(ctx.db, access, endpointId);
-  const limit = pageLimit(filters.limit);
-  let query = ctx.db
-    .selectFrom('webhook_deliveries')
-    .selectAll()
-    .where('endpoint_id', '=', endpointId)
-    .where(afterCursor('webhook_deliveries', filters.cursor));
+  let query = ctx.db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId);
   if (filters.status) query = query.where('status', '=', filters.status);
-  const rows = await query
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(limit + 1)
-    .execute();
-  return toPage(rows, limit, presentDelivery);
+  return newestFirst(query, 'webhook_deliveries', filters, presentDelivery);
 }
 
 /** One delivery: the message as sent (or as it will be) and every attempt, oldest first. */

@@ -1,11 +1,11 @@
 import type { AppContext, Trx } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
-import { afterCursor } from '../../db/paging.ts';
+import { newestFirst } from '../../db/paging.ts';
 import { addMs, DAY } from '../../lib/clock.ts';
 import { newSigningSecret } from '../../lib/crypto.ts';
 import { AppError, validationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { type Page, type PageRequest, pageLimit, toPage } from '../../lib/paging.ts';
+import type { Page, PageRequest } from '../../lib/paging.ts';
 import { canSee, requireScope, type TenantAccess } from '../accounts/access.ts';
 import { isEventType } from './event-types.ts';
 import { assertUrlAllowed } from './guard.ts';
@@ -179,21 +179,14 @@ export async function listEndpoints(
   page: PageRequest,
 ): Promise<Page<WebhookEndpoint>> {
   requireScope(access, 'webhooks:read');
-  const limit = pageLimit(page.limit);
   let query = ctx.db
     .selectFrom('webhook_endpoints')
     .selectAll()
     .where('tenant_id', '=', access.tenantId)
-    .where('livemode', '=', access.livemode)
-    .where(afterCursor('webhook_endpoints', page.cursor));
+    .where('livemode', '=', access.livemode);
   if (access.customerAccountId) query = query.where('customer_account_id', '=', access.customerAccountId);
   if (access.installationId) query = query.where('installation_id', '=', access.installationId);
-  const rows = await query
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(limit + 1)
-    .execute();
-  return toPage(rows, limit, presentEndpoint);
+  return newestFirst(query, 'webhook_endpoints', page, presentEndpoint);
 }
 
 export async function getEndpoint(
