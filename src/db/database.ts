@@ -1,5 +1,7 @@
 import { PGlite } from '@electric-sql/pglite';
+import { createHash } from 'node:crypto';
 import {
+  type CompiledQuery,
   type DatabaseConnection,
   type Driver,
   Kysely,
@@ -25,6 +27,11 @@ export interface DatabaseHandle {
   /** Subscribes to a notification channel (LISTEN); returns the unsubscribe function. */
   listen(channel: string, listener: Listener): Promise<() => Promise<void>>;
   close(): Promise<void>;
+  /**
+   * Runs one statement of a hot path as a named prepared statement on PostgreSQL (parsed and
+   * planned once per connection instead of on every call); on PGlite, an ordinary query.
+   */
+  prepared<Row>(query: CompiledQuery): Promise<Row[]>;
   /** The raw PGlite instance, for dumps in tests. */
   pglite?: PGlite;
 }
@@ -111,6 +118,9 @@ async function openPGlite(dataDir: string | null, options: DatabaseOptions): Pro
   );
   const db = new Kysely<Database>({ dialect: new SerializedPGliteDialect({ pglite }) });
   return {
+    async prepared<Row>(query: CompiledQuery) {
+      return (await db.executeQuery<Row>(query)).rows;
+    },
     db,
     engine: 'pglite',
     pglite,
@@ -133,6 +143,11 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<Data
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const listeners: pg.Client[] = [];
   return {
+    async prepared<Row>(query: CompiledQuery) {
+      const name = `w_${createHash('sha1').update(query.sql).digest('hex').slice(0, 16)}`;
+      const result = await pool.query({ name, text: query.sql, values: query.parameters as unknown[] });
+      return result.rows as Row[];
+    },
     db,
     engine: 'postgres',
     async listen(channel, listener) {

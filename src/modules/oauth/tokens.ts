@@ -44,7 +44,7 @@ export async function spendAndIssue(
   const refresh = newSecret('atr_');
   const accessExpires = addMs(now, ACCESS_TOKEN_LIFETIME_MS);
   const refreshExpires = addMs(now, REFRESH_TOKEN_LIFETIME_MS);
-  const result = await sql<IssuedRow>`
+  const statement = sql<IssuedRow>`
     WITH spent AS (${spend}),
     issued AS (
       INSERT INTO oauth_tokens (id, token_hash, kind, app_id, installation_id, user_id, scopes, created_at, expires_at)
@@ -56,8 +56,9 @@ export async function spendAndIssue(
       RETURNING 1
     )
     SELECT s.installation_id, s.scopes, i.tenant_id, i.customer_account_id
-    FROM spent s JOIN installations i ON i.id = s.installation_id`.execute(ctx.db);
-  const row = result.rows[0];
+    FROM spent s JOIN installations i ON i.id = s.installation_id`;
+  // The text is the same for every call of a grant type: prepared once per connection.
+  const [row] = await ctx.database.prepared<IssuedRow>(statement.compile(ctx.db));
   if (!row) return null;
   return {
     access_token: access,
