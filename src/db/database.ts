@@ -1,5 +1,5 @@
-import { PGlite } from '@electric-sql/pglite';
 import { createHash } from 'node:crypto';
+import { PGlite } from '@electric-sql/pglite';
 import {
   type CompiledQuery,
   type DatabaseConnection,
