@@ -1,29 +1,15 @@
-import { existsSync } from 'node:fs';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hasChromium, launchChromium } from '../support/browser.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-
 // The browser test needs Debian's chromium (.ci/run installs it); without it there is nothing to drive.
-describe.skipIf(!existsSync(CHROMIUM))('dashboard in Chromium', () => {
+describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
   let w: TestWaybill;
   let browser: Browser;
   beforeAll(async () => {
     w = await startWaybill();
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -1,14 +1,12 @@
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CompanyFixture, call, createCompany } from '../support/api.ts';
+import { hasChromium, launchChromium } from '../support/browser.ts';
 import { freePort, startWaybill, type TestWaybill } from '../support/harness.ts';
 import { authorizationRequest, PASSWORD, registerApp, type TestApp } from './support.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-
-describe.skipIf(!existsSync(CHROMIUM))('the consent page in Chromium', () => {
+describe.skipIf(!hasChromium)('the consent page in Chromium', () => {
   let w: TestWaybill;
   let browser: Browser;
   let receiver: Server;
@@ -32,19 +30,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the consent page in Chromium', () => {
       body: { name: 'Corner Shop' },
     });
     app = await registerApp(w, { redirectUris: [`http://127.0.0.1:${port}/callback`] });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

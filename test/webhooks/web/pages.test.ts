@@ -1,45 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CompanyFixture, call, createCompany, createShipment } from '../../support/api.ts';
 import { startWaybill, type TestWaybill } from '../../support/harness.ts';
+import { PageClient } from '../../web/page-client.ts';
 import { type Receiver, startReceiver, verify } from '../api/support.ts';
 
-/** A browser stand-in: real HTTP to the listening server, cookies kept, redirects not followed. */
-class Browser {
-  readonly cookies = new Map<string, string>();
-  readonly base: string;
-
-  constructor(base: string) {
-    this.base = base;
-  }
-
-  async request(method: 'GET' | 'POST', path: string, form?: Record<string, string | string[]>) {
-    const headers: Record<string, string> = {
-      cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; '),
-    };
-    let body: string | undefined;
-    if (form) {
-      const params = new URLSearchParams();
-      for (const [name, value] of Object.entries(form)) {
-        for (const v of Array.isArray(value) ? value : [value]) params.append(name, v);
-      }
-      body = params.toString();
-      headers['content-type'] = 'application/x-www-form-urlencoded';
-    }
-    const response = await fetch(`${this.base}${path}`, { method, headers, body, redirect: 'manual' });
-    for (const line of response.headers.getSetCookie()) {
-      const [pair] = line.split(';');
-      const at = pair?.indexOf('=') ?? -1;
-      if (pair && at > 0) this.cookies.set(pair.slice(0, at), pair.slice(at + 1));
-    }
-    return {
-      status: response.status,
-      location: response.headers.get('location'),
-      text: await response.text(),
-    };
-  }
-
-  /** Submits a form the way a person would: the CSRF token from the last page, plus the fields. */
-  async submit(page: string, action: string, fields: Record<string, string | string[]> = {}) {
+/** A person's browser (the shared page client) that submits the form of a given page. */
+class Browser extends PageClient {
+  /** Submits a form the way a person would: the CSRF token from that page, plus the fields. */
+  submit(page: string, action: string, fields: Record<string, string | string[]> = {}) {
     const csrf = /name="_csrf" value="([^"]+)"/.exec(page)?.[1];
     if (!csrf) throw new Error('no CSRF field on the page');
     return this.request('POST', action, { _csrf: csrf, ...fields });
@@ -56,7 +24,7 @@ describe('webhook dashboard pages', () => {
     w = await startWaybill();
     receiver = await startReceiver();
     company = await createCompany(w);
-    browser = new Browser(w.url);
+    browser = new Browser(w);
     // Signed in as the owner: the session cookie holds the person's session token.
     browser.cookies.set('waybill_session', company.owner.token);
   });
