@@ -1,5 +1,6 @@
 import type { AppContext } from '../../../context.ts';
-import { managesIntegrations, type Scope, scopesOfRole } from '../../accounts/roles.ts';
+import { membershipsOfPerson } from '../../accounts/companies.ts';
+import { type Scope, scopesOfRole } from '../../accounts/roles.ts';
 
 /** A company or merchant account the person may install an app into. */
 export interface InstallTarget {
@@ -16,21 +17,7 @@ export interface InstallTarget {
  * and each of its merchant accounts; for a merchant admin only their own account.
  */
 export async function installTargets(ctx: AppContext, userId: string): Promise<InstallTarget[]> {
-  const memberships = await ctx.db
-    .selectFrom('memberships as m')
-    .innerJoin('companies as c', 'c.id', 'm.tenant_id')
-    .leftJoin('customer_accounts as ca', 'ca.id', 'm.customer_account_id')
-    .select([
-      'm.tenant_id',
-      'm.role',
-      'm.customer_account_id',
-      'c.name as company_name',
-      'ca.name as account_name',
-    ])
-    .where('m.user_id', '=', userId)
-    .orderBy('c.name')
-    .execute();
-  const managed = memberships.filter((m) => managesIntegrations(m.role));
+  const managed = (await membershipsOfPerson(ctx, userId)).filter((m) => m.manages_integrations);
   const companyWide = managed.filter((m) => m.customer_account_id === null).map((m) => m.tenant_id);
   const accounts =
     companyWide.length === 0
@@ -43,7 +30,7 @@ export async function installTargets(ctx: AppContext, userId: string): Promise<I
           .execute();
   return managed.flatMap((m): InstallTarget[] => {
     if (m.customer_account_id) {
-      const label = `${m.company_name} · ${m.account_name ?? m.customer_account_id}`;
+      const label = `${m.company_name} · ${m.customer_account_name ?? m.customer_account_id}`;
       const value = `${m.tenant_id}:${m.customer_account_id}`;
       return [
         { value, tenantId: m.tenant_id, customerAccountId: m.customer_account_id, label, role: m.role },
