@@ -61,6 +61,7 @@ export async function startWaybillSide(port: number, postgresUrl: string | undef
       email: 'bench@example.test',
       name: 'Bench',
       password_hash: 'x',
+      demo_reviewer: false,
       created_at: now,
       updated_at: now,
     })
@@ -112,6 +113,7 @@ export async function startWaybillSide(port: number, postgresUrl: string | undef
       customer_account_id: null,
       user_id: userId,
       scopes: SCOPES,
+      approved_at: now,
       created_at: now,
       updated_at: now,
     })

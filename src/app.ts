@@ -12,17 +12,28 @@ import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import type { DatabaseHandle } from './db/database.ts';
 import { registerBearerAuth } from './http/auth.ts';
-import { registerErrorHandling } from './http/errors.ts';
+import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './http/errors.ts';
 import { registerIdempotency } from './http/idempotency.ts';
+import { parseForm, registerInputGuards } from './http/input.ts';
+import { securitySchemes, transformDocument, transformRoute } from './http/openapi.ts';
 import { Problem } from './http/schemas.ts';
 import { validatorCompiler } from './http/validation.ts';
 import type { Clock } from './lib/clock.ts';
 import { SecretBox } from './lib/crypto.ts';
 import { registerAccountTokenResolvers } from './modules/accounts/authenticate.ts';
 import { accountsRoutes } from './modules/accounts/routes.ts';
+import { appEventPages } from './modules/app-events/portal-pages.ts';
+import { appEventRoutes } from './modules/app-events/routes.ts';
+import { registerUninstalledEvent } from './modules/app-events/uninstalled.ts';
 import { appsModule } from './modules/apps/plugin.ts';
 import { oauthRoutes, registerOAuth } from './modules/oauth/routes.ts';
+import { newHealthState } from './modules/operations/health.ts';
+import { WaybillMetrics } from './modules/operations/metrics.ts';
+import { healthRoutes, registerHttpMetrics } from './modules/operations/routes.ts';
+import { privacyPages } from './modules/privacy/pages.ts';
+import { privacyRoutes } from './modules/privacy/routes.ts';
 import { registerShipmentModule, shipmentsRoutes } from './modules/shipments/routes.ts';
+import { storeModule } from './modules/store/plugin.ts';
 import { registerWebhookEngine } from './modules/webhooks/fanout.ts';
 import { webhookGuideRoutes } from './modules/webhooks/guide.ts';
 import { mailboxPage } from './modules/webhooks/mailbox-page.ts';
@@ -39,6 +50,7 @@ export interface BuildOptions {
 
 /** The services' shared context: built once, handed to every module. */
 export function buildContext(options: BuildOptions): AppContext {
+  const health = newHealthState();
   const ctx: AppContext = {
     config: options.config,
     db: options.database.db,
@@ -49,11 +61,19 @@ export function buildContext(options: BuildOptions): AppContext {
     eventSinks: [],
     tokenResolvers: new Map(),
     afterCommitHooks: [],
+    health,
+    metrics: new WaybillMetrics({
+      db: options.database.db,
+      clock: options.clock,
+      log: options.logger,
+      health,
+    }),
   };
   registerAccountTokenResolvers(ctx);
   registerShipmentModule(ctx);
   registerOAuth(ctx);
   registerWebhookEngine(ctx);
+  registerUninstalledEvent(ctx);
   return ctx;
 }
 
@@ -64,11 +84,16 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     trustProxy: ctx.config.trustProxy.length > 0 ? [...ctx.config.trustProxy] : false,
     bodyLimit: 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 200 },
+    // Refusals that happen before any route or hook runs are problem details too.
+    frameworkErrors,
+    clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
   app.addSchema(Problem);
   registerErrorHandling(app);
+  registerHttpMetrics(app, ctx);
+  registerInputGuards(app);
 
   await app.register(helmet, {
     contentSecurityPolicy: {
@@ -89,7 +114,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     crossOriginEmbedderPolicy: false,
   });
   await app.register(rateLimit, { global: false });
-  await app.register(formbody, { bodyLimit: 64 * 1024 });
+  await app.register(formbody, { bodyLimit: 64 * 1024, parser: parseForm });
   await app.register(cookie);
   await app.register(csrf, {
     sessionPlugin: '@fastify/cookie',
@@ -108,16 +133,15 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       info: {
         title: 'Waybill API',
         version: '1.0.0',
+        license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
         description:
           'Shipments, webhook endpoints and the app platform of Waybill. Errors are RFC 9457 problem details with a stable `code`.',
       },
       servers: [{ url: ctx.config.baseUrl }],
-      components: {
-        securitySchemes: {
-          bearer: { type: 'http', scheme: 'bearer', description: 'ust_, sk_live_, sk_test_ or atk_live_' },
-        },
-      },
+      components: { securitySchemes },
     },
+    transform: transformRoute,
+    transformObject: transformDocument,
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
@@ -138,10 +162,16 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   registerBearerAuth(app, ctx);
   registerIdempotency(app, ctx);
 
+  await app.register(healthRoutes(ctx));
   await app.register(accountsRoutes(ctx));
   await app.register(shipmentsRoutes(ctx));
   await app.register(oauthRoutes(ctx));
   await app.register(appsModule(ctx));
+  await app.register(appEventRoutes(ctx));
+  await app.register(appEventPages(ctx));
+  await app.register(privacyRoutes(ctx));
+  await app.register(privacyPages(ctx));
+  await app.register(storeModule(ctx));
   await app.register(webhooksRoutes(ctx));
   await app.register(webRoutes(ctx));
   await app.register(mailboxPage(ctx));

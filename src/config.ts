@@ -16,17 +16,27 @@ export interface Config {
   secretKey: Buffer;
   smtpUrl: string | null;
   reviewerEmails: ReadonlySet<string>;
+  /** Whether the reviewer the demo seeded is a reviewer: the demo is on and no reviewers are named. */
+  demoReviewer: boolean;
   webhookAllowPrivate: readonly string[];
   /** Requests per minute to /oauth/token and /oauth/revoke, per client and per address. */
   oauthRateLimit: number;
   /** How long a delivery worker's claim lasts (WAYBILL_WEBHOOK_LEASE_SECONDS); outlasts the 10 s deadline. */
   webhookLeaseMs: number;
+  /** Seed the demo on an empty database at start; on by default only for the embedded engine. */
   demo: boolean;
   logLevel: string;
   /** Development conveniences are on when the web address is plain http on localhost. */
   secureCookies: boolean;
   /** Addresses or CIDRs of reverse proxies whose X-Forwarded-For is believed. */
   trustProxy: readonly string[];
+  /** WAYBILL_METRICS_PORT: the separate listener of /metrics (and /healthz, /readyz); null: none. */
+  metricsPort: number | null;
+  /**
+   * WAYBILL_SHUTDOWN_DELAY_SECONDS: after SIGTERM, how long /readyz answers 503 while the process
+   * still serves, so that load balancers stop sending before the listener closes.
+   */
+  shutdownDelayMs: number;
 }
 
 export class ConfigError extends Error {
@@ -108,10 +118,13 @@ export function loadConfig(env: Env = process.env, listeningPort?: number): Read
     problems,
   );
 
-  const demoText = env.WAYBILL_DEMO ?? '1';
+  // The demo's accounts share a published password: on by default only on the embedded engine,
+  // which is for trying Waybill out; PostgreSQL gets it only when asked for.
+  const demoText = env.WAYBILL_DEMO ?? (database.kind === 'pglite' ? '1' : '0');
   if (!['0', '1'].includes(demoText)) problems.push(`WAYBILL_DEMO must be 0 or 1 (got "${demoText}")`);
-  // The demo's reviewer is a reviewer unless the operator names the reviewers.
-  const reviewerList = env.WAYBILL_REVIEWER_EMAILS ?? (demoText === '1' ? 'reviewer@demo.waybill.test' : '');
+  // The demo's reviewer (marked in the database by the seed) is a reviewer unless reviewers are named.
+  const demoReviewer = demoText === '1' && env.WAYBILL_REVIEWER_EMAILS === undefined;
+  const reviewerList = env.WAYBILL_REVIEWER_EMAILS ?? '';
   const reviewerEmails = new Set(
     reviewerList
       .split(',')
@@ -157,6 +170,18 @@ export function loadConfig(env: Env = process.env, listeningPort?: number): Read
   if (!/^\d+$/.test(oauthRateText) || oauthRateLimit < 1)
     problems.push(`WAYBILL_OAUTH_RATE_LIMIT must be a positive whole number (got "${oauthRateText}")`);
 
+  const metricsText = env.WAYBILL_METRICS_PORT || null;
+  const metricsPort = metricsText === null ? null : Number(metricsText);
+  if (metricsText !== null && (!/^\d+$/.test(metricsText) || Number(metricsText) > 65535))
+    problems.push(`WAYBILL_METRICS_PORT must be a port number 0-65535 (got "${metricsText}")`);
+  else if (metricsPort !== null && metricsPort !== 0 && metricsPort === port)
+    problems.push('WAYBILL_METRICS_PORT must differ from PORT: metrics are never served on the public port');
+
+  const delayText = env.WAYBILL_SHUTDOWN_DELAY_SECONDS ?? '0';
+  const shutdownDelayMs = Number(delayText) * 1000;
+  if (!/^\d+$/.test(delayText) || shutdownDelayMs > 300_000)
+    problems.push(`WAYBILL_SHUTDOWN_DELAY_SECONDS must be a whole number 0-300 (got "${delayText}")`);
+
   const secretKey = secretKeyFor(env, database, problems);
   if (problems.length > 0) throw new ConfigError(problems);
 
@@ -169,6 +194,7 @@ export function loadConfig(env: Env = process.env, listeningPort?: number): Read
     secretKey,
     smtpUrl,
     reviewerEmails,
+    demoReviewer,
     webhookAllowPrivate: Object.freeze(webhookAllowPrivate),
     oauthRateLimit,
     webhookLeaseMs,
@@ -176,5 +202,7 @@ export function loadConfig(env: Env = process.env, listeningPort?: number): Read
     logLevel: env.WAYBILL_LOG_LEVEL || 'info',
     secureCookies: webUrl.startsWith('https://'),
     trustProxy: Object.freeze(trustProxy),
+    metricsPort,
+    shutdownDelayMs,
   });
 }

@@ -7,6 +7,8 @@ import type { Clock } from './lib/clock.ts';
 import type { SecretBox } from './lib/crypto.ts';
 import type { SecretPrefix } from './lib/ids.ts';
 import type { Principal } from './modules/accounts/access.ts';
+import type { HealthState } from './modules/operations/health.ts';
+import type { WaybillMetrics } from './modules/operations/metrics.ts';
 
 export type Trx = Transaction<Database>;
 
@@ -46,6 +48,10 @@ export interface AppContext {
   afterCommitHooks: Array<() => void>;
   /** Resolves a host name to its addresses (the webhook URL guard); tests inject their own. Default: DNS. */
   resolveHost?: (hostname: string) => Promise<string[]>;
+  /** This context's Prometheus metrics (docs/operations.md); the engine and the HTTP hook feed them. */
+  metrics: WaybillMetrics;
+  /** What /readyz reads besides the database: shutting down, the worker's heartbeat. */
+  health: HealthState;
 }
 
 export function runAfterCommit(ctx: AppContext): void {

@@ -1,6 +1,7 @@
 import type { AppContext } from './context.ts';
 import { purgeIdempotencyKeys } from './http/idempotency.ts';
 import { HOUR } from './lib/clock.ts';
+import { purgeSignInFailures } from './modules/accounts/sign-in-throttle.ts';
 
 export interface BackgroundJob {
   name: string;
@@ -12,6 +13,7 @@ export interface BackgroundJob {
 /** Periodic housekeeping; modules add their own (history retention, key expiry). */
 export const housekeeping: BackgroundJob[] = [
   { name: 'idempotency-keys', everyMs: HOUR, run: purgeIdempotencyKeys },
+  { name: 'sign-in-failures', everyMs: HOUR, run: purgeSignInFailures },
 ];
 
 export interface Runner {

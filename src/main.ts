@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { buildApp, buildContext } from './app.ts';
@@ -8,6 +9,7 @@ import type { AppContext } from './context.ts';
 import { openDatabase } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { systemClock } from './lib/clock.ts';
+import { type OperationsListener, startOperationsListener } from './modules/operations/listener.ts';
 import { seedDemo } from './seed.ts';
 import { startWorkers } from './worker.ts';
 
@@ -23,18 +25,24 @@ Configuration comes from the environment; see README.md.`;
 
 async function open(config: Readonly<Config>) {
   const logger = pino({ level: config.logLevel });
-  const database = await openDatabase(config);
+  const database = await openDatabase(config, { log: logger });
   const applied = await migrateToLatest(database.db);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
   const ctx = buildContext({ config, database, clock: systemClock, logger });
   return { ctx, logger };
 }
 
+/** Cut short by a second signal: an operator who presses Ctrl-C twice means now. */
+const skipDelay = new AbortController();
+
 function onShutdown(stop: () => Promise<void>): void {
   let stopping = false;
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
-      if (stopping) return;
+      if (stopping) {
+        skipDelay.abort();
+        return;
+      }
       stopping = true;
       stop().then(
         () => process.exit(0),
@@ -45,6 +53,29 @@ function onShutdown(stop: () => Promise<void>): void {
       );
     });
   }
+}
+
+/**
+ * Readiness first: from now on /readyz answers 503, and the process keeps serving for
+ * WAYBILL_SHUTDOWN_DELAY_SECONDS so that load balancers see it and stop sending.
+ */
+async function announceShutdown(ctx: AppContext, servesTraffic: boolean): Promise<void> {
+  ctx.health.shuttingDown = true;
+  // A worker-only process takes no traffic: nothing to wait for.
+  const delayMs = servesTraffic ? ctx.config.shutdownDelayMs : 0;
+  console.log(
+    `Waybill stopping: /readyz answers 503${delayMs > 0 ? `, draining in ${delayMs / 1000} s` : ''}`,
+  );
+  if (delayMs > 0) await sleep(delayMs, undefined, { signal: skipDelay.signal }).catch(() => {});
+}
+
+/** The metrics listener (WAYBILL_METRICS_PORT), when configured. */
+async function startOperations(ctx: AppContext): Promise<OperationsListener | null> {
+  const port = ctx.config.metricsPort;
+  if (port === null) return null;
+  const listener = await startOperationsListener(ctx, { port, host: ctx.config.host });
+  console.log(`Waybill metrics on ${listener.url}/metrics`);
+  return listener;
 }
 
 async function printDemo(ctx: AppContext): Promise<void> {
@@ -79,13 +110,15 @@ async function serve(given: Readonly<Config>, withWorker: boolean): Promise<void
   const url = new URL(address);
   if (url.hostname === '127.0.0.1' || url.hostname === '[::1]') url.hostname = 'localhost';
   const workers = withWorker ? startWorkers(ctx) : null;
+  const operations = await startOperations(ctx);
   console.log(`Waybill listening on ${url.origin}`);
   if (config.demo) console.log(`Demo sign-ins: ${url.origin}/signin (see README.md for the accounts)`);
   onShutdown(async () => {
-    // Stop taking work, let requests in flight finish, then let go of the database.
-    await workers?.stop();
+    // Not ready at once; stop taking work and let requests in flight finish; then let go of the database.
+    await Promise.all([announceShutdown(ctx, true), workers?.stop()]);
     stopping = true;
     await app.close();
+    await operations?.close();
     await ctx.database.close();
   });
 }
@@ -107,9 +140,11 @@ async function main(): Promise<void> {
     case 'worker': {
       const { ctx } = await open(config);
       const workers = startWorkers(ctx);
+      const operations = await startOperations(ctx);
       console.log('Waybill worker running');
       onShutdown(async () => {
-        await workers.stop();
+        await Promise.all([announceShutdown(ctx, false), workers.stop()]);
+        await operations?.close();
         await ctx.database.close();
       });
       return;

@@ -1,10 +1,12 @@
 import type { AppContext } from './context.ts';
+import type { DemoExtension, DemoSeed } from './lib/demo.ts';
 import type { TenantAccess } from './modules/accounts/access.ts';
 import { addMember, createCompany, createCustomerAccount, goLive } from './modules/accounts/companies.ts';
 import { SCOPES } from './modules/accounts/roles.ts';
 import { signUp } from './modules/accounts/users.ts';
 import { seedDemoApp } from './modules/apps/demo.ts';
 import { createShipment, moveShipment } from './modules/shipments/service.ts';
+import { seedDemoStore } from './modules/store/demo.ts';
 
 export const DEMO_PASSWORD = 'waybill-demo-1';
 
@@ -15,20 +17,9 @@ export const DEMO_PEOPLE = {
   reviewer: { email: 'reviewer@demo.waybill.test', name: 'Rene Reviewer' },
 } as const;
 
-export interface DemoSeed {
-  tenantId: string;
-  customerAccountId: string;
-  lines: string[];
-}
-
-/** Hooks other modules add to the demo (an app for the developer, a webhook endpoint). */
-export type DemoExtension = (
-  ctx: AppContext,
-  seed: DemoSeed,
-  people: Record<string, string>,
-) => Promise<void>;
+/** Modules' additions to the demo, in order (their types live in lib/demo.ts: no import circle). */
 export const demoExtensions: DemoExtension[] = [];
-demoExtensions.push(seedDemoApp);
+demoExtensions.push(seedDemoApp, seedDemoStore);
 
 /** Seeds the demo on an empty database; does nothing when anyone has signed up already. */
 export async function seedDemo(ctx: AppContext): Promise<DemoSeed | null> {
@@ -39,6 +30,12 @@ export async function seedDemo(ctx: AppContext): Promise<DemoSeed | null> {
   for (const [key, person] of Object.entries(DEMO_PEOPLE)) {
     people[key] = (await signUp(ctx, { ...person, password: DEMO_PASSWORD })).id;
   }
+  // This account, and no other with its e-mail, is the demo's reviewer (users.ts isReviewer).
+  await ctx.db
+    .updateTable('users')
+    .set({ demo_reviewer: true })
+    .where('id', '=', people.reviewer as string)
+    .execute();
   const ownerId = people.owner as string;
   const company = await createCompany(ctx, ownerId, { name: 'Demo Logistics' });
   await goLive(ctx, ownerId, company.id);
@@ -65,12 +62,14 @@ export async function seedDemo(ctx: AppContext): Promise<DemoSeed | null> {
   await createShipment(ctx, access, {
     ...base,
     recipient_name: 'Ada Lovelace',
+    recipient_email: 'ada@example.com',
     external_ref: 'ORDER-1001',
     status: 'draft',
   });
   const cod = await createShipment(ctx, access, {
     ...base,
     recipient_name: 'Grace Hopper',
+    recipient_email: 'grace@example.com',
     customer_account_id: merchant.id,
     payment_mode: 'cod',
     cod_amount_minor: 4599,

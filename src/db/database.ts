@@ -42,6 +42,8 @@ export interface DatabaseOptions {
   /** PGlite only: start from a dump instead of an empty cluster. */
   loadDataDir?: Blob;
   poolSize?: number;
+  /** Where lost connections are reported (they are not errors of any request). */
+  log?: { warn(object: object, message: string): void };
 }
 
 /**
@@ -134,14 +136,65 @@ async function openPGlite(dataDir: string | null, options: DatabaseOptions): Pro
   };
 }
 
+/** Bounds on waiting for PostgreSQL, so that an outage answers 503 instead of hanging a request. */
+const CONNECT_TIMEOUT_MS = 5_000;
+const QUERY_TIMEOUT_MS = 30_000;
+/** LISTEN reconnects after a lost connection, waiting longer each time up to this. */
+const LISTEN_RETRY_MAX_MS = 10_000;
+
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  '57P01', // admin_shutdown: "terminating connection due to administrator command"
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now: starting up or shutting down
+  '53300', // too_many_connections
+]);
+const UNAVAILABLE_MESSAGES =
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection ended|not queryable|Cannot use a pool after calling end/i;
+
+/**
+ * Whether an error means the database cannot be reached now (an outage, a restart, a failover),
+ * as opposed to a statement it refused: the first is answered 503 and retried, the second is a bug
+ * or bad data.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; current && depth < 4; depth++) {
+    const code = String((current as { code?: unknown }).code ?? '');
+    if (UNAVAILABLE_CODES.has(code) || code.startsWith('08')) return true;
+    const message = String((current as { message?: unknown }).message ?? '');
+    if (UNAVAILABLE_MESSAGES.test(message)) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 async function openPostgres(url: string, options: DatabaseOptions): Promise<DatabaseHandle> {
   const connection = {
     connectionString: url,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    query_timeout: QUERY_TIMEOUT_MS,
+    keepAlive: true,
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
   };
   const pool = new pg.Pool({ ...connection, max: options.poolSize ?? 10 });
+  // An idle connection that dies (a restart, a failover, a cut network) emits 'error' on the pool;
+  // unheard, that event would end the process. The pool drops the client and opens a new one when
+  // next asked.
+  pool.on('error', (error) => options.log?.warn({ err: error }, 'idle database connection lost'));
+  // A connection lost while checked out emits 'error' on its client, which the pool no longer
+  // listens to then; its query fails on its own (and answers 503), so the event is only logged.
+  pool.on('connect', (client) => {
+    client.on('error', (error) => options.log?.warn({ err: error }, 'database connection lost'));
+  });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  const listeners: pg.Client[] = [];
+  const subscriptions = new Set<ListenSubscription>();
   return {
     async prepared<Row>(query: CompiledQuery) {
       const name = `w_${createHash('sha1').update(query.sql).digest('hex').slice(0, 16)}`;
@@ -151,25 +204,108 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<Data
     db,
     engine: 'postgres',
     async listen(channel, listener) {
-      // LISTEN needs a connection of its own that stays open.
-      const client = new pg.Client(connection);
-      await client.connect();
-      client.on('notification', (message) => {
-        if (message.channel === channel) listener(message.payload ?? '');
-      });
-      client.on('error', () => {
-        // The poll fallback keeps the worker going; the connection is dropped.
-      });
-      await client.query(`LISTEN "${channel.replaceAll('"', '')}"`);
-      listeners.push(client);
+      const subscription = new ListenSubscription(connection, channel, listener, options.log);
+      await subscription.start();
+      subscriptions.add(subscription);
       return async () => {
-        listeners.splice(listeners.indexOf(client), 1);
-        await client.end().catch(() => {});
+        subscriptions.delete(subscription);
+        await subscription.stop();
       };
     },
     async close() {
-      await Promise.all(listeners.splice(0).map((client) => client.end().catch(() => {})));
+      await Promise.all([...subscriptions].map((subscription) => subscription.stop()));
+      subscriptions.clear();
       await db.destroy();
     },
   };
+}
+
+/**
+ * LISTEN on a connection of its own that stays open, re-established after it is lost. Once it is
+ * back the listener is called with an empty payload: what was notified meanwhile was missed, so
+ * the worker looks for work at once (the poll would find it too, later).
+ */
+class ListenSubscription {
+  #client: pg.Client | null = null;
+  #stopped = false;
+  #retryMs = 250;
+  #timer: NodeJS.Timeout | null = null;
+
+  private readonly connection: pg.ClientConfig;
+  private readonly channel: string;
+  private readonly listener: Listener;
+  private readonly log: DatabaseOptions['log'];
+
+  constructor(connection: pg.ClientConfig, channel: string, listener: Listener, log: DatabaseOptions['log']) {
+    this.connection = connection;
+    this.channel = channel;
+    this.listener = listener;
+    this.log = log;
+  }
+
+  /** The first connection: its failure is the caller's to handle (it polls only). */
+  async start(): Promise<void> {
+    await this.#connect();
+  }
+
+  async #connect(): Promise<void> {
+    const client = new pg.Client(this.connection);
+    client.on('notification', (message) => {
+      if (message.channel === this.channel) this.listener(message.payload ?? '');
+    });
+    // 'error' and 'end' both mean the connection is gone; 'error' must be heard or it ends the process.
+    client.on('error', (error) => this.#lost(client, error));
+    client.on('end', () => this.#lost(client, null));
+    try {
+      await client.connect();
+      await client.query(`LISTEN "${this.channel.replaceAll('"', '')}"`);
+    } catch (error) {
+      client.removeAllListeners('end');
+      await client.end().catch(() => {});
+      throw error;
+    }
+    if (this.#stopped) {
+      await client.end().catch(() => {});
+      return;
+    }
+    this.#client = client;
+    this.#retryMs = 250;
+  }
+
+  #lost(client: pg.Client, error: Error | null): void {
+    if (this.#client !== client || this.#stopped) return;
+    this.#client = null;
+    client.removeAllListeners('end');
+    void client.end().catch(() => {});
+    this.log?.warn({ err: error, channel: this.channel }, 'LISTEN connection lost; reconnecting');
+    this.#scheduleReconnect();
+  }
+
+  #scheduleReconnect(): void {
+    if (this.#stopped || this.#timer) return;
+    const wait = this.#retryMs;
+    this.#retryMs = Math.min(this.#retryMs * 2, LISTEN_RETRY_MAX_MS);
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      this.#connect().then(
+        () => {
+          if (!this.#stopped) this.listener('');
+        },
+        () => this.#scheduleReconnect(),
+      );
+    }, wait);
+    this.#timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    const client = this.#client;
+    this.#client = null;
+    if (client) {
+      client.removeAllListeners('end');
+      await client.end().catch(() => {});
+    }
+  }
 }

@@ -44,3 +44,28 @@ export async function newestFirst<Row extends { created_at: Date; id: string }, 
     .execute();
   return toPage(rows, limit, present);
 }
+
+/**
+ * One page of a list, oldest first (queues): the mirror of newestFirst, `(created_at, id) > cursor`.
+ */
+export async function oldestFirst<Row extends { created_at: Date; id: string }, T>(
+  // biome-ignore lint/suspicious/noExplicitAny: any table's query; its rows are what matter.
+  query: SelectQueryBuilder<any, any, Row>,
+  table: string,
+  request: PageRequest,
+  present: (row: Row) => T,
+): Promise<Page<T>> {
+  const limit = pageLimit(request.limit);
+  const position = decodeCursor(request.cursor);
+  const after = position
+    ? query.where(
+        sql<boolean>`(${sql.ref(`${table}.created_at`)}, ${sql.ref(`${table}.id`)}) > (${position.createdAt}::timestamptz, ${position.id}::text)`,
+      )
+    : query;
+  const rows = await after
+    .orderBy(sql.ref(`${table}.created_at`), 'asc')
+    .orderBy(sql.ref(`${table}.id`), 'asc')
+    .limit(limit + 1)
+    .execute();
+  return toPage(rows, limit, present);
+}

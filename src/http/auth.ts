@@ -1,13 +1,26 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
 import { AppError } from '../lib/errors.ts';
-import type { Principal } from '../modules/accounts/access.ts';
+import { type Principal, requireAccess, requireUser } from '../modules/accounts/access.ts';
 import { authenticateBearer } from '../modules/accounts/authenticate.ts';
+import type { Scope } from '../modules/accounts/roles.ts';
+
+/**
+ * Who may call a /v1 route, declared on the route as `config: { auth }`:
+ * - `public`: anyone (sign-up, sign-in); a token that is sent must still be valid;
+ * - `session`: a signed-in person's token (`ust_`), never an API or app token (spec 5.2);
+ * - `{ scope }`: an API token or app access token holding the scope.
+ */
+export type RouteAuth = 'public' | 'session' | { scope: Scope };
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** Who calls the API, from `Authorization: Bearer`; null when the header is absent. */
     principal: Principal | null;
+  }
+  interface FastifyContextConfig {
+    /** Who may call the route; checked on arrival, before the body is read (registerBearerAuth). */
+    auth?: RouteAuth;
   }
 }
 
@@ -19,12 +32,33 @@ export function bearerOf(request: FastifyRequest): string | null {
   return match[1];
 }
 
-/** Resolves the bearer token of every /v1 call before anything else runs, so a bad token is always 401. */
+/** 401 without a caller, 403 for the wrong kind of caller or a missing scope. */
+export function authorize(auth: RouteAuth, principal: Principal | null): void {
+  if (auth === 'public') return;
+  if (auth === 'session') requireUser(principal);
+  else requireAccess(principal, auth.scope);
+}
+
+const isApiRoute = (url: string | undefined) => url?.startsWith('/v1/') === true;
+
+/**
+ * Authentication and authorisation of every /v1 call happen when it arrives (onRequest), before
+ * its body is read or validated: a caller without the right token learns 401 or 403, never the
+ * body's schema. Every /v1 route must declare `config.auth`; one that does not fails at start.
+ */
 export function registerBearerAuth(app: FastifyInstance, ctx: AppContext): void {
   app.decorateRequest('principal', null);
+  app.addHook('onRoute', (route) => {
+    if (isApiRoute(route.url) && route.config?.auth === undefined) {
+      throw new Error(`${String(route.method)} ${route.url} declares no config.auth`);
+    }
+  });
   app.addHook('onRequest', async (request) => {
-    if (!request.url.startsWith('/v1/')) return;
+    // Unknown /v1 paths too: a bad token is 401 wherever it is sent.
+    if (!isApiRoute(request.url)) return;
     const secret = bearerOf(request);
     request.principal = secret ? await authenticateBearer(ctx, secret) : null;
+    const auth = request.routeOptions.config.auth;
+    if (auth !== undefined) authorize(auth, request.principal);
   });
 }

@@ -1,7 +1,9 @@
-import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { createHmac } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import type { AppContext } from '../context.ts';
+import { canonicalJson } from '../lib/canonical-json.ts';
 import { DAY, MINUTE } from '../lib/clock.ts';
+import { derivedKey } from '../lib/crypto.ts';
 import { AppError } from '../lib/errors.ts';
 import { credentialKey } from '../modules/accounts/access.ts';
 
@@ -15,22 +17,62 @@ declare module 'fastify' {
   }
 }
 
-function requestHash(request: FastifyRequest): string {
-  return createHash('sha256')
-    .update(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`)
+/**
+ * What identifies "the same request" under one key: an HMAC-SHA256, under a key derived from the
+ * secret key, of the method, the path and the body as canonical JSON (key order does not matter,
+ * array order does). Keyed, so that a database reader cannot test guesses of what a body held;
+ * canonical, so that a client that serialises the same body differently on a retry is not refused.
+ */
+function requestHash(hashKey: Buffer, request: FastifyRequest): string {
+  return createHmac('sha256', hashKey)
+    .update(`${request.method} ${request.url}\n${canonicalJson(request.body ?? null)}`)
     .digest('base64url');
+}
+
+/** Body fields that make a route a credentials route (sign-up, sign-in, anything taking a secret). */
+const CREDENTIAL_FIELD = /password|secret/i;
+
+/** Whether a body schema names a credential field at any depth (walked without recursion). */
+function carriesCredentials(schema: unknown): boolean {
+  const pending: unknown[] = [schema];
+  const seen = new Set<unknown>();
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (node === null || typeof node !== 'object' || seen.has(node)) continue;
+    seen.add(node);
+    const properties = (node as { properties?: unknown }).properties;
+    if (properties && typeof properties === 'object') {
+      if (Object.keys(properties).some((name) => CREDENTIAL_FIELD.test(name))) return true;
+    }
+    pending.push(...Object.values(node));
+  }
+  return false;
 }
 
 /**
  * `Idempotency-Key` on every POST of the API (CONTRACT.md): the same key with the same request
  * answers the first answer again; with another request, 409 idempotency.key_reused. Keys are
  * scoped to the credential that sent them and kept 24 h. Server errors are not kept, so a retry runs.
+ *
+ * Credentials routes (a body schema with a password or secret field: sign-up and sign-in) are kept
+ * out: the key is ignored there and nothing about the request or its answer is stored. A stored
+ * fingerprint of a password is an offline guessing aid, and a stored answer would be a session.
  */
 export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void {
   app.decorateRequest('idempotency', null);
+  const hashKey = derivedKey(ctx.config.secretKey, 'idempotency request hash v1');
+  const credentialsRoutes = new Set<string>();
+
+  // Decided once per route from its schema, as routes are registered (after this hook is added).
+  app.addHook('onRoute', (route: RouteOptions) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!methods.includes('POST') || !carriesCredentials(route.schema?.body)) return;
+    credentialsRoutes.add(route.url);
+  });
 
   app.addHook('preHandler', async (request, reply) => {
     if (request.method !== 'POST' || !request.url.startsWith('/v1/')) return;
+    if (credentialsRoutes.has(request.routeOptions.url ?? '')) return;
     const key = request.headers['idempotency-key'];
     if (typeof key !== 'string' || key === '') return;
     if (key.length > 255)
@@ -38,7 +80,7 @@ export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void
         errors: [{ path: 'headers:/idempotency-key', message: 'must NOT have more than 255 characters' }],
       });
     const scope = request.principal ? credentialKey(request.principal) : `ip:${request.ip}`;
-    const hash = requestHash(request);
+    const hash = requestHash(hashKey, request);
     const now = ctx.clock.now();
     // A key older than the window is forgotten, and so is a claim whose request died without an
     // answer (a crashed process): the same key then starts anew.

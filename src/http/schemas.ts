@@ -33,5 +33,3 @@ export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Ty
 /** Standard error answers for a route, referenced from the OpenAPI document. */
 export const errorResponses = (...statuses: number[]) =>
   Object.fromEntries(statuses.map((status) => [status, { $ref: 'Problem#' }]));
-
-export const bearerSecurity = [{ bearer: [] }];

@@ -2,6 +2,7 @@ import {
   createCipheriv,
   createDecipheriv,
   createHash,
+  hkdfSync,
   randomBytes,
   scrypt as scryptCallback,
   timingSafeEqual,
@@ -93,4 +94,13 @@ export function newSigningSecret(): string {
 
 export function sha256Base64url(input: string | Buffer): string {
   return createHash('sha256').update(input).digest('base64url');
+}
+
+/**
+ * A key for one purpose, derived from the secret key with HKDF-SHA256 (RFC 5869), so that the key
+ * that encrypts secrets at rest is never used for anything else. `purpose` names the use and its
+ * version; another purpose gives an unrelated key.
+ */
+export function derivedKey(secretKey: Buffer, purpose: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', secretKey, Buffer.alloc(0), `waybill ${purpose}`, 32));
 }

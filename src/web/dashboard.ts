@@ -45,7 +45,13 @@ export const dashboardNav: NavItem[] = [
   { href: '/dashboard/webhooks', label: 'Webhooks', visible: (v) => v.access.scopes.has('webhooks:write') },
   { href: '/dashboard/api-tokens', label: 'API tokens', visible: (v) => v.membership.manages_integrations },
   { href: '/dashboard/apps', label: 'Apps', visible: (v) => v.membership.manages_integrations },
+  { href: '/dashboard/store', label: 'App Store' },
   { href: '/dashboard/members', label: 'Members' },
+  {
+    href: '/dashboard/privacy-requests',
+    label: 'Privacy',
+    visible: (v) => v.membership.role === 'owner' || v.membership.role === 'admin',
+  },
   { href: '/developer/apps', label: 'Developer' },
   { href: '/review', label: 'Review', visible: (v) => v.person.is_reviewer },
 ];

@@ -7,7 +7,7 @@ import { signIn, signOut, signUp } from '../modules/accounts/users.ts';
 import { html } from './html.ts';
 import { csrfField, layout, sendPage } from './layout.ts';
 import { dashboardPages } from './pages/index.ts';
-import { clearSessionCookie, pageUser, safeReturnPath, setSessionCookie } from './session.ts';
+import { clearSessionCookie, pageUser, sameSiteReturnPath, setSessionCookie } from './session.ts';
 
 const stylesheet = readFileSync(new URL('./static/waybill.css', import.meta.url), 'utf8');
 
@@ -63,7 +63,7 @@ export function webRoutes(ctx: AppContext): FastifyPluginAsync {
       '/signin',
       { schema: { hide: true } },
       async (request, reply) => {
-        const returnTo = safeReturnPath(request.query.return_to);
+        const returnTo = sameSiteReturnPath(ctx.config.webUrl, request.query.return_to);
         if (await pageUser(ctx, request)) return reply.redirect(returnTo);
         return sendPage(reply, signInPage(reply.generateCsrf(), returnTo));
       },
@@ -78,7 +78,7 @@ export function webRoutes(ctx: AppContext): FastifyPluginAsync {
       },
       async (request, reply) => {
         const form = request.body ?? {};
-        const returnTo = safeReturnPath(form.return_to);
+        const returnTo = sameSiteReturnPath(ctx.config.webUrl, form.return_to);
         try {
           const session = await signIn(ctx, {
             email: String(form.email ?? '').slice(0, 254),
@@ -97,7 +97,10 @@ export function webRoutes(ctx: AppContext): FastifyPluginAsync {
       '/signup',
       { schema: { hide: true } },
       async (request, reply) =>
-        sendPage(reply, signUpPage(reply.generateCsrf(), safeReturnPath(request.query.return_to))),
+        sendPage(
+          reply,
+          signUpPage(reply.generateCsrf(), sameSiteReturnPath(ctx.config.webUrl, request.query.return_to)),
+        ),
     );
 
     app.post<{ Body: Form }>(
@@ -109,7 +112,7 @@ export function webRoutes(ctx: AppContext): FastifyPluginAsync {
       },
       async (request, reply) => {
         const form = request.body ?? {};
-        const returnTo = safeReturnPath(form.return_to);
+        const returnTo = sameSiteReturnPath(ctx.config.webUrl, form.return_to);
         const email = String(form.email ?? '');
         const password = String(form.password ?? '');
         const name = String(form.name ?? '').trim();

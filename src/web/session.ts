@@ -30,10 +30,26 @@ export function clearSessionCookie(reply: FastifyReply): void {
   reply.clearCookie(SESSION_COOKIE, { path: '/' });
 }
 
-/** Only same-site paths are followed after sign-in, never another origin. */
-export function safeReturnPath(value: unknown): string {
-  if (typeof value !== 'string' || !value.startsWith('/') || value.startsWith('//') || value.includes('\\')) {
-    return '/dashboard';
+export const DEFAULT_RETURN_PATH = '/dashboard';
+
+/**
+ * Where to send a person after sign-in or a view switch, given a target they (or a link) chose:
+ * the target resolved against the site's own origin with the WHATWG URL parser, the one browsers
+ * use, and kept only when the origin is unchanged. String checks are not enough: browsers drop
+ * tabs and newlines (`/\t/evil.example`), read `\` as `/`, and `/.//evil.example` normalises to
+ * the scheme-relative `//evil.example`. The answer is the resolved path, query and fragment, which
+ * the parser has percent-encoded, so no control character reaches the Location header.
+ */
+export function sameSiteReturnPath(webUrl: string, value: unknown): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 2048) return DEFAULT_RETURN_PATH;
+  const site = new URL(webUrl);
+  let target: URL;
+  try {
+    target = new URL(value, site.origin);
+  } catch {
+    return DEFAULT_RETURN_PATH;
   }
-  return value;
+  // A path that starts with two slashes would be read by the browser as another host.
+  if (target.origin !== site.origin || target.pathname.startsWith('//')) return DEFAULT_RETURN_PATH;
+  return `${target.pathname}${target.search}${target.hash}`;
 }

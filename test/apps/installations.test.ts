@@ -52,6 +52,9 @@ async function insertEndpoint(installationId: string | null, customerAccountId: 
       previous_secret_sealed: null,
       previous_secret_expires_at: null,
       failing_since: null,
+      kind: 'endpoint',
+      app_id: null,
+      held: false,
       created_by: null,
       created_at: now,
       updated_at: now,
@@ -101,10 +104,13 @@ describe('installations API', () => {
       id: installs.a,
       app_id: appId,
       app_name: appName,
+      app_status: 'private',
       tenant_id: company.tenantId,
       customer_account_id: accountA,
       scopes: ['shipments:read', 'webhooks:write'],
       user_id: merchantA.id,
+      approved_by: merchantA.id,
+      approved_at: w.clock.now().toISOString(),
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });
@@ -212,7 +218,12 @@ describe('installations API', () => {
         .where('installation_id', '=', installs.a)
         .execute();
       expect(codes).toHaveLength(0);
-      const endpoints = await w.ctx.db.selectFrom('webhook_endpoints').select('id').execute();
+      // Endpoints only: the app's events target (its app.uninstalled is on the way) is not one.
+      const endpoints = await w.ctx.db
+        .selectFrom('webhook_endpoints')
+        .select('id')
+        .where('kind', '=', 'endpoint')
+        .execute();
       expect(endpoints.map((e) => e.id).sort()).toEqual([endpointOfOther, endpointOfCompany].sort());
       expect(endpoints.map((e) => e.id)).not.toContain(endpointOfInstallation);
 

@@ -144,6 +144,59 @@ describe.skipIf(engine === 'postgres')('the waybill command', () => {
     );
   });
 
+  describe('serve with a metrics port and a shutdown delay', () => {
+    let run: Run;
+    let publicUrl: string;
+    let metricsUrl: string;
+
+    beforeAll(async () => {
+      run = waybill(['serve'], {
+        WAYBILL_DATABASE_URL: 'memory:',
+        PORT: '0',
+        WAYBILL_DEMO: '0',
+        WAYBILL_METRICS_PORT: '0',
+        WAYBILL_SHUTDOWN_DELAY_SECONDS: '120',
+      });
+      metricsUrl = (await waitFor(run, /Waybill metrics on (http:\/\/[\d.:]+)\/metrics/))[1] as string;
+      const port = (await waitFor(run, /Waybill listening on http:\/\/localhost:(\d+)/))[1];
+      publicUrl = `http://127.0.0.1:${port}`;
+    }, TIMEOUT);
+    afterAll(() => {
+      if (run.child.exitCode === null) run.child.kill('SIGKILL');
+    });
+
+    it('serves /metrics on the metrics port only', async () => {
+      const metrics = await fetch(`${metricsUrl}/metrics`);
+      expect(metrics.status).toBe(200);
+      const text = await metrics.text();
+      expect(text).toMatch(/^waybill_webhook_queue_depth\{state="due"\} 0$/m);
+      expect(text).toMatch(/^waybill_process_resident_memory_bytes \d+/m);
+      const onPublic = await fetch(`${publicUrl}/metrics`);
+      expect(onPublic.status).toBe(404);
+      expect(onPublic.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    });
+
+    it(
+      'on SIGTERM /readyz answers 503 at once while the process still serves; a second signal ends the wait',
+      async () => {
+        expect((await fetch(`${publicUrl}/readyz`)).status).toBe(200);
+        run.child.kill('SIGTERM');
+        await waitFor(run, /Waybill stopping: \/readyz answers 503, draining in 120 s/);
+        for (const url of [publicUrl, metricsUrl]) {
+          const ready = await fetch(`${url}/readyz`);
+          expect(ready.status, url).toBe(503);
+          expect(await ready.json()).toEqual({ status: 'not_ready', failed: ['shutting_down'] });
+          expect((await fetch(`${url}/healthz`)).status, url).toBe(200);
+        }
+        // Still serving the API during the delay, for the requests the load balancer still sends.
+        expect((await fetch(`${publicUrl}/openapi.json`)).status).toBe(200);
+        run.child.kill('SIGTERM');
+        expect(await run.exited).toBe(0);
+      },
+      TIMEOUT,
+    );
+  });
+
   it(
     'migrate works on a folder, twice',
     async () => {
@@ -162,21 +215,28 @@ describe.skipIf(engine === 'postgres')('the waybill command', () => {
     TIMEOUT,
   );
 
-  it('a bad configuration value stops the command with a message naming it', async () => {
-    for (const [env, variable] of [
-      [{ PORT: 'abc' }, 'PORT'],
-      [{ PORT: '70000' }, 'PORT'],
-      [{ WAYBILL_DATABASE_URL: 'mysql://x' }, 'WAYBILL_DATABASE_URL'],
-      [{ WAYBILL_BASE_URL: 'ftp://example.test' }, 'WAYBILL_BASE_URL'],
-      [{ WAYBILL_DEMO: 'yes' }, 'WAYBILL_DEMO'],
-    ] as const) {
-      const run = waybill(['serve'], { WAYBILL_DATABASE_URL: 'memory:', ...env });
-      expect(await run.exited).not.toBe(0);
-      expect(run.stderr()).toContain('Invalid configuration');
-      expect(run.stderr()).toContain(variable);
-      expect(run.stdout()).not.toContain('listening');
-    }
-  });
+  it(
+    'a bad configuration value stops the command with a message naming it',
+    async () => {
+      for (const [env, variable] of [
+        [{ PORT: 'abc' }, 'PORT'],
+        [{ PORT: '70000' }, 'PORT'],
+        [{ WAYBILL_DATABASE_URL: 'mysql://x' }, 'WAYBILL_DATABASE_URL'],
+        [{ WAYBILL_BASE_URL: 'ftp://example.test' }, 'WAYBILL_BASE_URL'],
+        [{ WAYBILL_DEMO: 'yes' }, 'WAYBILL_DEMO'],
+        [{ WAYBILL_METRICS_PORT: 'metrics' }, 'WAYBILL_METRICS_PORT'],
+        [{ PORT: '4000', WAYBILL_METRICS_PORT: '4000' }, 'WAYBILL_METRICS_PORT'],
+        [{ WAYBILL_SHUTDOWN_DELAY_SECONDS: '-1' }, 'WAYBILL_SHUTDOWN_DELAY_SECONDS'],
+      ] as const) {
+        const run = waybill(['serve'], { WAYBILL_DATABASE_URL: 'memory:', ...env });
+        expect(await run.exited).not.toBe(0);
+        expect(run.stderr()).toContain('Invalid configuration');
+        expect(run.stderr()).toContain(variable);
+        expect(run.stdout()).not.toContain('listening');
+      }
+    },
+    TIMEOUT,
+  );
 
   it('an unknown command exits non-zero with the usage', async () => {
     const run = waybill(['launch'], { WAYBILL_DATABASE_URL: 'memory:' });

@@ -78,7 +78,8 @@ describe('OpenAPI', () => {
   it('is an OpenAPI 3.1 document listing the routes with their schemas', () => {
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.info).toMatchObject({ title: expect.any(String), version: expect.any(String) });
-    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.components.securitySchemes.session).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.components.securitySchemes.token).toMatchObject({ type: 'http', scheme: 'bearer' });
     for (const [path, methods] of [
       ['/v1/auth/signup', ['post']],
       ['/v1/auth/sessions', ['post']],
@@ -106,7 +107,13 @@ describe('OpenAPI', () => {
     expect(body.properties.currency).toMatchObject({ type: 'string', maxLength: 3 });
     expect(body.additionalProperties).toBe(false);
     expect(create.responses['201'].content['application/json'].schema).toBeDefined();
-    expect(create.security).toEqual([{ bearer: [] }]);
+    expect(create.security).toEqual([{ token: ['shipments:write'] }]);
+    expect(create.operationId).toBe('postShipments');
+    expect(doc.paths['/v1/me'].get.security).toEqual([{ session: [] }]);
+    expect(doc.paths['/v1/auth/signup'].post.security).toEqual([]);
+    // Errors are problem details, and the document says so.
+    expect(Object.keys(create.responses['400'].content)).toEqual(['application/problem+json']);
+    expect(Object.keys(create.responses['201'].content)).toEqual(['application/json']);
     const list = doc.paths['/v1/shipments'].get;
     expect(list.parameters.map((p: { name: string }) => p.name).sort()).toEqual(
       ['cursor', 'customer_account_id', 'limit', 'status'].sort(),

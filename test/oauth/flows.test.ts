@@ -163,18 +163,22 @@ describe('OAuth 2.1 flows with oauth4webapi', () => {
     const company = await createCompany(w);
     const app = await registerApp(w);
     const jar = await signedInJar(w, company.owner);
-    const first = await consent(jar, await authorizationRequest(app, { scope: 'shipments:read' }));
-    const second = await consent(jar, await authorizationRequest(app));
-    const exchange = async (location: URL) => {
+    const installationOf = async (location: URL) => {
       const code = location.searchParams.get('code') as string;
       const row = await w.ctx.db
         .selectFrom('oauth_codes')
         .select('installation_id')
         .where('code_hash', '=', (await import('../../src/lib/ids.ts')).hashSecret(code))
-        .executeTakeFirstOrThrow();
-      return row.installation_id;
+        .executeTakeFirst();
+      return row?.installation_id;
     };
-    expect(await exchange(first)).toBe(await exchange(second));
+    const first = await consent(jar, await authorizationRequest(app, { scope: 'shipments:read' }));
+    const firstInstallation = await installationOf(first);
+    expect(firstInstallation).toMatch(/^inst_/);
+    const second = await consent(jar, await authorizationRequest(app));
+    expect(await installationOf(second)).toBe(firstInstallation);
+    // The new approval ended what the first one gave, its unexchanged code included.
+    expect(await installationOf(first)).toBeUndefined();
     const installs = await w.ctx.db
       .selectFrom('installations')
       .select(['id', 'scopes'])

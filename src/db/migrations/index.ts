@@ -3,6 +3,11 @@ import * as accounts from './0001_accounts.ts';
 import * as shipments from './0002_shipments.ts';
 import * as webhooks from './0003_webhooks.ts';
 import * as appsOAuth from './0004_apps_oauth.ts';
+import * as deliveryTargets from './0005_delivery_targets.ts';
+import * as attemptsByEndpoint from './0006_webhook_attempts_by_endpoint.ts';
+import * as installationApproval from './0007_installation_approval.ts';
+import * as appStore from './0008_app_store.ts';
+import * as accountsHardening from './0009_accounts_hardening.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +15,9 @@ export const migrations: Record<string, Migration> = {
   '0002_shipments': shipments,
   '0003_webhooks': webhooks,
   '0004_apps_oauth': appsOAuth,
+  '0005_delivery_targets': deliveryTargets,
+  '0006_webhook_attempts_by_endpoint': attemptsByEndpoint,
+  '0007_installation_approval': installationApproval,
+  '0008_app_store': appStore,
+  '0009_accounts_hardening': accountsHardening,
 };

@@ -136,24 +136,25 @@ export async function goLive(ctx: AppContext, userId: string, tenantId: string):
   return presentCompany(row);
 }
 
+/** The company's members; for a merchant member, only the members of their own merchant account. */
 export async function listMembers(
   ctx: AppContext,
   userId: string,
   tenantId: string,
   page: PageRequest = {},
 ): Promise<Page<Membership>> {
-  await membershipOf(ctx, userId, tenantId);
-  return newestFirst(
-    ctx.db
-      .selectFrom('memberships')
-      .innerJoin('users', 'users.id', 'memberships.user_id')
-      .selectAll('memberships')
-      .select(['users.email', 'users.name'])
-      .where('memberships.tenant_id', '=', tenantId),
-    'memberships',
-    page,
-    presentMembership,
-  );
+  const caller = await membershipOf(ctx, userId, tenantId);
+  let query = ctx.db
+    .selectFrom('memberships')
+    .innerJoin('users', 'users.id', 'memberships.user_id')
+    .selectAll('memberships')
+    .select(['users.email', 'users.name'])
+    .where('memberships.tenant_id', '=', tenantId);
+  // A person limited to one merchant account sees that account's members, not the company's.
+  if (caller.customer_account_id) {
+    query = query.where('memberships.customer_account_id', '=', caller.customer_account_id);
+  }
+  return newestFirst(query, 'memberships', page, presentMembership);
 }
 
 export async function addMember(

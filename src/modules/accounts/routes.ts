@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { signInRateLimit, signUpRateLimit } from '../../http/rate-limits.ts';
-import { bearerSecurity, errorResponses, Id, Page, PageQuery } from '../../http/schemas.ts';
+import { errorResponses, Id, Page, PageQuery } from '../../http/schemas.ts';
 import { requireUser } from './access.ts';
 import { createApiToken, listApiTokens, revokeApiToken } from './api-tokens.ts';
 import {
@@ -52,7 +52,7 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           ),
           response: { 201: PersonSchema, ...errorResponses(400, 409) },
         },
-        config: { rateLimit: signUpRateLimit },
+        config: { auth: 'public', rateLimit: signUpRateLimit },
       },
       async (request, reply) => reply.code(201).send(await signUp(ctx, request.body)),
     );
@@ -72,7 +72,7 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
             ...errorResponses(400, 401, 429),
           },
         },
-        config: { rateLimit: signInRateLimit },
+        config: { auth: 'public', rateLimit: signInRateLimit },
       },
       async (request, reply) => reply.code(201).send(await signIn(ctx, request.body)),
     );
@@ -80,10 +80,10 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.delete(
       '/v1/auth/sessions/current',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'Sign out',
-          security: bearerSecurity,
           response: { 204: Type.Null(), ...errorResponses(401, 403) },
         },
       },
@@ -96,10 +96,10 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/me',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'The signed-in person and their memberships',
-          security: bearerSecurity,
           response: {
             200: Type.Object({
               ...PersonSchema.properties,
@@ -118,10 +118,10 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.post(
       '/v1/companies',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'Create a company; the creator is its owner',
-          security: bearerSecurity,
           body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, strict),
           response: { 201: CompanySchema, ...errorResponses(400, 401, 403) },
         },
@@ -133,10 +133,10 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/companies/:tenant_id',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'A company you belong to',
-          security: bearerSecurity,
           params: TenantParams,
           response: { 200: CompanySchema, ...errorResponses(401, 403, 404) },
         },
@@ -150,10 +150,10 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.post(
       '/v1/companies/:tenant_id/go-live',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'Take the company live (owner)',
-          security: bearerSecurity,
           params: TenantParams,
           response: { 200: CompanySchema, ...errorResponses(401, 403, 404) },
         },
@@ -164,10 +164,10 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/companies/:tenant_id/members',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'Members of the company',
-          security: bearerSecurity,
           params: TenantParams,
           querystring: PageQuery,
           response: { 200: Page(MembershipSchema), ...errorResponses(400, 401, 403, 404) },
@@ -180,10 +180,10 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.post(
       '/v1/companies/:tenant_id/members',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'Add a person who has signed up (owner or admin)',
-          security: bearerSecurity,
           params: TenantParams,
           body: Type.Object(
             {
@@ -212,10 +212,10 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.delete(
       '/v1/companies/:tenant_id/members/:user_id',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'The person leaves the company; their app tokens stop working',
-          security: bearerSecurity,
           params: Type.Object({ tenant_id: Id(64), user_id: Id(64) }, strict),
           response: { 204: Type.Null(), ...errorResponses(401, 403, 404, 409) },
         },
@@ -234,10 +234,10 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/companies/:tenant_id/customer-accounts',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'Merchant accounts of the company',
-          security: bearerSecurity,
           params: TenantParams,
           querystring: PageQuery,
           response: { 200: Page(CustomerAccountSchema), ...errorResponses(400, 401, 403, 404) },
@@ -255,10 +255,10 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.post(
       '/v1/companies/:tenant_id/customer-accounts',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'Create a merchant account (owner or admin)',
-          security: bearerSecurity,
           params: TenantParams,
           body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, strict),
           response: { 201: CustomerAccountSchema, ...errorResponses(400, 401, 403, 404) },
@@ -280,10 +280,10 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/companies/:tenant_id/api-tokens',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'API tokens of the company (secrets are never shown again)',
-          security: bearerSecurity,
           params: TenantParams,
           querystring: PageQuery,
           response: { 200: Page(ApiTokenSchema), ...errorResponses(400, 401, 403, 404) },
@@ -296,10 +296,10 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.post(
       '/v1/companies/:tenant_id/api-tokens',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'Create an API token, live or test; the secret is shown once',
-          security: bearerSecurity,
           params: TenantParams,
           body: Type.Object(
             {
@@ -329,10 +329,10 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.delete(
       '/v1/companies/:tenant_id/api-tokens/:tok_id',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'Revoke an API token',
-          security: bearerSecurity,
           params: Type.Object({ tenant_id: Id(64), tok_id: Id(64) }, strict),
           response: { 204: Type.Null(), ...errorResponses(401, 403, 404) },
         },

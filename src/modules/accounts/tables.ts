@@ -3,6 +3,8 @@ export interface UsersTable {
   email: string;
   name: string;
   password_hash: string;
+  /** The reviewer the demo seeded: a reviewer while the demo is on (users.ts isReviewer). */
+  demo_reviewer: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -84,6 +86,14 @@ export interface MailOutboxTable {
   error: string | null;
 }
 
+/** Failed sign-ins per account, across addresses and routes, in a fixed window (sign-in-throttle.ts). */
+export interface SignInFailuresTable {
+  /** HMAC of the normalised e-mail: e-mails that never signed up are not stored. */
+  account_key: string;
+  window_started_at: Date;
+  failures: number;
+}
+
 export interface AccountsTables {
   users: UsersTable;
   sessions: SessionsTable;
@@ -94,4 +104,5 @@ export interface AccountsTables {
   idempotency_keys: IdempotencyKeysTable;
   audit_events: AuditEventsTable;
   mail_outbox: MailOutboxTable;
+  sign_in_failures: SignInFailuresTable;
 }

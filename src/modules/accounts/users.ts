@@ -3,6 +3,7 @@ import { addMs, DAY } from '../../lib/clock.ts';
 import { hashPassword, passwordDecoy, verifyPassword } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
 import { hashSecret, newId, newSecret } from '../../lib/ids.ts';
+import { countSignInAttempt } from './sign-in-throttle.ts';
 import type { UsersTable } from './tables.ts';
 
 export const SESSION_LIFETIME_MS = 14 * DAY;
@@ -15,15 +16,23 @@ export interface Person {
   created_at: string;
 }
 
+/**
+ * Service staff: the e-mails of WAYBILL_REVIEWER_EMAILS, and the demo's reviewer only when the demo
+ * seeded that very account (not whoever signs up with its e-mail) and the demo is on.
+ */
+export function isReviewer(ctx: AppContext, row: Pick<UsersTable, 'email' | 'demo_reviewer'>): boolean {
+  return ctx.config.reviewerEmails.has(row.email) || (ctx.config.demoReviewer && row.demo_reviewer);
+}
+
 export function presentPerson(
   ctx: AppContext,
-  row: Pick<UsersTable, 'id' | 'email' | 'name' | 'created_at'>,
+  row: Pick<UsersTable, 'id' | 'email' | 'name' | 'demo_reviewer' | 'created_at'>,
 ): Person {
   return {
     id: row.id,
     email: row.email,
     name: row.name,
-    is_reviewer: ctx.config.reviewerEmails.has(row.email),
+    is_reviewer: isReviewer(ctx, row),
     created_at: row.created_at.toISOString(),
   };
 }
@@ -43,6 +52,7 @@ export async function signUp(
     email,
     name: input.name.trim(),
     password_hash: await hashPassword(input.password),
+    demo_reviewer: false,
     created_at: now,
     updated_at: now,
   };
@@ -66,14 +76,14 @@ export async function signIn(
   ctx: AppContext,
   input: { email: string; password: string },
 ): Promise<SessionGrant> {
-  const user = await ctx.db
-    .selectFrom('users')
-    .selectAll()
-    .where('email', '=', normalizeEmail(input.email))
-    .executeTakeFirst();
+  const email = normalizeEmail(input.email);
+  // Limited per account across addresses and routes; counted before the password is checked.
+  const refund = await countSignInAttempt(ctx, email);
+  const user = await ctx.db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
   // Spend the same time whether or not the person exists.
   const ok = await verifyPassword(input.password, user?.password_hash ?? (await passwordDecoy()));
   if (!user || !ok) throw new AppError('auth.invalid_credentials');
+  await refund();
   return startSession(ctx, user);
 }
 

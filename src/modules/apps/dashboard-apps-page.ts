@@ -21,7 +21,7 @@ async function accountNames(ctx: AppContext, tenantId: string): Promise<Map<stri
 function installedApps(view: DashboardView, installations: Installation[], accounts: Map<string, string>) {
   const rows = installations.map(
     (inst) => html`<tr>
-<td>${inst.app_name}</td>
+<td>${inst.app_name}${inst.app_status === 'suspended' ? html` <span class="badge bad">suspended: its access and events are stopped</span>` : ''}</td>
 <td>${inst.customer_account_id ? (accounts.get(inst.customer_account_id) ?? inst.customer_account_id) : 'Whole company'}</td>
 <td>${scopeList(inst.scopes)}</td>
 <td>${inst.updated_at.slice(0, 10)}</td>

@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.ts';
-import type { DemoSeed } from '../../seed.ts';
+import type { DemoSeed } from '../../lib/demo.ts';
 import { createApp } from './service.ts';
 
 /**

@@ -3,6 +3,7 @@ import type { AppContext } from '../../context.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { layout, sendPage } from '../../web/layout.ts';
 import { SCOPE_DESCRIPTIONS } from '../accounts/roles.ts';
+import { listingAppUrl } from '../store/catalogue.ts';
 import { type AppRecord, findAppByClientId } from './registry.ts';
 
 export function scopeList(scopes: AppRecord['scopes']): SafeHtml {
@@ -38,8 +39,9 @@ function notFoundPage(): SafeHtml {
 }
 
 /**
- * The shared install link (`install_url`). App Store listings, whose app_url this page will send
- * people on to, come with the store; until then it shows the app and says where to begin.
+ * The shared install link (`install_url`): an app with a store listing sends the person on to the
+ * listing's app_url, the app's own page that starts the OAuth flow; an app without one is shown
+ * with a note saying where installation begins.
  */
 export function installLinkPage(ctx: AppContext): FastifyPluginAsync {
   return async (app) => {
@@ -50,6 +52,8 @@ export function installLinkPage(ctx: AppContext): FastifyPluginAsync {
         const found = await findAppByClientId(ctx, request.params.id);
         // A suspended app cannot be authorized, so its link leads nowhere either.
         if (!found || found.status === 'suspended') return sendPage(reply, notFoundPage(), 404);
+        const appUrl = await listingAppUrl(ctx, found.id);
+        if (appUrl) return reply.header('cache-control', 'no-store').redirect(appUrl, 303);
         return sendPage(reply, installPage(found));
       },
     );

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
-import { bearerSecurity, errorResponses, Page, PageQuery } from '../../http/schemas.ts';
+import { errorResponses, Page, PageQuery } from '../../http/schemas.ts';
 import { requireUser } from '../accounts/access.ts';
 import { TenantParams } from '../accounts/schemas.ts';
 import { getInstallation, listInstallations, uninstallAsPerson } from './installations.ts';
@@ -15,10 +15,10 @@ export function installationRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/companies/:tenant_id/installations',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'Installed apps (owner, admin; a merchant admin sees its account only)',
-          security: bearerSecurity,
           params: TenantParams,
           querystring: PageQuery,
           response: { 200: Page(InstallationSchema), ...errorResponses(400, 401, 403, 404) },
@@ -36,10 +36,10 @@ export function installationRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/companies/:tenant_id/installations/:inst_id',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'One installed app',
-          security: bearerSecurity,
           params: InstallationParams,
           response: { 200: InstallationSchema, ...errorResponses(401, 403, 404) },
         },
@@ -56,10 +56,10 @@ export function installationRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.delete(
       '/v1/companies/:tenant_id/installations/:inst_id',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'Uninstall the app: its tokens end and its webhook endpoints are deleted',
-          security: bearerSecurity,
           params: InstallationParams,
           response: { 204: Type.Null(), ...errorResponses(401, 403, 404) },
         },

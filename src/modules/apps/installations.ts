@@ -12,25 +12,33 @@ export interface Installation {
   id: string;
   app_id: string;
   app_name: string;
+  /** The app's status: a suspended app's tokens, webhooks and events are stopped (spec 3.2). */
+  app_status: string;
   tenant_id: string;
   customer_account_id: string | null;
   scopes: Scope[];
+  /** The person who approved last; app tokens act as them (approved_by says the same). */
   user_id: string;
+  approved_by: string;
+  approved_at: string;
   created_at: string;
   updated_at: string;
 }
 
-type InstallationRow = InstallationsTable & { app_name: string };
+type InstallationRow = InstallationsTable & { app_name: string; app_status: string };
 
 function presentInstallation(row: InstallationRow): Installation {
   return {
     id: row.id,
     app_id: row.app_id,
     app_name: row.app_name,
+    app_status: row.app_status,
     tenant_id: row.tenant_id,
     customer_account_id: row.customer_account_id,
     scopes: jsonArray<Scope>(row.scopes),
     user_id: row.user_id,
+    approved_by: row.user_id,
+    approved_at: row.approved_at.toISOString(),
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };
@@ -50,7 +58,7 @@ function installationsOf(ctx: AppContext, tenantId: string, accountId: string | 
     .selectFrom('installations')
     .innerJoin('apps', 'apps.id', 'installations.app_id')
     .selectAll('installations')
-    .select('apps.name as app_name')
+    .select(['apps.name as app_name', 'apps.status as app_status'])
     .where('installations.tenant_id', '=', tenantId);
   if (accountId) query = query.where('installations.customer_account_id', '=', accountId);
   return query;

@@ -131,8 +131,16 @@ ${
 <form class="inline" method="post" action="/developer/apps/${app.id}/events-secret/rotate">${csrfField(page.csrf)}
 <button class="secondary" type="submit">Rotate the events secret</button> <span class="muted">The previous secret keeps signing for 24 hours.</span></form>
 </section>
+<section class="card"><h2>App events</h2>
+<p class="muted">What was sent to your events URL (app.uninstalled, privacy requests), with each attempt; replay or send a test.</p>
+<p><a class="button secondary" href="/developer/apps/${app.id}/event-messages">App event messages</a></p>
+</section>
+<section class="card"><h2>App Store</h2>
+<p class="muted">Submit the app for review, follow its submissions, and check your events URL.</p>
+<p><a class="button secondary" href="/developer/apps/${app.id}/submissions">App Store submissions</a></p>
+</section>
 <section class="card"><h2>Settings</h2>
-${app.status === 'published' ? html`<p class="muted">This app is published: changes to its reviewed fields go through review.</p>` : ''}
+${app.status === 'published' ? html`<p class="muted">This app is published: changes to its reviewed fields go through review (<a href="/developer/apps/${app.id}/submissions/new">submit an update</a>).</p>` : ''}
 ${form}</section>`,
   );
 }

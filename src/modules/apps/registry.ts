@@ -1,4 +1,4 @@
-import type { AppContext, Trx } from '../../context.ts';
+import { type AppContext, runAfterCommit, type Trx } from '../../context.ts';
 import { constantTimeEqual } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
 import { hashSecret, newId } from '../../lib/ids.ts';
@@ -71,9 +71,13 @@ export interface InstallationInput {
 }
 
 /**
- * Records an approval. Approving the same app again for the same company or merchant account updates
- * the one installation (unique index installations_account): the new approver and the scopes they
- * granted replace the old ones.
+ * Records an approval, inside the approval's transaction. Approving the same app again for the same
+ * company or merchant account updates the one installation (unique index installations_account):
+ * the new approver, the scopes they granted and the time replace the old ones, and what the earlier
+ * approval gave ends here: its codes not yet exchanged are deleted and its tokens revoked (the app
+ * holds new ones from the new code), so no token outlives the grant it came from. Codes go first:
+ * deleting a code waits for an exchange of it that is under way, so the tokens that exchange made
+ * are there to be revoked. Each approval is an audit event.
  */
 export async function upsertInstallation(
   ctx: AppContext,
@@ -91,16 +95,42 @@ export async function upsertInstallation(
       customer_account_id: input.customerAccountId,
       user_id: input.userId,
       scopes,
+      approved_at: now,
       created_at: now,
       updated_at: now,
     })
     .onConflict((oc) =>
       oc
         .columns(['app_id', 'tenant_id', 'customer_account_id'])
-        .doUpdateSet({ user_id: input.userId, scopes, updated_at: now }),
+        .doUpdateSet({ user_id: input.userId, scopes, approved_at: now, updated_at: now }),
     )
     .returning('id')
     .executeTakeFirstOrThrow();
+  const codes = await trx.deleteFrom('oauth_codes').where('installation_id', '=', row.id).executeTakeFirst();
+  const tokens = await trx
+    .updateTable('oauth_tokens')
+    .set({ revoked_at: now })
+    .where('installation_id', '=', row.id)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  await trx
+    .insertInto('audit_events')
+    .values({
+      id: newId('aud'),
+      tenant_id: input.tenantId,
+      actor: input.userId,
+      action: 'oauth.installation_approved',
+      details: JSON.stringify({
+        installation_id: row.id,
+        app_id: input.appId,
+        customer_account_id: input.customerAccountId,
+        scopes: JSON.parse(scopes),
+        deleted_codes: Number(codes.numDeletedRows),
+        revoked_tokens: Number(tokens.numUpdatedRows),
+      }),
+      created_at: now,
+    })
+    .execute();
   return { id: row.id };
 }
 
@@ -133,7 +163,7 @@ export async function uninstall(
   installationId: string,
   options: { customerAccountId?: string | null } = {},
 ): Promise<UninstalledInstallation> {
-  return ctx.db.transaction().execute(async (trx) => {
+  const removed = await ctx.db.transaction().execute(async (trx) => {
     let query = trx
       .deleteFrom('installations')
       .where('id', '=', installationId)
@@ -147,4 +177,6 @@ export async function uninstall(
     for (const listener of uninstallListeners) await listener(ctx, trx, removed);
     return removed;
   });
+  runAfterCommit(ctx);
+  return removed;
 }

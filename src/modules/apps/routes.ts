@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../context.ts';
-import { bearerSecurity, errorResponses, Page, PageQuery } from '../../http/schemas.ts';
+import { errorResponses, Page, PageQuery } from '../../http/schemas.ts';
 import { requireUser } from '../accounts/access.ts';
 import {
   AppParams,
@@ -26,10 +26,10 @@ export function developerRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.post(
       '/v1/developer/apps',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'Register an app; the client secret is shown once',
-          security: bearerSecurity,
           body: CreateAppBody,
           response: { 201: CreatedAppSchema, ...errorResponses(400, 401, 403) },
         },
@@ -41,10 +41,10 @@ export function developerRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/developer/apps',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'Your apps',
-          security: bearerSecurity,
           querystring: PageQuery,
           response: { 200: Page(AppSchema), ...errorResponses(400, 401, 403) },
         },
@@ -55,10 +55,10 @@ export function developerRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/developer/apps/:id',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'One of your apps',
-          security: bearerSecurity,
           params: AppParams,
           response: { 200: AppSchema, ...errorResponses(401, 403, 404) },
         },
@@ -69,10 +69,10 @@ export function developerRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.patch(
       '/v1/developer/apps/:id',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'Change any field but kind; a published app changes reviewed fields through review',
-          security: bearerSecurity,
           params: AppParams,
           body: UpdateAppBody,
           response: { 200: AppSchema, ...errorResponses(400, 401, 403, 404, 409) },
@@ -85,10 +85,10 @@ export function developerRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.post(
       '/v1/developer/apps/:id/client-secret/rotate',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'A new client secret; the old one stops at once',
-          security: bearerSecurity,
           params: AppParams,
           response: { 200: ClientSecretSchema, ...errorResponses(401, 403, 404, 409) },
         },
@@ -99,10 +99,10 @@ export function developerRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.put(
       '/v1/developer/apps/:id/events',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'Set the events URL',
-          security: bearerSecurity,
           params: AppParams,
           body: EventsBody,
           response: { 200: AppSchema, ...errorResponses(400, 401, 403, 404, 409) },
@@ -115,10 +115,10 @@ export function developerRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/developer/apps/:id/events-secret',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'Reveal the events secret',
-          security: bearerSecurity,
           params: AppParams,
           response: { 200: EventsSecretSchema, ...errorResponses(401, 403, 404) },
         },
@@ -129,10 +129,10 @@ export function developerRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.post(
       '/v1/developer/apps/:id/events-secret/rotate',
       {
+        config: { auth: 'session' },
         schema: {
           tags,
           summary: 'A new events secret; the previous one signs too for 24 h',
-          security: bearerSecurity,
           params: AppParams,
           response: { 200: EventsSecretSchema, ...errorResponses(401, 403, 404) },
         },

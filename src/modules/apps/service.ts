@@ -1,4 +1,4 @@
-import type { AppContext } from '../../context.ts';
+import type { AppContext, Trx } from '../../context.ts';
 import { newestFirst } from '../../db/paging.ts';
 import { newSigningSecret } from '../../lib/crypto.ts';
 import { AppError, type FieldError, validationError } from '../../lib/errors.ts';
@@ -6,8 +6,9 @@ import { hashSecret, newId, newSecret } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { isScope, SCOPES, type Scope } from '../accounts/roles.ts';
 import type { AppsTable } from '../oauth/tables.ts';
+import { assertUrlAllowed } from '../webhooks/guard.ts';
 import { jsonArray, toAppRecord } from './registry.ts';
-import { httpsUrlProblem, redirectUriErrors } from './urls.ts';
+import { eventsUrlProblem, httpsUrlProblem, redirectUriErrors } from './urls.ts';
 
 /** The app as the developer API shows it (CONTRACT.md, App fields). */
 export interface App {
@@ -93,11 +94,35 @@ function checkFields(ctx: AppContext, input: AppPatch): { scopes?: Scope[] } {
     if (problem) errors.push({ path: `/${field}`, message: problem });
   }
   if (input.events_url) {
-    const problem = httpsUrlProblem(input.events_url, ctx.config.webhookAllowPrivate);
-    if (problem) errors.push({ path: '/events_url', message: problem });
+    const problem = eventsUrlProblem(input.events_url, ctx.config.webhookAllowPrivate);
+    if (problem?.kind === 'address') {
+      throw new AppError('app.events_url_not_allowed', `The events URL ${problem.message}`, {
+        errors: [{ path: '/events_url', message: problem.message }],
+      });
+    }
+    if (problem) errors.push({ path: '/events_url', message: problem.message });
   }
   if (errors.length > 0) throw validationError(errors);
   return scopes ? { scopes } : {};
+}
+
+/**
+ * The events URL passes the webhook endpoints' guard (spec 2.1, issue 8): https, no private,
+ * loopback or metadata address, also behind a name; the engine checks again at every connection.
+ */
+async function assertEventsUrlAllowed(ctx: AppContext, url: string | null | undefined): Promise<void> {
+  if (!url) return;
+  try {
+    // An app may name its events URL before its DNS is set up: what resolves must be public.
+    await assertUrlAllowed(ctx, url, { allowUnresolved: true });
+  } catch (error) {
+    if (error instanceof AppError && error.code === 'webhook_endpoint.url_not_allowed') {
+      throw new AppError('app.events_url_not_allowed', error.message, {
+        errors: [{ path: '/events_url', message: error.message }],
+      });
+    }
+    throw error;
+  }
 }
 
 /** Registers an app. The client secret (confidential apps) is returned here once and kept only as a hash. */
@@ -107,6 +132,7 @@ export async function createApp(
   input: NewApp,
 ): Promise<App & { client_secret?: string; events_secret: string }> {
   const { scopes } = checkFields(ctx, input);
+  await assertEventsUrlAllowed(ctx, input.events_url);
   const clientSecret = input.kind === 'confidential' ? newSecret('aps_') : null;
   const eventsSecret = newSigningSecret();
   const now = ctx.clock.now();
@@ -198,13 +224,13 @@ export function refuseReviewedChanges(row: AppsTable, patch: AppPatch): void {
   }
 }
 
-export async function updateApp(
-  ctx: AppContext,
-  developerId: string,
-  appId: string,
-  patch: AppPatch,
-): Promise<App> {
+/**
+ * Checks a change as PATCH does and returns it normalized (trimmed texts, scopes in catalogue
+ * order, a cleared link as null). App Store submissions check their proposed values with it too.
+ */
+export async function normalizeAppPatch(ctx: AppContext, patch: AppPatch): Promise<AppPatch> {
   const { scopes } = checkFields(ctx, patch);
+  await assertEventsUrlAllowed(ctx, patch.events_url);
   const normalized: AppPatch = { ...patch, ...(scopes ? { scopes } : {}) };
   if (normalized.name !== undefined) normalized.name = normalized.name.trim();
   if (normalized.description !== undefined) normalized.description = normalized.description.trim();
@@ -212,6 +238,16 @@ export async function updateApp(
   for (const field of [...LINK_FIELDS, 'events_url'] as const) {
     if (normalized[field] === '') normalized[field] = null;
   }
+  return normalized;
+}
+
+export async function updateApp(
+  ctx: AppContext,
+  developerId: string,
+  appId: string,
+  patch: AppPatch,
+): Promise<App> {
+  const normalized = await normalizeAppPatch(ctx, patch);
   return ctx.db.transaction().execute(async (trx) => {
     const row = await trx
       .selectFrom('apps')
@@ -236,4 +272,39 @@ export async function updateApp(
       .executeTakeFirstOrThrow();
     return presentApp(ctx, updated);
   });
+}
+
+/** Every reviewed value of an app (spec 2.8): what a submission snapshots and approval publishes. */
+export interface ReviewedValues {
+  name: string;
+  description: string;
+  homepage_url: string | null;
+  privacy_url: string | null;
+  support_url: string | null;
+  redirect_uris: string[];
+  scopes: Scope[];
+  events_url: string | null;
+}
+
+/**
+ * Publication (spec 3.1, approved): the live app takes the reviewed values and the status, in the
+ * reviewer's transaction. Installations keep the scopes they granted; only new approvals see new ones.
+ */
+export async function applyReviewedValues(
+  ctx: AppContext,
+  trx: Trx,
+  appId: string,
+  values: ReviewedValues & { status: 'published' },
+): Promise<void> {
+  const { redirect_uris, scopes, ...plain } = values;
+  await trx
+    .updateTable('apps')
+    .set({
+      ...plain,
+      redirect_uris: JSON.stringify(redirect_uris),
+      scopes: JSON.stringify(scopes),
+      updated_at: ctx.clock.now(),
+    })
+    .where('id', '=', appId)
+    .execute();
 }

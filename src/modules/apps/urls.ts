@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import type { FieldError } from '../../lib/errors.ts';
+import { bareHost, needsAllowlist, urlShapeProblem } from '../webhooks/guard.ts';
 
 /** Redirect URIs per app (spec section 8). */
 export const MAX_REDIRECT_URIS = 10;
@@ -52,34 +53,48 @@ export function redirectUriErrors(uris: readonly string[]): FieldError[] {
   return errors;
 }
 
-function isAllowedPrivate(host: string, allowPrivate: readonly string[]): boolean {
-  const bare = host.replace(/^\[|\]$/g, '');
-  if (!ipaddr.isValid(bare)) return false;
-  const address = ipaddr.process(bare);
-  return allowPrivate.some((cidr) => {
-    const [range, bits] = ipaddr.parseCIDR(cidr);
-    return range.kind() === address.kind() && address.match([range, bits] as never);
-  });
+/** A link shown to people (homepage, privacy, support): absolute https, no credentials, no fragment. */
+export function httpsUrlProblem(value: string): string | null {
+  const url = absoluteUrl(value);
+  if (typeof url === 'string') return url;
+  return url.protocol === 'https:' ? null : 'must be an https:// URL';
 }
 
 /**
- * A link shown to people (homepage, privacy, support) or the events URL: absolute https, no
- * credentials, no fragment. The events URL may also be plain http to an address the operator lets
- * through (WAYBILL_WEBHOOK_ALLOW_PRIVATE, development and tests); where it resolves is checked again
- * by the delivery guard at send time.
+ * The events URL, where app events are sent: the link rules, then the delivery guard's own checks
+ * that need no name resolution (scheme, port 443, an address written in the URL; plain http and
+ * other ports only to an address of the development allowlist, written in the URL). A host name
+ * is resolved and checked by the guard at every connection.
  */
-export function httpsUrlProblem(value: string, allowPrivate: readonly string[] = []): string | null {
+/**
+ * What is wrong with an events URL as written: `shape` (not an https URL on 443, a fragment, user
+ * info: 400 validation.failed) or `address` (an address the guard refuses, written in the URL: 422
+ * app.events_url_not_allowed, the code a name resolving to one gets too).
+ */
+export function eventsUrlProblem(
+  value: string,
+  allowPrivate: readonly string[],
+): { kind: 'shape' | 'address'; message: string } | null {
+  const url = absoluteUrl(value);
+  if (typeof url === 'string') return { kind: 'shape', message: url };
+  const problem = urlShapeProblem(url, allowPrivate);
+  if (problem?.startsWith('the address ')) {
+    return { kind: 'address', message: problem.replace(/^the address /, 'points to an address that ') };
+  }
+  if (problem) return { kind: 'shape', message: problem.replace(/^the URL /, '') };
+  // Resolving names is left to the connection, so a name gets https on 443 only, never the allowlist.
+  if (!ipaddr.isValid(bareHost(url.hostname)) && needsAllowlist(url.protocol, url.port)) {
+    return { kind: 'shape', message: 'must use https on port 443' };
+  }
+  return null;
+}
+
+function absoluteUrl(value: string): URL | string {
   if (value.length > MAX_URL_LENGTH) return `is longer than ${MAX_URL_LENGTH} characters`;
   const url = parse(value);
   if (!url) return 'is not an absolute URL';
   if (value.includes('#')) return 'must not have a fragment';
   if (USERINFO.test(value) || url.username || url.password) return 'must not carry a user name or password';
   if (!url.hostname) return 'has no host';
-  if (
-    url.protocol === 'https:' ||
-    (url.protocol === 'http:' && isAllowedPrivate(url.hostname, allowPrivate))
-  ) {
-    return null;
-  }
-  return 'must be an https:// URL';
+  return url;
 }

@@ -6,8 +6,9 @@ import { parseScopes } from './tokens.ts';
 
 /**
  * Resolves an `atk_live_` bearer (spec 5.1): it acts as the approving person, limited to the granted
- * scopes AND to that person's current role, in one query. No row (401) when the token is expired,
- * revoked, its installation is gone, the person left the company, or the app is suspended.
+ * scopes, to what the installation grants now AND to that person's current role, in one query. No
+ * row (401) when the token is expired, revoked, its installation is gone or was approved since by
+ * someone else, the person left the company, or the app is suspended.
  */
 export async function resolveAppAccessToken(ctx: AppContext, secret: string): Promise<Principal | null> {
   const row = await ctx.db
@@ -21,6 +22,7 @@ export async function resolveAppAccessToken(ctx: AppContext, secret: string): Pr
       't.id',
       't.app_id',
       't.scopes',
+      'i.scopes as installation_scopes',
       't.user_id',
       't.installation_id',
       'i.tenant_id',
@@ -33,6 +35,7 @@ export async function resolveAppAccessToken(ctx: AppContext, secret: string): Pr
     .where('t.revoked_at', 'is', null)
     .where('t.expires_at', '>', ctx.clock.now())
     .where('a.status', '!=', 'suspended')
+    .whereRef('i.user_id', '=', 't.user_id')
     .executeTakeFirst();
   if (!row) return null;
   // A person since narrowed to one merchant account reaches only that account's installation.
@@ -45,7 +48,12 @@ export async function resolveAppAccessToken(ctx: AppContext, secret: string): Pr
       tenantId: row.tenant_id,
       customerAccountId: row.customer_account_id,
       livemode: true,
-      scopes: new Set(intersectScopes(parseScopes(row.scopes), scopesOfRole(row.role))),
+      scopes: new Set(
+        intersectScopes(
+          intersectScopes(parseScopes(row.scopes), new Set(parseScopes(row.installation_scopes))),
+          scopesOfRole(row.role),
+        ),
+      ),
       installationId: row.installation_id,
       userId: row.user_id,
       actor: row.id,

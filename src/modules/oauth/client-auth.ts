@@ -1,6 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
 import { hashSecret } from '../../lib/ids.ts';
+import { textFault } from '../../lib/text.ts';
 import { type AppRecord, findAppByClientId, verifyClientSecret } from '../apps/registry.ts';
 import { OAuthError } from './errors.ts';
 import type { OAuthParams } from './params.ts';
@@ -15,17 +16,29 @@ function formDecode(value: string): string {
   return decodeURIComponent(value.replace(/\+/g, '%20'));
 }
 
-/** RFC 7617 Basic credentials, or null when the header is absent or another scheme. */
-function basicCredentials(header: string | undefined): Presented | null {
+/**
+ * RFC 7617 Basic credentials, decoded in this one place (the rate limiter's client key reads them
+ * too): null when the header is absent or another scheme, invalid_client when they do not decode
+ * to plain text (a NUL or another control character, invalid UTF-8, no colon).
+ */
+export function basicCredentials(header: string | undefined): Presented | null {
   if (!header || !/^basic /i.test(header)) return null;
-  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  if (colon < 1) throw new OAuthError('invalid_client', 'malformed Basic credentials');
+  const malformed = new OAuthError('invalid_client', 'malformed Basic credentials');
+  const encoded = header.slice(6).trim();
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(encoded)) throw malformed;
+  let clientId: string;
+  let secret: string;
   try {
-    return { clientId: formDecode(decoded.slice(0, colon)), secret: formDecode(decoded.slice(colon + 1)) };
+    const decoded = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(encoded, 'base64'));
+    const colon = decoded.indexOf(':');
+    if (colon < 1) throw malformed;
+    clientId = formDecode(decoded.slice(0, colon));
+    secret = formDecode(decoded.slice(colon + 1));
   } catch {
-    throw new OAuthError('invalid_client', 'malformed Basic credentials');
+    throw malformed;
   }
+  if (textFault(clientId, 'line') || textFault(secret, 'line')) throw malformed;
+  return { clientId, secret };
 }
 
 /** Which credentials the client presented, by exactly one method. */

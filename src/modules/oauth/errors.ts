@@ -1,4 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { isDatabaseUnavailable } from '../../db/database.ts';
+import { AppError } from '../../lib/errors.ts';
 
 /** The error codes of RFC 6749 sections 4.1.2.1 and 5.2 that this server answers. */
 export type OAuthErrorCode =
@@ -10,7 +12,8 @@ export type OAuthErrorCode =
   | 'unsupported_response_type'
   | 'invalid_scope'
   | 'access_denied'
-  | 'server_error';
+  | 'server_error'
+  | 'temporarily_unavailable';
 
 const STATUS: Record<OAuthErrorCode, number> = {
   invalid_request: 400,
@@ -23,18 +26,22 @@ const STATUS: Record<OAuthErrorCode, number> = {
   invalid_scope: 400,
   access_denied: 403,
   server_error: 500,
+  temporarily_unavailable: 503,
 };
 
 /** An expected protocol failure; answered as RFC 6749 JSON (token, revoke) or a redirect (authorize). */
 export class OAuthError extends Error {
   readonly code: OAuthErrorCode;
   readonly status: number;
+  /** A spent code or refresh token presented again: the installation's tokens were revoked (metrics). */
+  readonly reuseDetected: boolean;
 
-  constructor(code: OAuthErrorCode, description: string) {
+  constructor(code: OAuthErrorCode, description: string, options: { reuseDetected?: boolean } = {}) {
     super(description);
     this.name = 'OAuthError';
     this.code = code;
     this.status = STATUS[code];
+    this.reuseDetected = options.reuseDetected ?? false;
   }
 }
 
@@ -55,7 +62,7 @@ export function sendOAuthError(reply: FastifyReply, error: OAuthError, status = 
  * parsing and the rate limiter included, answers in the RFC 6749 format rather than problem details.
  */
 export function oauthErrorHandler(
-  error: FastifyError | OAuthError,
+  error: FastifyError | OAuthError | AppError,
   request: FastifyRequest,
   reply: FastifyReply,
 ) {
@@ -64,7 +71,11 @@ export function oauthErrorHandler(
     if (retryAfter !== undefined) return sendOAuthError(reply.header('retry-after', retryAfter), error, 429);
     return sendOAuthError(reply, error);
   }
-  const status = error.statusCode ?? 500;
+  // The shared input checks (src/http/input.ts: body type, text, depth) refuse a malformed request.
+  if (error instanceof AppError && error.status < 500) {
+    return sendOAuthError(reply, new OAuthError('invalid_request', error.message));
+  }
+  const status = error instanceof AppError ? error.status : (error.statusCode ?? 500);
   // Too many attempts: RFC 6749 has no code for it, so invalid_request keeps clients' parsers happy
   // while the 429 status (and Retry-After from the limiter) says what happened.
   if (status === 429)
@@ -74,6 +85,10 @@ export function oauthErrorHandler(
       reply,
       new OAuthError('invalid_request', 'send the parameters as an application/x-www-form-urlencoded body'),
     );
+  }
+  if (isDatabaseUnavailable(error)) {
+    const unavailable = new OAuthError('temporarily_unavailable', 'the service cannot reach its database');
+    return sendOAuthError(reply.header('retry-after', '5'), unavailable);
   }
   request.log.error({ err: error }, 'unhandled error at an OAuth endpoint');
   return sendOAuthError(

@@ -3,6 +3,7 @@ import type { AppContext } from '../../context.ts';
 import { resolveAppAccessToken } from './access-tokens.ts';
 import { addressLimit } from './address-limit.ts';
 import { registerAuthorizeRoutes } from './authorize/routes.ts';
+import { basicCredentials, type Presented } from './client-auth.ts';
 import { oauthErrorHandler } from './errors.ts';
 import { authorizationServerMetadata } from './metadata.ts';
 import { formParams } from './params.ts';
@@ -16,11 +17,13 @@ export function registerOAuth(ctx: AppContext): void {
 
 /** The client named by a token or revoke request, for the per-client rate limit. */
 function clientKey(request: FastifyRequest): string {
-  const header = request.headers.authorization;
-  if (header && /^basic /i.test(header)) {
-    const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
-    return `client:${decoded.slice(0, Math.max(0, decoded.indexOf(':'))).slice(0, 100)}`;
+  let basic: Presented | null = null;
+  try {
+    basic = basicCredentials(request.headers.authorization);
+  } catch {
+    // Malformed credentials are refused by the endpoint itself; they count as no client here.
   }
+  if (basic) return `client:${basic.clientId.slice(0, 100)}`;
   const body = request.body as Record<string, unknown> | undefined;
   return `client:${typeof body?.client_id === 'string' ? body.client_id.slice(0, 100) : ''}`;
 }

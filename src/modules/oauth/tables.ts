@@ -25,9 +25,11 @@ export interface InstallationsTable {
   app_id: string;
   tenant_id: string;
   customer_account_id: string | null;
-  /** The person who approved; app tokens act as them. */
+  /** The person who approved last; app tokens act as them. */
   user_id: string;
   scopes: unknown;
+  /** When the latest approval happened; earlier tokens and codes ended then. */
+  approved_at: Date;
   created_at: Date;
   updated_at: Date;
 }

@@ -1,5 +1,6 @@
 import type { AppContext } from '../../context.ts';
 import type { AppRecord } from '../apps/registry.ts';
+import type { GrantOutcome } from '../operations/metrics.ts';
 import { authenticateClient, type Presented, presentedCredentials } from './client-auth.ts';
 import { OAuthError } from './errors.ts';
 import { authorizationCodeFastPath, authorizationCodeGrant } from './grants/authorization-code.ts';
@@ -24,8 +25,40 @@ export const GRANTS: Readonly<Record<string, Grant>> = {
   refresh_token: { run: refreshTokenGrant, fast: refreshTokenFastPath },
 };
 
-/** POST /oauth/token, after the form is read (RFC 6749 section 3.2). */
+/** POST /oauth/token, counted by grant type and outcome (waybill_oauth_grants_total). */
 export async function tokenRequest(
+  ctx: AppContext,
+  authorization: string | undefined,
+  params: OAuthParams,
+): Promise<TokenResponse> {
+  const grantType = params.get('grant_type');
+  try {
+    const issued = await grantTokens(ctx, authorization, params);
+    ctx.metrics.oauthGrant(grantType, 'issued');
+    return issued;
+  } catch (error) {
+    ctx.metrics.oauthGrant(grantType, grantOutcome(error));
+    throw error;
+  }
+}
+
+function grantOutcome(error: unknown): GrantOutcome {
+  if (!(error instanceof OAuthError)) return 'server_error';
+  if (error.reuseDetected) return 'reuse_detected';
+  switch (error.code) {
+    case 'invalid_grant':
+    case 'invalid_client':
+    case 'invalid_request':
+    case 'invalid_scope':
+    case 'unsupported_grant_type':
+      return error.code;
+    default:
+      return 'invalid_request';
+  }
+}
+
+/** POST /oauth/token, after the form is read (RFC 6749 section 3.2). */
+async function grantTokens(
   ctx: AppContext,
   authorization: string | undefined,
   params: OAuthParams,

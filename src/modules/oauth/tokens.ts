@@ -72,11 +72,14 @@ export async function spendAndIssue(
   };
 }
 
-/** `AND` clause: the person behind the grant is still a member of the installation's company. */
+/**
+ * `AND` clause: the person behind the grant is still the installation's approver (a new approval by
+ * someone else ends the grants of the one before) and still a member of its company.
+ */
 export function approverStillMember(table: 'oauth_codes' | 'oauth_tokens'): RawBuilder<unknown> {
   return sql`EXISTS (
-    SELECT 1 FROM installations i JOIN memberships m ON m.tenant_id = i.tenant_id
-    WHERE i.id = ${sql.ref(`${table}.installation_id`)} AND m.user_id = ${sql.ref(`${table}.user_id`)})`;
+    SELECT 1 FROM installations i JOIN memberships m ON m.tenant_id = i.tenant_id AND m.user_id = i.user_id
+    WHERE i.id = ${sql.ref(`${table}.installation_id`)} AND i.user_id = ${sql.ref(`${table}.user_id`)})`;
 }
 
 export type ReuseKind = 'authorization_code' | 'refresh_token';

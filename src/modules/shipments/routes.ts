@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
-import { bearerSecurity, errorResponses, Id, Page, PageQuery } from '../../http/schemas.ts';
+import { errorResponses, Id, Page, PageQuery } from '../../http/schemas.ts';
 import { requireAccess } from '../accounts/access.ts';
 import { CreateShipmentBody, EventSchema, MoveShipmentBody, ShipmentSchema, StatusName } from './schemas.ts';
 import { createShipment, getShipment, listEvents, listShipments, moveShipment } from './service.ts';
@@ -17,10 +17,10 @@ export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.post(
       '/v1/shipments',
       {
+        config: { auth: { scope: 'shipments:write' } },
         schema: {
           tags,
           summary: 'Create a shipment (draft or confirmed); livemode follows the token',
-          security: bearerSecurity,
           body: CreateShipmentBody,
           response: { 201: ShipmentSchema, ...errorResponses(400, 401, 403, 404, 409) },
         },
@@ -34,10 +34,10 @@ export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/shipments',
       {
+        config: { auth: { scope: 'shipments:read' } },
         schema: {
           tags,
           summary: 'List shipments, newest first',
-          security: bearerSecurity,
           querystring: Type.Object(
             {
               ...PageQuery.properties,
@@ -56,10 +56,10 @@ export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/shipments/:id',
       {
+        config: { auth: { scope: 'shipments:read' } },
         schema: {
           tags,
           summary: 'A shipment (the same fields as data.shipment in webhook messages)',
-          security: bearerSecurity,
           params: IdParams,
           response: { 200: ShipmentSchema, ...errorResponses(401, 403, 404) },
         },
@@ -71,12 +71,12 @@ export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.post(
       '/v1/shipments/:id/status',
       {
+        config: { auth: { scope: 'shipments:write' } },
         schema: {
           tags,
           summary: 'Move a shipment to another status',
           description:
             'draft -> confirmed | cancelled; confirmed -> picked_up | cancelled; picked_up -> in_transit | exception; in_transit -> out_for_delivery | exception; out_for_delivery -> delivered | exception; exception -> in_transit | out_for_delivery | returned.',
-          security: bearerSecurity,
           params: IdParams,
           body: MoveShipmentBody,
           response: { 200: ShipmentSchema, ...errorResponses(400, 401, 403, 404, 409) },
@@ -94,10 +94,10 @@ export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/events',
       {
+        config: { auth: { scope: 'shipments:read' } },
         schema: {
           tags,
           summary: 'Events of your shipments, newest first',
-          security: bearerSecurity,
           querystring: Type.Object(
             { ...PageQuery.properties, shipment_id: Type.Optional(Id(64)) },
             { additionalProperties: false },

@@ -4,7 +4,7 @@ import { AppError } from '../../lib/errors.ts';
 import { mailEndpointDisabled } from './mail.ts';
 import { buildMessage, storedHeaders } from './message.ts';
 import { type FinishedAttempt, recordAttempts, type Trigger } from './record.ts';
-import { guardedAgent, type SendError, type SenderOptions, sendMessage } from './sender.ts';
+import { guardedAgent, responseText, type SendError, type SenderOptions, sendMessage } from './sender.ts';
 
 export interface AttemptOutcome {
   delivery_id: string;
@@ -51,7 +51,7 @@ export async function attemptDelivery(
 ): Promise<AttemptOutcome> {
   const row = await ctx.db
     .selectFrom('webhook_deliveries as d')
-    .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+    .innerJoin('delivery_targets as e', 'e.id', 'd.endpoint_id')
     .select([
       'd.id',
       'd.endpoint_id',
@@ -61,6 +61,7 @@ export async function attemptDelivery(
       'd.status',
       'd.attempt_count',
       'd.next_attempt_at',
+      'e.kind',
       'e.url',
       'e.secret_sealed',
       'e.previous_secret_sealed',
@@ -79,7 +80,9 @@ export async function attemptDelivery(
     attemptedAt: now,
     headers: storedHeaders(message),
     result,
+    targetKind: row.kind,
   };
   await reportDisabled(ctx, await recordAttempts(ctx, [finished]));
-  return { delivery_id: row.id, ...result };
+  const { response_head, ...rest } = result;
+  return { delivery_id: row.id, ...rest, response_body: responseText(response_head) };
 }

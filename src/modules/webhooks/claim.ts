@@ -1,9 +1,12 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
 import type { SendingDelivery, SendingEndpoint } from './message.ts';
+import type { TargetKind } from './tables.ts';
 
 export interface ClaimedRow extends SendingDelivery {
-  url: string;
+  kind: TargetKind;
+  /** Null for an app that has no events URL yet: the attempt fails and is retried. */
+  url: string | null;
   secret_sealed: string;
   previous_secret_sealed: string | null;
   previous_secret_expires_at: Date | null;
@@ -28,7 +31,7 @@ export interface ClaimRequest {
 
 /**
  * Claims due deliveries in one statement (ARCHITECTURE.md step 3): the oldest due rows of enabled
- * endpoints that have room, at most the room of each endpoint (so one busy endpoint cannot take
+ * targets, not held by a suspension, that have room, at most the room of each endpoint (so one busy endpoint cannot take
  * every slot), locked with FOR UPDATE SKIP LOCKED so that workers never claim the same row, and
  * leased until `leaseUntil`. The statement commits at once: no lock is held while sending.
  */
@@ -41,7 +44,7 @@ export async function claimDue(db: Db, request: ClaimRequest): Promise<ClaimedRo
     WITH candidates AS (
       SELECT d.id, d.endpoint_id, d.next_attempt_at
       FROM webhook_deliveries d
-      JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.enabled
+      JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.enabled AND NOT e.held
       WHERE d.status = 'pending'
         AND d.next_attempt_at <= ${now.toISOString()}::timestamptz
         AND (d.locked_until IS NULL OR d.locked_until < ${now.toISOString()}::timestamptz)
@@ -67,10 +70,11 @@ export async function claimDue(db: Db, request: ClaimRequest): Promise<ClaimedRo
     )
     UPDATE webhook_deliveries d
     SET locked_by = ${request.workerId}, locked_until = ${request.leaseUntil.toISOString()}::timestamptz
-    FROM chosen, webhook_endpoints e
-    WHERE d.id = chosen.id AND e.id = d.endpoint_id
+    FROM chosen, delivery_targets t
+    WHERE d.id = chosen.id AND t.id = d.endpoint_id
     RETURNING d.id, d.endpoint_id, d.event_id, d.event_type, d.payload, d.status, d.attempt_count,
-      d.next_attempt_at, e.url, e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at, e.failing_since
+      d.next_attempt_at, t.kind, t.url, t.secret_sealed, t.previous_secret_sealed, t.previous_secret_expires_at,
+      t.failing_since
   `.execute(db);
   return result.rows;
 }

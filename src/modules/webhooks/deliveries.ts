@@ -5,6 +5,7 @@ import type { Page, PageRequest } from '../../lib/paging.ts';
 import { requireScope, type TenantAccess } from '../accounts/access.ts';
 import { endpointVisible, findVisibleEndpoint } from './endpoints.ts';
 import { buildMessage } from './message.ts';
+import { responseText } from './sender.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './tables.ts';
 
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'] as const;
@@ -59,7 +60,7 @@ export function presentAttempt(row: WebhookAttemptsTable): Attempt {
     duration_ms: row.duration_ms,
     status_code: row.status_code,
     error: row.error,
-    response_body: row.response_body,
+    response_body: responseText(row.response_body),
     trigger: row.trigger,
   };
 }

@@ -5,8 +5,19 @@ import type { AppContext, StoredEvent, Trx } from '../../context.ts';
 /** The notification channel that wakes delivery workers in every process. */
 export const WAKE_CHANNEL = 'waybill_webhook_deliveries';
 
-/** Names this process in its notifications, so that it skips its own (it woke its workers already). */
-export const PROCESS_TAG = randomUUID();
+/**
+ * Names a context (one Waybill: a process, or one of several in a test) in its notifications, so
+ * that its worker skips its own: the in-process wake-up got there first.
+ */
+const tags = new WeakMap<AppContext, string>();
+export function wakeTag(ctx: AppContext): string {
+  let tag = tags.get(ctx);
+  if (!tag) {
+    tag = randomUUID();
+    tags.set(ctx, tag);
+  }
+  return tag;
+}
 
 /** In-process wake-ups (the worker of this process need not wait for the notification round trip). */
 const localWakers = new WeakMap<AppContext, Set<() => void>>();
@@ -27,7 +38,12 @@ export function onLocalWake(ctx: AppContext, wake: () => void): () => void {
  * type, in scope (a company endpoint gets every shipment of the company, a merchant endpoint only
  * its account's), and not belonging to a suspended app's installation.
  */
-export async function fanOut(trx: Trx, events: readonly StoredEvent[], now: Date): Promise<number> {
+export async function fanOut(
+  trx: Trx,
+  events: readonly StoredEvent[],
+  now: Date,
+  tag: string,
+): Promise<number> {
   if (events.length === 0) return 0;
   const result = await sql`
     INSERT INTO webhook_deliveries
@@ -58,14 +74,19 @@ export async function fanOut(trx: Trx, events: readonly StoredEvent[], now: Date
   `.execute(trx);
   const inserted = Number(result.numAffectedRows ?? 0);
   // Delivered at commit to every listening worker, in this process and others.
-  if (inserted > 0) await sql`SELECT pg_notify(${WAKE_CHANNEL}, ${PROCESS_TAG})`.execute(trx);
+  if (inserted > 0) await notifyWorkers(trx, tag);
   return inserted;
+}
+
+/** Wakes every listening worker, in this process and others, when the transaction commits. */
+export async function notifyWorkers(trx: Trx, tag: string): Promise<void> {
+  await sql`SELECT pg_notify(${WAKE_CHANNEL}, ${tag})`.execute(trx);
 }
 
 /** Hooks the delivery engine into the context: the fan-out sink and the after-commit wake-up. */
 export function registerWebhookEngine(ctx: AppContext): void {
   ctx.eventSinks.push(async (trx, events) => {
-    await fanOut(trx, events, ctx.clock.now());
+    await fanOut(trx, events, ctx.clock.now(), wakeTag(ctx));
   });
   ctx.afterCommitHooks.push(() => {
     for (const wake of localWakers.get(ctx) ?? []) wake();

@@ -4,8 +4,9 @@ import type { AppContext } from '../../context.ts';
 import { AppError } from '../../lib/errors.ts';
 
 /**
- * The SSRF guard (ISSUE-3 item 2): a webhook URL must be public https. It runs at creation, at
- * update, and at every connection (sender.ts pins the socket to the address checked here).
+ * The SSRF guard (ISSUE-3 item 2, ISSUE-7 item 6; docs/decisions/0010-url-guard.md): a webhook or
+ * events URL must be https on port 443 to a public address. It runs at creation, at update, and at
+ * every connection (sender.ts pins the socket to the address checked here).
  */
 
 /** Cloud metadata services, refused by name whatever they resolve to. */
@@ -19,7 +20,7 @@ const METADATA_NAMES = new Set([
   'metadata.tencentyun.com',
 ]);
 
-/** Metadata addresses; most already fall in a refused range, listed so that none slips through. */
+/** Metadata addresses; all fall in a refused block below, listed so that none slips through. */
 const METADATA_ADDRESSES = new Set(
   [
     '169.254.169.254',
@@ -31,54 +32,147 @@ const METADATA_ADDRESSES = new Set(
   ].map((a) => ipaddr.parse(a).toNormalizedString()),
 );
 
+type Block = [ipaddr.IPv4 | ipaddr.IPv6, number];
+const blocks = (cidrs: string[]): Block[] => cidrs.map((cidr) => ipaddr.parseCIDR(cidr));
+
+/**
+ * IPv4 blocks that reach something other than an ordinary host on the internet: the IANA IPv4
+ * Special-Purpose Address Registry (RFC 6890 and its updates), multicast and the reserved class E.
+ * Even the registry's few "globally reachable" entries (anycast services, AS112 sinks) are refused:
+ * no webhook receiver lives there.
+ */
+const SPECIAL_IPV4 = blocks([
+  '0.0.0.0/8', // "this network" (RFC 791)
+  '10.0.0.0/8', // private (RFC 1918)
+  '100.64.0.0/10', // shared address space, carrier-grade NAT (RFC 6598)
+  '127.0.0.0/8', // loopback (RFC 1122)
+  '169.254.0.0/16', // link-local, cloud metadata (RFC 3927)
+  '172.16.0.0/12', // private (RFC 1918)
+  '192.0.0.0/24', // IETF protocol assignments: DS-Lite, PCP and TURN anycast, NAT64 discovery (RFC 6890)
+  '192.0.2.0/24', // documentation TEST-NET-1 (RFC 5737)
+  '192.31.196.0/24', // AS112-v4 (RFC 7535)
+  '192.52.193.0/24', // AMT (RFC 7450)
+  '192.88.99.0/24', // deprecated 6to4 relay anycast (RFC 7526)
+  '192.168.0.0/16', // private (RFC 1918)
+  '192.175.48.0/24', // AS112 direct delegation (RFC 7534)
+  '198.18.0.0/15', // benchmarking (RFC 2544)
+  '198.51.100.0/24', // documentation TEST-NET-2 (RFC 5737)
+  '203.0.113.0/24', // documentation TEST-NET-3 (RFC 5737)
+  '224.0.0.0/4', // multicast (RFC 5771)
+  '240.0.0.0/4', // reserved, and the limited broadcast 255.255.255.255 (RFC 1112, RFC 919)
+]);
+
+/** Global unicast (RFC 4291 section 2.4): every IPv6 address outside it is refused. */
+const GLOBAL_UNICAST_IPV6 = ipaddr.parseCIDR('2000::/3');
+
+/**
+ * Blocks inside 2000::/3 from the IANA IPv6 Special-Purpose Address Registry. Everything else the
+ * registry lists lies outside 2000::/3 and is refused with it: the unspecified and loopback
+ * addresses, IPv4-compatible ::/96 (deprecated, RFC 4291), SIIT's IPv4-translated ::ffff:0:0:0/96
+ * (RFC 7915), discard-only 100::/64 (RFC 6666), NAT64's local-use 64:ff9b:1::/48 (RFC 8215: the
+ * IPv4 inside sits at a place that depends on the operator's prefix length, so it cannot be
+ * checked), SRv6 5f00::/16 (RFC 9602), unique-local fc00::/7, link-local fe80::/10, site-local
+ * fec0::/10 and multicast ff00::/8.
+ */
+const SPECIAL_IPV6 = blocks([
+  '2001::/23', // IETF protocol assignments: Teredo 2001::/32, benchmarking 2001:2::/48, AMT, AS112, ORCHID 2001:10::/28 and ORCHIDv2 2001:20::/28, DETs (RFC 2928)
+  '2001:db8::/32', // documentation (RFC 3849)
+  '2620:4f:8000::/48', // AS112 direct delegation (RFC 7534)
+  '3fff::/20', // documentation (RFC 9637)
+]);
+
+/** Forms that carry an IPv4 address, and reach it; classified by that address (never allowlisted by it). */
+const IPV4_MAPPED = ipaddr.parseCIDR('::ffff:0:0/96'); // RFC 4291 section 2.5.5.2: a dual-stack socket dials the IPv4
+const NAT64_WELL_KNOWN = ipaddr.parseCIDR('64:ff9b::/96'); // RFC 6052: the NAT64 in our network dials the IPv4
+const SIX_TO_FOUR = ipaddr.parseCIDR('2002::/16'); // RFC 3056: relayed to the IPv4 in bytes 2 to 5
+
 export type AddressVerdict = 'public' | 'allowlisted' | 'refused';
 
 type Parsed = ipaddr.IPv4 | ipaddr.IPv6;
 
-/** The IPv4 address inside IPv4-mapped, NAT64 (RFC 6052) and 6to4 forms; null when there is none. */
+/**
+ * Parses an address in the form the WHATWG URL parser gives it (as the sender dials it). ipaddr.js
+ * alone reads `::1.2.3.4`, an IPv4-compatible address, as the IPv4-mapped `::ffff:1.2.3.4`, and
+ * accepts IPv4 shorthands: the text is made canonical first. Null when it is not an address.
+ */
+function parseAddress(text: string): Parsed | null {
+  try {
+    const host = bareHost(new URL(`http://${text.includes(':') ? `[${text}]` : text}/`).hostname);
+    return ipaddr.isValid(host) ? ipaddr.parse(host) : null;
+  } catch {
+    return null;
+  }
+}
+
+function inBlock(address: Parsed, [net, bits]: Block): boolean {
+  return address.kind() === net.kind() && address.match(net, bits);
+}
+
+/** The IPv4 address a mapped, NAT64 well-known-prefix or 6to4 address reaches; null for the others. */
 function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4 | null {
-  const range = address.range();
   const bytes = address.toByteArray();
-  if (range === 'ipv4Mapped' || range === 'rfc6052' || range === 'rfc6145') {
+  if (inBlock(address, IPV4_MAPPED) || inBlock(address, NAT64_WELL_KNOWN)) {
     return new ipaddr.IPv4(bytes.slice(12, 16));
   }
-  if (range === '6to4') return new ipaddr.IPv4(bytes.slice(2, 6));
+  if (inBlock(address, SIX_TO_FOUR)) return new ipaddr.IPv4(bytes.slice(2, 6));
   return null;
 }
 
 function inAllowlist(address: Parsed, allow: readonly string[]): boolean {
-  for (const cidr of allow) {
-    const [net, bits] = ipaddr.parseCIDR(cidr);
-    if (address.kind() === net.kind() && address.match(net, bits)) return true;
-  }
-  return false;
+  return allow.some((cidr) => inBlock(address, ipaddr.parseCIDR(cidr)));
 }
 
+/** Whether an address reaches an ordinary host on the internet (and not a metadata service). */
 function isPublic(address: Parsed): boolean {
   if (METADATA_ADDRESSES.has(address.toNormalizedString())) return false;
-  if (address.kind() === 'ipv6') {
-    const inner = embeddedIPv4(address as ipaddr.IPv6);
-    if (inner) return isPublic(inner);
-  }
-  // Only plain global unicast passes: every special range (loopback, private, link-local, CGNAT,
-  // unique-local, multicast, unspecified, reserved, broadcast, Teredo, benchmarking...) is refused.
-  return address.range() === 'unicast';
+  if (address.kind() === 'ipv4') return !SPECIAL_IPV4.some((block) => inBlock(address, block));
+  const inner = embeddedIPv4(address as ipaddr.IPv6);
+  if (inner) return isPublic(inner);
+  return inBlock(address, GLOBAL_UNICAST_IPV6) && !SPECIAL_IPV6.some((block) => inBlock(address, block));
 }
 
-/** Classifies one resolved address against the refused ranges and the development allowlist. */
+/**
+ * Classifies the address that will be dialled. The development allowlist is compared with that
+ * address only: `::ffff:127.0.0.1` or `64:ff9b::7f00:1` are not in `127.0.0.0/8`, and are refused
+ * by what they reach unless the allowlist names them as they are written.
+ */
 export function classifyAddress(text: string, allow: readonly string[]): AddressVerdict {
-  let address: Parsed;
-  try {
-    address = ipaddr.parse(text);
-  } catch {
-    return 'refused';
-  }
+  const address = parseAddress(text);
+  if (!address) return 'refused';
   if (inAllowlist(address, allow)) return 'allowlisted';
-  if (address.kind() === 'ipv6') {
-    const inner = embeddedIPv4(address as ipaddr.IPv6);
-    if (inner && inAllowlist(inner, allow)) return 'allowlisted';
-  }
   return isPublic(address) ? 'public' : 'refused';
+}
+
+/**
+ * The port policy: https on its own port, 443, and nothing else, for a public address. Other ports
+ * and plain http are for the development allowlist only. A receiver needs no other port, and the
+ * test send would otherwise probe any service of any public host (docs/decisions/0010-url-guard.md).
+ */
+export function needsAllowlist(protocol: string, port: string | number | null | undefined): boolean {
+  if (protocol !== 'https:') return true;
+  return !(port === undefined || port === null || port === '' || Number(port) === 443);
+}
+
+/** What a refusal says about the scheme and port, when those are what needs the allowlist. */
+const HTTPS_443 = 'the URL must use https on port 443';
+
+/**
+ * The checks that need no name resolution, for a parsed URL: scheme, credentials, host, and for an
+ * address written in the URL, the address and the port policy. Answers why the URL is refused, or
+ * null. (A host name is resolved and checked by resolveChecked, at creation and at every connection.)
+ */
+export function urlShapeProblem(url: URL, allow: readonly string[]): string | null {
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'the URL must use https';
+  if (url.username || url.password) return 'the URL must not carry a user name or password';
+  const host = bareHost(url.hostname);
+  if (!host) return 'the URL has no host';
+  if (!ipaddr.isValid(host)) return null;
+  const verdict = classifyAddress(host, allow);
+  if (verdict === 'refused') {
+    return 'the address is private, loopback, link-local, reserved, special-purpose or a metadata service';
+  }
+  if (verdict !== 'allowlisted' && needsAllowlist(url.protocol, url.port)) return HTTPS_443;
+  return null;
 }
 
 export async function defaultResolveHost(hostname: string): Promise<string[]> {
@@ -107,9 +201,14 @@ export function bareHost(hostname: string): string {
 
 /**
  * Resolves a host and checks every address; returns the addresses to connect to (all checked).
- * `plainHttp` demands that every address be in the allowlist.
+ * `plainHttp` (or a `port` other than 443) demands that every address be in the allowlist.
  */
-export async function resolveChecked(ctx: AppContext, host: string, plainHttp: boolean): Promise<string[]> {
+export async function resolveChecked(
+  ctx: AppContext,
+  host: string,
+  plainHttp: boolean,
+  port?: string | number | null,
+): Promise<string[]> {
   const name = bareHost(host);
   if (METADATA_NAMES.has(name)) throw new GuardRefusal('address', 'cloud metadata hosts are not allowed');
   let addresses: string[];
@@ -123,39 +222,50 @@ export async function resolveChecked(ctx: AppContext, host: string, plainHttp: b
     if (addresses.length === 0) throw new GuardRefusal('dns', `the host name ${name} does not resolve`);
   }
   const allow = ctx.config.webhookAllowPrivate;
+  const restricted = needsAllowlist(plainHttp ? 'http:' : 'https:', port);
   for (const address of addresses) {
     const verdict = classifyAddress(address, allow);
     if (verdict === 'refused') {
       throw new GuardRefusal(
         'address',
-        'the host resolves to a private, loopback, link-local, reserved or metadata address',
+        'the host resolves to a private, loopback, link-local, reserved, special-purpose or metadata address',
       );
     }
-    if (plainHttp && verdict !== 'allowlisted') {
-      throw new GuardRefusal('address', 'the URL must use https');
-    }
+    if (restricted && verdict !== 'allowlisted') throw new GuardRefusal('address', HTTPS_443);
   }
   return addresses;
 }
 
+/**
+ * The guard of one outgoing connection, from what undici's connector is given: the host, the
+ * scheme and the port. Answers the checked addresses to dial.
+ */
+export function checkConnection(
+  ctx: AppContext,
+  target: { hostname: string; protocol: string; port?: string | number | null },
+): Promise<string[]> {
+  return resolveChecked(ctx, target.hostname, target.protocol === 'http:', target.port);
+}
+
 /** Refuses, with 422 webhook_endpoint.url_not_allowed, any URL a webhook must not be sent to. */
-export async function assertUrlAllowed(ctx: AppContext, url: string): Promise<void> {
+export async function assertUrlAllowed(
+  ctx: AppContext,
+  url: string,
+  options: { allowUnresolved?: boolean } = {},
+): Promise<void> {
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
     throw new AppError('webhook_endpoint.url_not_allowed', 'The URL is not a valid absolute URL');
   }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
-    throw new AppError('webhook_endpoint.url_not_allowed', 'The URL must use https');
-  }
-  if (parsed.username || parsed.password) {
-    throw new AppError('webhook_endpoint.url_not_allowed', 'The URL must not carry a user name or password');
-  }
-  if (!parsed.hostname) throw new AppError('webhook_endpoint.url_not_allowed', 'The URL has no host');
+  const problem = urlShapeProblem(parsed, ctx.config.webhookAllowPrivate);
+  if (problem) throw new AppError('webhook_endpoint.url_not_allowed', `The URL is not allowed: ${problem}`);
   try {
-    await resolveChecked(ctx, parsed.hostname, parsed.protocol === 'http:');
+    await checkConnection(ctx, parsed);
   } catch (error) {
+    // A name that does not resolve yet cannot reach anything; the guard checks again at connect.
+    if (error instanceof GuardRefusal && error.kind === 'dns' && options.allowUnresolved) return;
     if (error instanceof GuardRefusal) {
       throw new AppError('webhook_endpoint.url_not_allowed', `The URL is not allowed: ${error.message}`);
     }

@@ -5,19 +5,22 @@ export type DisabledReason = 'gone' | 'failing' | 'manual';
 
 /**
  * Disables an endpoint and cancels what was waiting for it (spec 3.3: both disables cancel
- * pending deliveries). Pass the caller's transaction so the two changes commit together.
+ * pending deliveries). Pass the caller's transaction so the two changes commit together. An app's
+ * events target is not an endpoint and is never disabled; answers whether it was.
  */
 export async function disableEndpoint(
   db: Db,
   endpointId: string,
   reason: DisabledReason,
   now: Date,
-): Promise<void> {
-  await db
+): Promise<boolean> {
+  const disabled = await db
     .updateTable('webhook_endpoints')
     .set({ enabled: false, disabled_reason: reason, updated_at: now })
     .where('id', '=', endpointId)
-    .execute();
+    .where('kind', '<>', 'app_events')
+    .executeTakeFirst();
+  if (Number(disabled.numUpdatedRows) === 0) return false;
   await db
     .updateTable('webhook_deliveries')
     .set({ status: 'cancelled', next_attempt_at: null, locked_by: null, locked_until: null, updated_at: now })
@@ -25,6 +28,7 @@ export async function disableEndpoint(
     .where('status', '=', 'pending')
     .where('next_attempt_at', 'is not', null)
     .execute();
+  return true;
 }
 
 /** Enables an endpoint again: the reason and the failure streak are forgotten. */

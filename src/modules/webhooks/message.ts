@@ -1,11 +1,11 @@
 import type { AppContext } from '../../context.ts';
 import type { OutgoingMessage } from './sender.ts';
 import { secretsForSigning, signatureHeader } from './signing.ts';
-import type { WebhookDeliveriesTable, WebhookEndpointsTable } from './tables.ts';
+import type { DeliveryTargetsView, WebhookDeliveriesTable } from './tables.ts';
 
-/** The endpoint columns a send needs. */
+/** The target columns a send needs (delivery_targets: an endpoint or an app's events URL). */
 export type SendingEndpoint = Pick<
-  WebhookEndpointsTable,
+  DeliveryTargetsView,
   'id' | 'url' | 'secret_sealed' | 'previous_secret_sealed' | 'previous_secret_expires_at'
 >;
 
@@ -38,7 +38,7 @@ export function buildMessage(
   const timestamp = Math.floor(now.getTime() / 1000);
   const secrets = secretsForSigning(ctx, endpoint, now);
   return {
-    url: endpoint.url,
+    url: endpoint.url ?? '',
     body: delivery.payload,
     headers: {
       'content-type': 'application/json',

@@ -5,7 +5,17 @@ import type { Delivery, DeliveryDetail, DeliveryStatus } from './deliveries.ts';
 import { DELIVERY_STATUSES } from './deliveries.ts';
 import type { WebhookEndpoint } from './endpoints.ts';
 import { EVENT_TYPES } from './event-types.ts';
+import { failingWarning, healthCard, percent } from './pages-health.ts';
+import type { EndpointHealth, EndpointStats } from './stats.ts';
 import type { TestSendResult } from './test-send.ts';
+
+/** A receiver's answer as shown to people: control characters (NUL included) as their visible symbols. */
+export function printable(text: string | null): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters replaced
+  return (text ?? '').replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, (c) =>
+    String.fromCharCode(0x2400 + c.charCodeAt(0)),
+  );
+}
 
 /** Why an endpoint is off, in words. */
 const DISABLED_WORDS: Record<NonNullable<WebhookEndpoint['disabled_reason']>, string> = {
@@ -25,14 +35,21 @@ function deliveryBadge(status: DeliveryStatus): SafeHtml {
   return html`<span class="badge ${kind}">${status}</span>`;
 }
 
-export function endpointList(endpoints: Page<WebhookEndpoint>, livemode: boolean): SafeHtml {
-  const rows = endpoints.data.map(
-    (e) => html`<tr>
+export function endpointList(
+  endpoints: Page<WebhookEndpoint>,
+  livemode: boolean,
+  health: ReadonlyMap<string, EndpointHealth>,
+  now: Date,
+): SafeHtml {
+  const rows = endpoints.data.map((e) => {
+    const h = health.get(e.id);
+    return html`<tr>
 <td><a href="/dashboard/webhooks/${e.id}">${e.url}</a>${e.description ? html`<br><span class="muted">${e.description}</span>` : ''}</td>
 <td>${e.event_types.join(', ')}</td>
-<td>${statusBadge(e)}</td>
-</tr>`,
-  );
+<td>${statusBadge(e)}${h ? html`<br>${failingWarning(h, now)}` : ''}</td>
+<td>${h ? percent(h.success_rate) : ''}</td>
+</tr>`;
+  });
   return html`<h1>Webhooks</h1>
 <p class="muted">Signed messages about your ${livemode ? 'live' : 'test'} shipments, sent to your URLs.
 <a href="/docs/webhooks">How to receive them</a>.</p>
@@ -41,7 +58,7 @@ ${
   endpoints.data.length === 0
     ? html`<p class="card muted">No ${livemode ? 'live' : 'test'} endpoints yet.</p>`
     : html`<div class="table-wrap"><table>
-<thead><tr><th>URL</th><th>Events</th><th>Status</th></tr></thead>
+<thead><tr><th>URL</th><th>Events</th><th>Status</th><th>Success (24 h)</th></tr></thead>
 <tbody>${rows}</tbody></table></div>`
 }
 ${endpoints.next_cursor ? html`<p><a href="/dashboard/webhooks?cursor=${endpoints.next_cursor}">More</a></p>` : ''}`;
@@ -79,6 +96,11 @@ export interface EndpointPageExtras {
   test?: TestSendResult | null;
 }
 
+export interface EndpointHealthView {
+  stats: EndpointStats;
+  now: Date;
+}
+
 function testResult(result: TestSendResult): SafeHtml {
   const answer =
     result.status_code === null ? `No answer (${result.error ?? 'error'})` : `HTTP ${result.status_code}`;
@@ -86,7 +108,7 @@ function testResult(result: TestSendResult): SafeHtml {
 <h2>Test message sent</h2>
 <p><strong>${answer}</strong> in ${result.duration_ms} ms.
 <a href="/dashboard/webhooks/deliveries/${result.delivery_id}">See the message</a></p>
-<pre>${result.response_body ?? ''}</pre>
+<pre>${printable(result.response_body)}</pre>
 </section>`;
 }
 
@@ -137,6 +159,7 @@ export function endpointPage(
   deliveries: Page<Delivery>,
   status: DeliveryStatus | undefined,
   extras: EndpointPageExtras,
+  health: EndpointHealthView,
 ): SafeHtml {
   const base = `/dashboard/webhooks/${endpoint.id}`;
   return html`<h1>${endpoint.description ?? 'Webhook endpoint'}</h1>
@@ -154,6 +177,7 @@ ${actionButton(csrf, `${base}/test`, 'Send a test message')}
 </div>
 </section>
 ${extras.test ? testResult(extras.test) : ''}
+${healthCard(endpoint.id, health.stats, health.now)}
 <section class="card" aria-label="Signing secret">
 <h2>Signing secret</h2>
 ${
@@ -186,7 +210,7 @@ export function deliveryPage(csrf: string, delivery: DeliveryDetail): SafeHtml {
     (a) => html`<tr>
 <td>${a.attempted_at}</td><td>${a.trigger}</td>
 <td>${a.status_code ?? a.error ?? ''}</td><td>${a.duration_ms} ms</td>
-<td><pre>${a.response_body ?? ''}</pre></td>
+<td><pre>${printable(a.response_body)}</pre></td>
 </tr>`,
   );
   return html`<h1>${delivery.event_type}</h1>

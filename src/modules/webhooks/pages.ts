@@ -16,10 +16,11 @@ import {
   newEndpointForm,
 } from './pages-views.ts';
 import { replayDelivery } from './replay.ts';
+import { endpointStats, endpointsHealth, STATS_WINDOWS } from './stats.ts';
 import { sendTestMessage } from './test-send.ts';
 
 type Form = Record<string, string | string[] | undefined>;
-type Query = { status?: string; cursor?: string; done?: string };
+type Query = { status?: string; cursor?: string; done?: string; window?: string };
 const LIST = '/dashboard/webhooks';
 const hidden = { schema: { hide: true } };
 
@@ -64,8 +65,13 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
         ...(filter ? { status: filter } : {}),
         ...(query.cursor ? { cursor: query.cursor } : {}),
       });
+      const window = STATS_WINDOWS.find((w) => w === query.window) ?? '24h';
+      const stats = await endpointStats(ctx, view.access, id, window);
       const flash = extras.flash ?? doneFlash(query.done);
-      const body = endpointPage(view.csrf, endpoint, deliveries, filter, extras);
+      const body = endpointPage(view.csrf, endpoint, deliveries, filter, extras, {
+        stats,
+        now: ctx.clock.now(),
+      });
       return sendPage(
         reply,
         dashboardPage(view, { title: 'Webhook endpoint', path: LIST, flash }, body),
@@ -84,7 +90,12 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
       if (!view) return reply;
       try {
         const page = await listEndpoints(ctx, view.access, { limit: 20, cursor: request.query.cursor });
-        const body = endpointList(page, view.livemode);
+        const health = await endpointsHealth(
+          ctx,
+          page.data.map((endpoint) => endpoint.id),
+          '24h',
+        );
+        const body = endpointList(page, view.livemode, health, ctx.clock.now());
         const flash = doneFlash(request.query.done);
         return sendPage(reply, dashboardPage(view, { title: 'Webhooks', path: LIST, flash }, body));
       } catch (error) {

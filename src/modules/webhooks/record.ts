@@ -6,6 +6,7 @@ import { disableEndpoint } from './lifecycle.ts';
 import type { SendingDelivery } from './message.ts';
 import { FAILING_DISABLE_MS, type Jitter, MAX_ATTEMPTS, nextAttemptAt } from './schedule.ts';
 import { isSuccess, type SendResult } from './sender.ts';
+import type { TargetKind } from './tables.ts';
 
 export type Trigger = 'scheduled' | 'replay' | 'test';
 
@@ -18,6 +19,17 @@ export interface FinishedAttempt {
   result: SendResult;
   /** Whether the endpoint had a failure streak when claimed (unknown: treated as yes). */
   endpointFailing?: boolean;
+  /** An app's events target is retried on 410 too: only endpoints are gone for good. */
+  targetKind?: TargetKind;
+}
+
+function isGone(attempt: FinishedAttempt): boolean {
+  return attempt.result.status_code === 410 && attempt.targetKind !== 'app_events';
+}
+
+/** The answer's head as hex, the one spelling of bytes both engines' drivers pass in an array. */
+function hexOf(head: Uint8Array | null): string | null {
+  return head === null ? null : Buffer.from(head.buffer, head.byteOffset, head.byteLength).toString('hex');
 }
 
 interface DeliveryChange {
@@ -29,25 +41,30 @@ interface DeliveryChange {
   onlyPending: boolean;
   code: number | null;
   at: Date;
+  /** The last scheduled attempt failed: the delivery has failed for good. */
+  exhausted: boolean;
 }
 
 /** What an attempt does to its delivery (spec 6.3 to 6.5). */
 function changeFor(attempt: FinishedAttempt, jitter: Jitter): DeliveryChange {
   const { delivery, result, trigger, attemptedAt: at } = attempt;
-  const base = { id: delivery.id, code: result.status_code, at, onlyPending: trigger === 'scheduled' };
+  const base = {
+    id: delivery.id,
+    code: result.status_code,
+    at,
+    onlyPending: trigger === 'scheduled',
+    exhausted: false,
+  };
   if (isSuccess(result)) return { ...base, status: 'succeeded', nextAt: null };
-  if (result.status_code === 410 || trigger === 'test') return { ...base, status: 'failed', nextAt: null };
+  if (isGone(attempt) || trigger === 'test') return { ...base, status: 'failed', nextAt: null };
   if (trigger === 'replay') return { ...base, status: null, nextAt: null };
   const attempts = delivery.attempt_count + 1;
   const next = attempts >= MAX_ATTEMPTS ? null : nextAttemptAt(attempts, at, jitter);
-  return next ? { ...base, status: 'pending', nextAt: next } : { ...base, status: 'failed', nextAt: null };
+  return next
+    ? { ...base, status: 'pending', nextAt: next }
+    : { ...base, status: 'failed', nextAt: null, exhausted: true };
 }
 
-/**
- * Writes finished attempts in one short transaction: the attempt rows, the deliveries' new state,
- * and the endpoints' failure streaks (410 disables at once; 3 days of failure disable too).
- * Returns the endpoints disabled for failing, whose people are to be told after the commit.
- */
 /** Attempt rows and delivery changes in one statement: atomic without a transaction of its own. */
 async function writeAttempts(
   db: Db,
@@ -59,7 +76,7 @@ async function writeAttempts(
       INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, attempted_at, duration_ms, status_code, error,
         response_body, trigger, request_headers)
       SELECT a.id, a.delivery_id, a.endpoint_id, a.attempted_at, a.duration_ms, a.status_code, a.error,
-        a.response_body, a.trigger, a.request_headers::jsonb
+        decode(a.response_body, 'hex'), a.trigger, a.request_headers::jsonb
       FROM unnest(
         ${attempts.map(() => newId('att'))}::text[],
         ${attempts.map((a) => a.delivery.id)}::text[],
@@ -68,7 +85,7 @@ async function writeAttempts(
         ${attempts.map((a) => a.result.duration_ms)}::int[],
         ${attempts.map((a) => a.result.status_code)}::int[],
         ${attempts.map((a) => a.result.error)}::text[],
-        ${attempts.map((a) => a.result.response_body)}::text[],
+        ${attempts.map((a) => hexOf(a.result.response_head))}::text[],
         ${attempts.map((a) => a.trigger)}::text[],
         ${attempts.map((a) => JSON.stringify(a.headers))}::text[]
       ) AS a(id, delivery_id, endpoint_id, attempted_at, duration_ms, status_code, error, response_body, trigger,
@@ -105,15 +122,26 @@ function streaksOf(attempts: readonly FinishedAttempt[]): Streak {
     if (isSuccess(a.result)) {
       if (a.endpointFailing === false) streak.delete(endpointId);
       else streak.set(endpointId, 'ok');
-    } else if (a.result.status_code === 410) streak.set(endpointId, 'gone');
+    } else if (isGone(a)) streak.set(endpointId, 'gone');
     else if (a.trigger === 'scheduled' && streak.get(endpointId) !== 'gone')
       streak.set(endpointId, 'failing');
   }
   return streak;
 }
 
-/** Applies the streaks: clears them on 2xx, disables on 410 and after 3 days of failure. */
-async function applyStreaks(trx: Db, streak: Streak, now: Date): Promise<string[]> {
+/**
+ * Applies the streaks: clears them on 2xx, disables on 410 and after 3 days of failure. An app's
+ * events target is never disabled: its deliveries are retried for three days and fail alone.
+ * A delivery that used all its attempts while the endpoint never answered 2xx since that
+ * delivery's first attempt disables it then (about 68.6 h): no later failure may ever come to
+ * reach the 72 h mark.
+ */
+async function applyStreaks(
+  trx: Db,
+  streak: Streak,
+  exhausted: ReadonlyMap<string, string>,
+  now: Date,
+): Promise<string[]> {
   const ids = (kind: string) => [...streak].filter(([, v]) => v === kind).map(([id]) => id);
   const ok = ids('ok');
   if (ok.length > 0) {
@@ -136,12 +164,26 @@ async function applyStreaks(trx: Db, streak: Streak, now: Date): Promise<string[
     .returning(['id', 'failing_since'])
     .execute();
   for (const row of rows) {
-    if (row.failing_since && now.getTime() - new Date(row.failing_since).getTime() >= FAILING_DISABLE_MS) {
-      await disableEndpoint(trx, row.id, 'failing', now);
-      disabled.push(row.id);
-    }
+    if (!row.failing_since) continue;
+    const since = new Date(row.failing_since);
+    const exhaustedDelivery = exhausted.get(row.id);
+    const failingLongEnough =
+      now.getTime() - since.getTime() >= FAILING_DISABLE_MS ||
+      (exhaustedDelivery !== undefined && (await failingSinceFirstAttempt(trx, exhaustedDelivery, since)));
+    if (failingLongEnough && (await disableEndpoint(trx, row.id, 'failing', now))) disabled.push(row.id);
   }
   return disabled;
+}
+
+/** Whether the streak began no later than the delivery's first scheduled attempt (no 2xx since). */
+async function failingSinceFirstAttempt(trx: Db, deliveryId: string, since: Date): Promise<boolean> {
+  const first = await trx
+    .selectFrom('webhook_attempts')
+    .select((eb) => eb.fn.min('attempted_at').as('at'))
+    .where('delivery_id', '=', deliveryId)
+    .where('trigger', '=', 'scheduled')
+    .executeTakeFirst();
+  return first?.at != null && since.getTime() <= new Date(first.at).getTime();
 }
 
 /**
@@ -163,8 +205,13 @@ export async function recordAttempts(
     return [];
   }
   const now = ctx.clock.now();
+  const exhausted = new Map<string, string>();
+  for (const [index, change] of changes.entries()) {
+    const endpointId = attempts[index]?.delivery.endpoint_id;
+    if (change.exhausted && endpointId) exhausted.set(endpointId, change.id);
+  }
   return ctx.db.transaction().execute(async (trx) => {
     await writeAttempts(trx, attempts, changes);
-    return applyStreaks(trx, streak, now);
+    return applyStreaks(trx, streak, exhausted, now);
   });
 }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
-import { bearerSecurity, errorResponses, Page, PageQuery } from '../../http/schemas.ts';
+import { errorResponses, Page, PageQuery } from '../../http/schemas.ts';
 import { requireAccess } from '../accounts/access.ts';
 import { getDelivery, listDeliveries } from './deliveries.ts';
 import {
@@ -23,14 +23,17 @@ import {
   DeliverySchema,
   EndpointIdParams,
   EndpointSchema,
+  EndpointStatsSchema,
   EndpointWithSecretSchema,
   EventTypeSchema,
   ReplayResultSchema,
   SecretSchema,
+  StatsQuery,
   TestSendBody,
   TestSendResultSchema,
   UpdateEndpointBody,
 } from './schemas.ts';
+import { endpointStats } from './stats.ts';
 import { sendTestMessage } from './test-send.ts';
 
 const tags = ['Webhooks'];
@@ -42,15 +45,15 @@ const write = (request: { principal: Parameters<typeof requireAccess>[0] }) =>
 /** The webhook management API (CONTRACT.md, Webhook endpoints): thin handlers over the services. */
 export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
-    const byId = { params: EndpointIdParams, security: bearerSecurity, tags };
+    const byId = { params: EndpointIdParams, tags };
 
     app.post(
       '/v1/webhook-endpoints',
       {
+        config: { auth: { scope: 'webhooks:write' } },
         schema: {
           tags,
           summary: 'Create a webhook endpoint; livemode follows the token; the answer carries its secret',
-          security: bearerSecurity,
           body: CreateEndpointBody,
           response: { 201: EndpointWithSecretSchema, ...errorResponses(400, 401, 403, 409, 422) },
         },
@@ -61,10 +64,10 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/webhook-endpoints',
       {
+        config: { auth: { scope: 'webhooks:read' } },
         schema: {
           tags,
           summary: 'List webhook endpoints, newest first (no secrets)',
-          security: bearerSecurity,
           querystring: PageQuery,
           response: { 200: Page(EndpointSchema), ...errorResponses(400, 401, 403) },
         },
@@ -75,6 +78,7 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/webhook-endpoints/:id',
       {
+        config: { auth: { scope: 'webhooks:read' } },
         schema: {
           ...byId,
           summary: 'A webhook endpoint',
@@ -87,6 +91,7 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.patch(
       '/v1/webhook-endpoints/:id',
       {
+        config: { auth: { scope: 'webhooks:write' } },
         schema: {
           ...byId,
           summary: 'Change url, event types, description, or enable and disable',
@@ -102,6 +107,7 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.delete(
       '/v1/webhook-endpoints/:id',
       {
+        config: { auth: { scope: 'webhooks:write' } },
         schema: {
           ...byId,
           summary: 'Delete a webhook endpoint with its delivery history',
@@ -117,6 +123,7 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/webhook-endpoints/:id/secret',
       {
+        config: { auth: { scope: 'webhooks:write' } },
         schema: {
           ...byId,
           summary: "The endpoint's signing secret (needs webhooks:write)",
@@ -129,6 +136,7 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.post(
       '/v1/webhook-endpoints/:id/rotate-secret',
       {
+        config: { auth: { scope: 'webhooks:write' } },
         schema: {
           ...byId,
           summary: 'A new signing secret; the previous one signs too for 24 hours',
@@ -141,6 +149,7 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.post(
       '/v1/webhook-endpoints/:id/test',
       {
+        config: { auth: { scope: 'webhooks:write' } },
         schema: {
           ...byId,
           summary: 'Send a test message (test: true, an example shipment) and answer what the receiver said',
@@ -158,6 +167,7 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/webhook-endpoints/:id/deliveries',
       {
+        config: { auth: { scope: 'webhooks:read' } },
         schema: {
           ...byId,
           summary: "An endpoint's deliveries, newest first",
@@ -168,9 +178,26 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       async (request) => listDeliveries(ctx, read(request), request.params.id, request.query),
     );
 
+    app.get(
+      '/v1/webhook-endpoints/:id/stats',
+      {
+        config: { auth: { scope: 'webhooks:read' } },
+        schema: {
+          ...byId,
+          summary: 'How an endpoint is doing: attempts, success rate, durations, failing streak, per hour',
+          description:
+            'Counts scheduled attempts and replays (not test sends) over whole UTC hours: the current hour and the 23 (window=24h) or 167 (window=7d) before it.',
+          querystring: StatsQuery,
+          response: { 200: EndpointStatsSchema, ...errorResponses(400, 401, 403, 404) },
+        },
+      },
+      async (request) => endpointStats(ctx, read(request), request.params.id, request.query.window ?? '24h'),
+    );
+
     app.post(
       '/v1/webhook-endpoints/:id/deliveries/replay',
       {
+        config: { auth: { scope: 'webhooks:write' } },
         schema: {
           ...byId,
           summary: 'Queue again every failed and cancelled delivery of the last 7 days',
@@ -183,6 +210,7 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/webhook-deliveries/:id',
       {
+        config: { auth: { scope: 'webhooks:read' } },
         schema: {
           ...byId,
           summary: 'One delivery: the message (headers and body) and every attempt',
@@ -195,6 +223,7 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.post(
       '/v1/webhook-deliveries/:id/replay',
       {
+        config: { auth: { scope: 'webhooks:write' } },
         schema: {
           ...byId,
           summary: 'One more attempt of a delivery, now, with the same webhook-id',
@@ -207,10 +236,10 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/webhook-event-types',
       {
+        config: { auth: { scope: 'webhooks:read' } },
         schema: {
           tags,
           summary: 'The event types an endpoint can receive, each with an example message body',
-          security: bearerSecurity,
           response: { 200: Type.Object({ data: Type.Array(EventTypeSchema) }), ...errorResponses(401, 403) },
         },
       },

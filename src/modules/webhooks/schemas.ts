@@ -133,3 +133,50 @@ export const TestSendResultSchema = Type.Object({
   duration_ms: Type.Integer(),
   error: AttemptError,
 });
+
+export const StatsQuery = Type.Object(
+  {
+    window: Type.Optional(
+      Type.Union([Type.Literal('24h'), Type.Literal('7d')], {
+        default: '24h',
+        description: 'The current UTC hour and the 23 (24h) or 167 (7d) before it',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const EndpointStatsSchema = Type.Object(
+  {
+    window: Type.Union([Type.Literal('24h'), Type.Literal('7d')]),
+    from: Timestamp,
+    to: Timestamp,
+    attempts: Type.Integer({
+      description: 'Scheduled attempts and replays in the window (test sends are not counted)',
+    }),
+    succeeded: Type.Integer({ description: 'Attempts answered 2xx' }),
+    failed: Type.Integer({ description: 'Attempts answered otherwise or not answered' }),
+    success_rate: Nullable(Type.Number({ minimum: 0, maximum: 1, description: 'succeeded / attempts' })),
+    p50_ms: Nullable(Type.Integer({ description: 'Median attempt duration' })),
+    p95_ms: Nullable(Type.Integer({ description: '95th percentile of attempt duration' })),
+    failing_since: Nullable(Timestamp),
+    disables_at: Nullable(
+      Type.String({
+        format: 'date-time',
+        description: 'failing_since + 3 days: when the endpoint is disabled unless a delivery succeeds first',
+      }),
+    ),
+    last_failure: Nullable(
+      Type.Object({
+        attempted_at: Timestamp,
+        delivery_id: Type.String(),
+        status_code: Nullable(Type.Integer()),
+        error: Nullable(Type.String()),
+      }),
+    ),
+    hourly: Type.Array(Type.Object({ hour: Timestamp, succeeded: Type.Integer(), failed: Type.Integer() }), {
+      description: 'Every UTC hour of the window, oldest first',
+    }),
+  },
+  { $id: 'WebhookEndpointStats' },
+);

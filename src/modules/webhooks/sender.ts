@@ -1,13 +1,14 @@
 import { Agent, buildConnector, request } from 'undici';
 import type { AppContext } from '../../context.ts';
-import { GuardRefusal, resolveChecked } from './guard.ts';
+import { checkConnection, GuardRefusal } from './guard.ts';
 
 /** What a tenant may see about an attempt that got no answer: our codes, never socket messages. */
 export type SendError = 'timeout' | 'connection_failed' | 'dns_failed' | 'address_not_allowed' | 'tls_failed';
 
 export interface SendResult {
   status_code: number | null;
-  response_body: string | null;
+  /** The first bytes of the answer as received (at most RESPONSE_LIMIT): any bytes, NUL included. */
+  response_head: Buffer | null;
   duration_ms: number;
   error: SendError | null;
 }
@@ -43,7 +44,8 @@ export function guardedAgent(ctx: AppContext, options: SenderOptions = {}): Agen
     headersTimeout: deadline,
     bodyTimeout: deadline,
     connect(opts, callback) {
-      resolveChecked(ctx, opts.hostname, opts.protocol === 'http:').then(
+      // The guard's address and port policy, at every connection (decision 0010).
+      checkConnection(ctx, opts).then(
         (addresses) => {
           const hostname = opts.hostname.replace(/^\[|\]$/g, '');
           base(
@@ -82,22 +84,26 @@ export function errorCode(error: unknown, timedOut: boolean): SendError {
   return 'connection_failed';
 }
 
-/** Reads at most RESPONSE_LIMIT bytes, then drops the connection rather than download the rest. */
-async function readHead(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
+/**
+ * Reads at most RESPONSE_LIMIT bytes, then drops the connection rather than download the rest. A
+ * body that stops short of it (it never ends, or the connection breaks) keeps what arrived: the
+ * status line is the answer, the body is only logged.
+ */
+async function readHead(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
-  let complete = true;
-  for await (const chunk of body) {
-    chunks.push(chunk);
-    size += chunk.length;
-    if (size >= RESPONSE_LIMIT) {
-      complete = false;
-      break;
+  try {
+    for await (const chunk of body) {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= RESPONSE_LIMIT) break;
     }
+  } catch {
+    // Cut short by the deadline or the peer: what arrived is what is logged.
   }
-  // Breaking out of the loop destroys the stream; undici then closes that socket.
-  if (!complete) body.destroy();
-  return Buffer.concat(chunks).subarray(0, RESPONSE_LIMIT).toString('utf8');
+  // Leaving the loop early destroys the stream; undici then closes that socket.
+  body.destroy();
+  return Buffer.concat(chunks).subarray(0, RESPONSE_LIMIT);
 }
 
 /** One POST: never follows a redirect, never asks for compression, never waits past the deadline. */
@@ -108,6 +114,9 @@ export async function sendMessage(
 ): Promise<SendResult> {
   const deadline = options.deadlineMs ?? DEADLINE_MS;
   const started = performance.now();
+  // An app with no events URL yet: nothing to connect to; retried by the schedule meanwhile.
+  if (!message.url)
+    return { status_code: null, response_head: null, duration_ms: 0, error: 'connection_failed' };
   const controller = new AbortController();
   let timedOut = false;
   const timer = setTimeout(() => {
@@ -122,23 +131,28 @@ export async function sendMessage(
       dispatcher: agent,
       signal: controller.signal,
     });
-    const text = await readHead(response.body);
+    const head = await readHead(response.body);
     return {
       status_code: response.statusCode,
-      response_body: text,
+      response_head: head,
       duration_ms: Math.round(performance.now() - started),
       error: null,
     };
   } catch (error) {
     return {
       status_code: null,
-      response_body: null,
+      response_head: null,
       duration_ms: Math.round(performance.now() - started),
       error: errorCode(error, timedOut),
     };
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The answer's head as text for people and JSON: UTF-8, with U+FFFD where the bytes are not. */
+export function responseText(head: Uint8Array | null): string | null {
+  return head === null ? null : Buffer.from(head.buffer, head.byteOffset, head.byteLength).toString('utf8');
 }
 
 export function isSuccess(result: SendResult): boolean {

@@ -1,5 +1,14 @@
+/** What a target is: a company's, merchant's or installation's endpoint, or an app's events URL. */
+export type TargetKind = 'endpoint' | 'app_events';
+
 export interface WebhookEndpointsTable {
   id: string;
+  kind: TargetKind;
+  /**
+   * Null on an app's events target only (it belongs to no company, has no URL or secret of its own
+   * and is read through delivery_targets); every query that reads endpoints filters by tenant, so
+   * the endpoint code sees these three as always set.
+   */
   tenant_id: string;
   customer_account_id: string | null;
   installation_id: string | null;
@@ -17,8 +26,26 @@ export interface WebhookEndpointsTable {
   /** Start of the current streak of failures; cleared by any 2xx (the 3-day disable rule). */
   failing_since: Date | null;
   created_by: string | null;
+  /** The app of an app events target. */
+  app_id: string | null;
+  /** Suspension of the app holds deliveries to its targets (not lost: sent after reinstating). */
+  held: boolean;
   created_at: Date;
   updated_at: Date;
+}
+
+/** The view the engine sends through: where a target's messages go and the secrets that sign them. */
+export interface DeliveryTargetsView {
+  id: string;
+  kind: TargetKind;
+  app_id: string | null;
+  enabled: boolean;
+  held: boolean;
+  failing_since: Date | null;
+  url: string | null;
+  secret_sealed: string;
+  previous_secret_sealed: string | null;
+  previous_secret_expires_at: Date | null;
 }
 
 export interface WebhookDeliveriesTable {
@@ -49,7 +76,8 @@ export interface WebhookAttemptsTable {
   duration_ms: number;
   status_code: number | null;
   error: 'timeout' | 'connection_failed' | 'dns_failed' | 'address_not_allowed' | 'tls_failed' | null;
-  response_body: string | null;
+  /** The first 4 KB of the answer as received (bytea). */
+  response_body: Uint8Array | null;
   trigger: 'scheduled' | 'replay' | 'test';
   request_headers: unknown;
 }
@@ -58,4 +86,5 @@ export interface WebhooksTables {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  delivery_targets: DeliveryTargetsView;
 }

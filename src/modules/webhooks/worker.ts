@@ -1,14 +1,17 @@
-import { sql } from 'kysely';
 import type { Agent } from 'undici';
 import type { AppContext } from '../../context.ts';
+import { isDatabaseUnavailable } from '../../db/database.ts';
 import { randomBase62 } from '../../lib/ids.ts';
-import { reportDisabled } from './attempt.ts';
+import type { DeliveryKind, DeliveryOutcome } from '../operations/metrics.ts';
 import { type ClaimedRow, claimDue, endpointOf } from './claim.ts';
-import { onLocalWake, PROCESS_TAG, WAKE_CHANNEL } from './fanout.ts';
+import { onLocalWake, WAKE_CHANNEL, wakeTag } from './fanout.ts';
 import { buildMessage, storedHeaders } from './message.ts';
-import { type FinishedAttempt, recordAttempts } from './record.ts';
-import type { Jitter } from './schedule.ts';
-import { DEADLINE_MS, guardedAgent, sendMessage } from './sender.ts';
+import type { FinishedAttempt } from './record.ts';
+import { AttemptRecorder } from './recorder.ts';
+import { type Jitter, MAX_ATTEMPTS } from './schedule.ts';
+import { DEADLINE_MS, guardedAgent, isSuccess, sendMessage } from './sender.ts';
+import { SendSlots } from './slots.ts';
+import type { TargetKind } from './tables.ts';
 
 export interface WorkerOptions {
   /** Poll interval in real milliseconds, the fallback when a wake-up is missed; 0 turns it off. */
@@ -26,6 +29,8 @@ export interface WorkerOptions {
   /** Listen for wake-ups (LISTEN/NOTIFY and in-process); tests that drive `tick` may turn it off. */
   listen?: boolean;
   jitter?: Jitter;
+  /** Called with each batch of attempts once written (metrics). */
+  onRecorded?: (attempts: readonly FinishedAttempt[]) => void;
 }
 
 export interface DeliveryWorker {
@@ -33,142 +38,105 @@ export interface DeliveryWorker {
   /** Claims and sends everything due now, and returns once all of it is recorded: for tests. */
   tick(): Promise<number>;
   wake(): void;
+  /** When the claim loop last turned with the database answering (readiness), or null. */
+  heartbeat(): Date | null;
+  /** Requests in flight now. */
+  inFlight(): number;
   /** Stops claiming and waits (bounded) for the requests in flight and their records. */
   stop(): Promise<void>;
 }
 
-const FLUSH_DELAY_MS = 5;
-const VACUUM_EVERY = 2000;
+/** The metrics' name for a target kind. */
+function metricKind(kind: TargetKind | undefined): DeliveryKind {
+  return kind === 'app_events' ? 'app_event' : 'endpoint';
+}
 
-/** The delivery worker (ARCHITECTURE.md "How an event flows", steps 3 and 4). */
+/** What an attempt did to its delivery, for the deliveries counter. */
+function outcomeOf(attempt: FinishedAttempt): DeliveryOutcome {
+  if (isSuccess(attempt.result)) return 'succeeded';
+  const gone = attempt.result.status_code === 410 && attempt.targetKind !== 'app_events';
+  if (gone || attempt.delivery.attempt_count + 1 >= MAX_ATTEMPTS) return 'failed';
+  return 'failed_attempt';
+}
+
+const CLAIM_RETRY_FIRST_MS = 500;
+const CLAIM_RETRY_MAX_MS = 5_000;
+
+/**
+ * The delivery worker (ARCHITECTURE.md "How an event flows", steps 3 and 4): claims due deliveries
+ * into its slots (slots.ts), sends them (sender.ts) and hands the results to the recorder
+ * (recorder.ts). A database outage pauses claiming with a growing wait; what was sent meanwhile is
+ * recorded once the database is back.
+ */
 export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}): DeliveryWorker {
   const id = `wrk_${randomBase62(16)}`;
   const maxInFlight = options.maxInFlight ?? 64;
-  const perEndpoint = options.perEndpoint ?? 8;
+  const perTarget = options.perEndpoint ?? 8;
   const batchSize = options.batchSize ?? 64;
   const deadlineMs = options.deadlineMs ?? DEADLINE_MS;
   const leaseMs = options.leaseMs ?? Math.max(60_000, deadlineMs * 3);
-  // Rows held (in flight and queued) per endpoint: the last queued row of a slow endpoint waits
-  // (held / perEndpoint - 1) deadlines before it is sent, and must still be inside its lease.
+  // Rows held (in flight and queued) per target: the last queued row of a slow target waits
+  // (held / perTarget - 1) deadlines before it is sent, and must still be inside its lease.
   const rounds = Math.min(5, Math.max(1, Math.floor(leaseMs / deadlineMs) - 1));
-  const heldPerEndpoint = perEndpoint * rounds;
-  const maxHeld = Math.max(maxInFlight * 2, heldPerEndpoint);
-  const agent: Agent = guardedAgent(ctx, { deadlineMs, connectionsPerOrigin: perEndpoint });
+  const slots = new SendSlots({ maxInFlight, perTarget, heldPerTarget: perTarget * rounds });
+  const maxHeld = Math.max(maxInFlight * 2, slots.limits.heldPerTarget);
+  const agent: Agent = guardedAgent(ctx, { deadlineMs, connectionsPerOrigin: perTarget });
+  const recorder = new AttemptRecorder(ctx, {
+    ...(options.jitter ? { jitter: options.jitter } : {}),
+    onRecorded(attempts) {
+      for (const attempt of attempts)
+        ctx.metrics.deliveryOutcome(metricKind(attempt.targetKind), outcomeOf(attempt));
+      options.onRecorded?.(attempts);
+    },
+  });
 
   let stopping = false;
-  let inFlight = 0;
-  const byEndpoint = new Map<string, number>();
-  // Claimed rows waiting for a slot: a claim fetches up to one round ahead so that the next
-  // sends do not wait for a database round trip. Bounded per endpoint, so leases outlast the wait.
-  const queued = new Map<string, ClaimedRow[]>();
-  let queuedCount = 0;
   let claiming: Promise<number> | null = null;
   let claimAgain = false;
-  const finished: FinishedAttempt[] = [];
-  let flushing: Promise<void> | null = null;
+  let lastTurn: Date | null = null;
+  let claimRetryMs = CLAIM_RETRY_FIRST_MS;
+  let claimPausedUntil = 0;
   const sending = new Set<Promise<void>>();
 
-  function room(): Map<string, number> {
-    const map = new Map<string, number>();
-    for (const endpointId of new Set([...byEndpoint.keys(), ...queued.keys()])) {
-      const held = (byEndpoint.get(endpointId) ?? 0) + (queued.get(endpointId)?.length ?? 0);
-      map.set(endpointId, heldPerEndpoint - held);
-    }
-    return map;
-  }
-
-  function flush(): Promise<void> {
-    if (flushing) return flushing;
-    flushing = (async () => {
-      while (finished.length > 0) {
-        const batch = finished.splice(0);
-        try {
-          await reportDisabled(ctx, await recordAttempts(ctx, batch, options.jitter));
-          await vacuumNowAndThen(batch.length);
-        } catch (err) {
-          // The leases expire and the deliveries are attempted again: at least once.
-          ctx.log.error({ err }, 'recording webhook attempts failed');
-        }
-      }
-    })().finally(() => {
-      flushing = null;
-    });
-    return flushing;
-  }
-
-  // PGlite runs no autovacuum: dead row versions of a busy queue pile up in the claim's index and
-  // every claim wades through them. PostgreSQL's autovacuum does this on its own.
-  let recordedSinceVacuum = 0;
-  async function vacuumNowAndThen(recorded: number): Promise<void> {
-    if (ctx.database.engine !== 'pglite') return;
-    recordedSinceVacuum += recorded;
-    if (recordedSinceVacuum < VACUUM_EVERY) return;
-    recordedSinceVacuum = 0;
-    await sql`VACUUM webhook_deliveries`.execute(ctx.db);
-  }
-
-  /** Records after a moment, so that attempts finishing together share one transaction. */
-  let flushTimer: NodeJS.Timeout | null = null;
-  function scheduleFlush(): void {
-    if (flushTimer) return;
-    flushTimer = setTimeout(() => {
-      flushTimer = null;
-      void flush();
-    }, FLUSH_DELAY_MS);
-  }
-
-  /** Starts queued sends while there are slots, taking endpoints in turn. */
   function dispatch(): void {
-    let started = true;
-    while (started && inFlight < maxInFlight) {
-      started = false;
-      for (const [endpointId, rows] of queued) {
-        if (inFlight >= maxInFlight) break;
-        if ((byEndpoint.get(endpointId) ?? 0) >= perEndpoint) continue;
-        const row = rows.shift();
-        if (!row) continue;
-        queuedCount -= 1;
-        if (rows.length === 0) queued.delete(endpointId);
-        send(row);
-        started = true;
-      }
-    }
+    for (const row of slots.takeStartable()) send(row);
   }
 
-  /** Drops what waits for an endpoint that answered 410: recording cancels those deliveries. */
-  function dropQueue(endpointId: string): void {
-    queuedCount -= queued.get(endpointId)?.length ?? 0;
-    queued.delete(endpointId);
+  async function attempt(row: ClaimedRow): Promise<FinishedAttempt> {
+    const now = ctx.clock.now();
+    const message = buildMessage(ctx, row, endpointOf(row), now);
+    const kind = metricKind(row.kind);
+    ctx.metrics.sendStarted(kind);
+    const result = await sendMessage(agent, message, { deadlineMs }).finally(() =>
+      ctx.metrics.sendFinished(kind),
+    );
+    ctx.metrics.attemptDuration(result.duration_ms / 1000, kind);
+    return {
+      delivery: row,
+      endpointFailing: row.failing_since !== null,
+      targetKind: row.kind,
+      trigger: 'scheduled',
+      attemptedAt: now,
+      headers: storedHeaders(message),
+      result,
+    };
   }
 
   function send(row: ClaimedRow): void {
-    inFlight += 1;
-    byEndpoint.set(row.endpoint_id, (byEndpoint.get(row.endpoint_id) ?? 0) + 1);
-    const task = (async () => {
-      const now = ctx.clock.now();
-      const message = buildMessage(ctx, row, endpointOf(row), now);
-      const result = await sendMessage(agent, message, { deadlineMs });
-      if (result.status_code === 410) dropQueue(row.endpoint_id);
-      finished.push({
-        delivery: row,
-        endpointFailing: row.failing_since !== null,
-        trigger: 'scheduled',
-        attemptedAt: now,
-        headers: storedHeaders(message),
-        result,
-      });
-    })()
+    const task = attempt(row)
+      .then((finished) => {
+        if (finished.result.status_code === 410 && row.kind !== 'app_events')
+          slots.dropQueue(row.endpoint_id);
+        recorder.add(finished);
+      })
       .catch((err: unknown) => ctx.log.error({ err, deliveryId: row.id }, 'webhook send failed'))
       .finally(() => {
-        inFlight -= 1;
-        const left = (byEndpoint.get(row.endpoint_id) ?? 1) - 1;
-        if (left === 0) byEndpoint.delete(row.endpoint_id);
-        else byEndpoint.set(row.endpoint_id, left);
+        slots.finished(row.endpoint_id);
         sending.delete(task);
-        scheduleFlush();
-        if (!stopping) dispatch();
-        // Claim again once this endpoint's queue runs low: claims come in rounds, not one per send.
-        if ((queued.get(row.endpoint_id)?.length ?? 0) < perEndpoint) void pump();
+        if (stopping) return;
+        dispatch();
+        // Claim again once this target's queue runs low: claims come in rounds, not one per send.
+        if (slots.queuedFor(row.endpoint_id) < perTarget) void pump();
       });
     sending.add(task);
   }
@@ -177,40 +145,47 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
     let total = 0;
     do {
       claimAgain = false;
-      while (!stopping && inFlight + queuedCount < maxHeld) {
+      while (!stopping && slots.held < maxHeld) {
         const now = ctx.clock.now();
         const rows = await claimDue(ctx.db, {
           workerId: id,
           now,
           leaseUntil: new Date(now.getTime() + leaseMs),
-          limit: Math.min(batchSize, maxHeld - inFlight - queuedCount),
-          perEndpoint: heldPerEndpoint,
-          room: room(),
+          limit: Math.min(batchSize, maxHeld - slots.held),
+          perEndpoint: slots.limits.heldPerTarget,
+          room: slots.room(),
         });
-        for (const row of rows) {
-          const list = queued.get(row.endpoint_id) ?? [];
-          list.push(row);
-          queued.set(row.endpoint_id, list);
-        }
-        queuedCount += rows.length;
+        slots.enqueue(rows);
         dispatch();
         total += rows.length;
         if (rows.length === 0) break;
       }
     } while (claimAgain && !stopping);
+    lastTurn = ctx.clock.now();
     return total;
   }
 
   /** Starts a claim round, or asks the running one to go round again. */
   function pump(): Promise<number> {
-    if (stopping) return Promise.resolve(0);
+    if (stopping || Date.now() < claimPausedUntil) return Promise.resolve(0);
     if (claiming) {
       claimAgain = true;
       return claiming;
     }
     claiming = claimLoop()
+      .then((claimed) => {
+        claimRetryMs = CLAIM_RETRY_FIRST_MS;
+        return claimed;
+      })
       .catch((err: unknown) => {
-        ctx.log.error({ err }, 'claiming webhook deliveries failed');
+        if (!isDatabaseUnavailable(err)) {
+          ctx.log.error({ err }, 'claiming webhook deliveries failed');
+          return 0;
+        }
+        // The database is away: wait longer each time; the poll tries again after the pause.
+        ctx.log.warn({ err, retryInMs: claimRetryMs }, 'claiming waits for the database');
+        claimPausedUntil = Date.now() + claimRetryMs;
+        claimRetryMs = Math.min(claimRetryMs * 2, CLAIM_RETRY_MAX_MS);
         return 0;
       })
       .finally(() => {
@@ -220,22 +195,16 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
   }
 
   async function settle(): Promise<void> {
-    while (sending.size > 0 || finished.length > 0 || flushing || claiming || flushTimer) {
+    while (sending.size > 0 || recorder.busy || claiming) {
       await Promise.all([...sending]);
       if (claiming) await claiming;
-      if (flushTimer) {
-        clearTimeout(flushTimer);
-        flushTimer = null;
-      }
-      await flush();
+      await recorder.flush();
     }
   }
 
   /** Gives back claimed rows not sent, so that another worker need not wait for the lease. */
   async function releaseQueued(): Promise<void> {
-    const ids = [...queued.values()].flat().map((row) => row.id);
-    queued.clear();
-    queuedCount = 0;
+    const ids = slots.drainQueued();
     if (ids.length === 0) return;
     await ctx.db
       .updateTable('webhook_deliveries')
@@ -245,12 +214,14 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
       .execute();
   }
 
+  ctx.health.workerHeartbeat = () => lastTurn;
   const unsubscribes: Array<() => unknown> = [];
   if (options.listen ?? true) {
     unsubscribes.push(onLocalWake(ctx, () => void pump()));
+    // An empty payload comes after LISTEN reconnects: what was notified meanwhile was missed.
     ctx.database
       .listen(WAKE_CHANNEL, (tag) => {
-        if (tag !== PROCESS_TAG) void pump();
+        if (tag !== wakeTag(ctx)) void pump();
       })
       .then(
         (stop) => {
@@ -268,6 +239,7 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
   return {
     id,
     async tick() {
+      claimPausedUntil = 0;
       let total = 0;
       for (;;) {
         const claimed = await pump();
@@ -279,12 +251,16 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
     wake() {
       void pump();
     },
+    heartbeat: () => lastTurn,
+    inFlight: () => slots.inFlight,
     async stop() {
       stopping = true;
+      ctx.health.workerHeartbeat = null;
       if (timer) clearInterval(timer);
       const bounded = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
       for (const unsubscribe of unsubscribes.splice(0)) await Promise.race([unsubscribe(), bounded(1000)]);
       await Promise.race([settle(), bounded(deadlineMs + 1000)]);
+      recorder.stop();
       await releaseQueued().catch((err: unknown) => ctx.log.warn({ err }, 'releasing claims failed'));
       await Promise.race([agent.destroy().catch(() => {}), bounded(1000)]);
     },

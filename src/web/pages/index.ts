@@ -1,13 +1,13 @@
 import type { FastifyError, FastifyPluginAsync } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { toAppError } from '../../http/errors.ts';
+import { memberPages } from '../../modules/accounts/member-pages.ts';
+import { tokenPages } from '../../modules/accounts/token-pages.ts';
+import { eventPages } from '../../modules/shipments/event-pages.ts';
+import { shipmentFormPages } from '../../modules/shipments/form-pages.ts';
+import { shipmentPages } from '../../modules/shipments/pages.ts';
 import { sendErrorPage } from './common.ts';
-import { eventPages } from './events.ts';
-import { memberPages } from './members.ts';
 import { shellPages } from './shell.ts';
-import { shipmentFormPages } from './shipment-form.ts';
-import { shipmentPages } from './shipments.ts';
-import { tokenPages } from './tokens.ts';
 
 /**
  * The dashboard's own pages. Registered as one encapsulated plugin so that its error handler,

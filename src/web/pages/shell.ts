@@ -5,7 +5,7 @@ import { createCompany, membershipsOfPerson } from '../../modules/accounts/compa
 import { requirePageUser, storeView } from '../dashboard.ts';
 import { html } from '../html.ts';
 import { csrfField, layout, sendPage } from '../layout.ts';
-import { safeReturnPath } from '../session.ts';
+import { sameSiteReturnPath } from '../session.ts';
 import { type Form, redirectWithFlash, requiredField } from './common.ts';
 
 type SwitchQuery = { tenant?: string; mode?: string; account?: string; return_to?: string };
@@ -48,7 +48,7 @@ export function shellPages(app: FastifyInstance, ctx: AppContext): void {
       // The dashboard view re-checks the account against the company's own on every page.
       const account = membership.customer_account_id ? null : query.account?.slice(0, 64) || null;
       storeView(ctx, reply, { tenantId: membership.tenant_id, customerAccountId: account, livemode });
-      return reply.redirect(safeReturnPath(query.return_to), 303);
+      return reply.redirect(sameSiteReturnPath(ctx.config.webUrl, query.return_to), 303);
     },
   );
 

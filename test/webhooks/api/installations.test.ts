@@ -76,6 +76,7 @@ describe('endpoints of app installations', () => {
           customer_account_id: null,
           user_id: company.owner.id,
           scopes: JSON.stringify(['webhooks:write']),
+          approved_at: now,
           created_at: now,
           updated_at: now,
         })

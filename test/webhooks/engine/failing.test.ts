@@ -1,6 +1,6 @@
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DAY } from '../../../src/lib/clock.ts';
+import { DAY, HOUR } from '../../../src/lib/clock.ts';
 import { call, createCompany, createShipment } from '../../support/api.ts';
 import { freePort, startWaybill, type TestWaybill } from '../../support/harness.ts';
 import {
@@ -96,7 +96,11 @@ describe('the 3-day rule', () => {
     const row = await endpointRow(w, endpoint.id);
     expect(row.enabled).toBe(false);
     expect(row.disabled_reason).toBe('failing');
-    expect(w.clock.now().getTime() - started.getTime()).toBeGreaterThanOrEqual(3 * DAY);
+    // Disabled when the first message used its 9th attempt (about 68.6 h) with no 2xx since its
+    // first: waiting for a failure at 72 h could wait for ever.
+    const disabledAfter = new Date(row.updated_at).getTime() - started.getTime();
+    expect(disabledAfter).toBeGreaterThanOrEqual(68 * HOUR);
+    expect(disabledAfter).toBeLessThan(3 * DAY);
     const deliveries = await deliveriesOf(w, endpoint.id);
     expect(deliveries.some((d) => d.status === 'cancelled')).toBe(true);
     expect(deliveries.filter((d) => d.status === 'pending')).toHaveLength(0);
@@ -106,6 +110,33 @@ describe('the 3-day rule', () => {
     expect(mails).toHaveLength(1);
     expect(mails[0]?.to).toEqual([company.owner.email]);
     expect(mails[0]?.text).toContain(endpoint.id);
+  });
+
+  it('does not disable at a used-up schedule when the endpoint answered 2xx since that message began', async () => {
+    const company = await createCompany(w);
+    const endpoint = await insertEndpoint(w, { tenantId: company.tenantId, url: receiver.url });
+    const worker = testWorker(w);
+    const started = w.clock.now();
+    const failing = await createShipment(w, company.liveToken);
+    await worker.tick();
+    // Later messages of other shipments succeed; only the first shipment's keep failing.
+    receiver.answer = (message, res) => {
+      res.statusCode = message.body.includes(failing.id) ? 503 : 200;
+      res.end();
+    };
+    w.clock.set(new Date(started.getTime() + HOUR));
+    await createShipment(w, company.liveToken);
+    await worker.tick();
+    await runSchedule(endpoint.id, worker, new Date(started.getTime() + 5 * DAY));
+    await worker.stop();
+    const [first] = (await deliveriesOf(w, endpoint.id)).filter((d) => d.attempt_count === 9);
+    expect(first?.status).toBe('failed');
+    const row = await endpointRow(w, endpoint.id);
+    expect(row.enabled).toBe(true);
+    receiver.answer = (_m, res) => {
+      res.statusCode = 503;
+      res.end();
+    };
   });
 
   it('lets any 2xx end the streak', async () => {

@@ -5,6 +5,7 @@ import { afterAll, beforeAll } from 'vitest';
 import type { ManualClock } from '../../../src/lib/clock.ts';
 import { newSigningSecret } from '../../../src/lib/crypto.ts';
 import { newId } from '../../../src/lib/ids.ts';
+import { responseText } from '../../../src/modules/webhooks/sender.ts';
 import { startDeliveryWorker, type WorkerOptions } from '../../../src/modules/webhooks/worker.ts';
 import { startWaybill, type TestWaybill } from '../../support/harness.ts';
 
@@ -91,6 +92,9 @@ export async function insertEndpoint(
       previous_secret_sealed: null,
       previous_secret_expires_at: null,
       failing_since: null,
+      kind: 'endpoint',
+      app_id: null,
+      held: false,
       created_by: input.createdBy ?? null,
       created_at: now,
       updated_at: now,
@@ -124,13 +128,15 @@ export async function deliveriesOf(w: TestWaybill, endpointId: string) {
     .execute();
 }
 
+/** The attempts as stored, with the answer's head as text (stored as the bytes received). */
 export async function attemptsOf(w: TestWaybill, deliveryId: string) {
-  return w.ctx.db
+  const rows = await w.ctx.db
     .selectFrom('webhook_attempts')
     .selectAll()
     .where('delivery_id', '=', deliveryId)
     .orderBy('attempted_at')
     .execute();
+  return rows.map((row) => ({ ...row, response_body: responseText(row.response_body) }));
 }
 
 export function advance(clock: ManualClock, ms: number): void {

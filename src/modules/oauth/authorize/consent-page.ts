@@ -1,6 +1,6 @@
 import { html, type SafeHtml } from '../../../web/html.ts';
 import { csrfField, layout } from '../../../web/layout.ts';
-import { SCOPE_DESCRIPTIONS } from '../../accounts/roles.ts';
+import { SCOPE_DESCRIPTIONS, type Scope } from '../../accounts/roles.ts';
 import { grantableScopes, type InstallTarget } from './accounts.ts';
 import type { AuthorizationRequest } from './request.ts';
 
@@ -32,8 +32,23 @@ ${withheld.length > 0 ? html`<span class="muted">Your role cannot grant: ${withh
 </label>`;
 }
 
-/** The consent page (spec 4.1): who asks, for what, in plain words, into which account. */
-export function consentPage(request: AuthorizationRequest, targets: InstallTarget[], csrf: string): SafeHtml {
+/** A scope in plain words, with the developer's reason for it when the app has a published listing. */
+function scopeItem(scope: Scope, justification: string | undefined): SafeHtml {
+  return html`<li><strong>${SCOPE_DESCRIPTIONS[scope]}</strong> <code>${scope}</code>${
+    justification ? html`<br><span class="muted justification">Why: ${justification}</span>` : ''
+  }</li>`;
+}
+
+/**
+ * The consent page (spec 4.1): who asks, for what, in plain words, into which account. A published
+ * app's reviewed justification stands beside each scope.
+ */
+export function consentPage(
+  request: AuthorizationRequest,
+  targets: InstallTarget[],
+  csrf: string,
+  justifications: Partial<Record<Scope, string>> | null = null,
+): SafeHtml {
   const app = request.app;
   return layout(
     { title: `Connect ${app.name}` },
@@ -42,7 +57,7 @@ export function consentPage(request: AuthorizationRequest, targets: InstallTarge
 <p>${app.description}</p>
 <ul class="links">${link('Homepage', app.homepage_url)}${link('Privacy policy', app.privacy_url)}${link('Support', app.support_url)}</ul>
 <h2>${app.name} asks to</h2>
-<ul class="scopes">${request.scopes.map((s) => html`<li><strong>${SCOPE_DESCRIPTIONS[s]}</strong> <code>${s}</code></li>`)}</ul>
+<ul class="scopes">${request.scopes.map((s) => scopeItem(s, justifications?.[s]))}</ul>
 <form class="stack" method="post" action="/oauth/authorize">
 ${csrfField(csrf)}
 ${hiddenRequest(request)}

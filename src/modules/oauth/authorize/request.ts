@@ -41,6 +41,9 @@ export class RedirectedError extends Error {
 
 type Query = Record<string, unknown>;
 
+/** The longest `state` taken back to the client (it travels in the redirect's Location). */
+const MAX_STATE_LENGTH = 1000;
+
 function single(query: Query, name: string): string | undefined {
   const value = query[name];
   if (value === undefined || value === '') return undefined;
@@ -79,6 +82,11 @@ export async function checkAuthorizationRequest(
   let state: string | null = null;
   try {
     state = single(query, 'state') ?? null;
+    // The refusal would carry state back in the Location header, and one of tens of kilobytes is
+    // more than clients and proxies read: an over-long state is shown on the error page instead.
+    if (state !== null && state.length > MAX_STATE_LENGTH) {
+      throw new UntrustedRedirectError(`The state parameter is longer than ${MAX_STATE_LENGTH} characters.`);
+    }
     // OAuth 2.1 section 4.1.1: response_type=code is the only one.
     const responseType = single(query, 'response_type');
     if (!responseType) throw new OAuthError('invalid_request', 'response_type is required');
@@ -87,7 +95,6 @@ export async function checkAuthorizationRequest(
     }
     // Spec 5.6: state is mandatory (CSRF protection of the client's redirect endpoint).
     if (!state) throw new OAuthError('invalid_request', 'state is required');
-    if (state.length > 1000) throw new OAuthError('invalid_request', 'state is too long');
     // RFC 7636 section 4.4.1 and spec 5.6: PKCE is mandatory, S256 only (plain is refused).
     const codeChallenge = single(query, 'code_challenge');
     if (!codeChallenge || !CODE_CHALLENGE.test(codeChallenge)) {

@@ -1,7 +1,10 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../../context.ts';
+import { toAppError } from '../../../http/errors.ts';
+import { AppError } from '../../../lib/errors.ts';
 import { sendPage } from '../../../web/layout.ts';
 import { pageUser } from '../../../web/session.ts';
+import { publishedJustifications } from '../../store/catalogue.ts';
 import { installTargets } from './accounts.ts';
 import { approveAuthorization } from './approve.ts';
 import { authorizeErrorPage, consentPage } from './consent-page.ts';
@@ -62,9 +65,25 @@ async function answering(ctx: AppContext, reply: FastifyReply, run: () => Promis
   }
 }
 
+/**
+ * What the shared checks refuse (src/http/input.ts: control characters in the query or form, a
+ * body that is not a form; an expired CSRF token) is shown to the person as the error page too:
+ * the request is not trusted, so it is never redirected.
+ */
+function authorizeErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  let known = toAppError(error);
+  if (!known || known.status >= 500) {
+    request.log.error({ err: error }, 'authorization endpoint failed');
+    known = new AppError('internal', `Something went wrong (request ${request.id})`);
+  }
+  protect(reply);
+  return sendPage(reply, authorizeErrorPage(known.message), known.status);
+}
+
 /** GET and POST {web_url}/oauth/authorize: the consent page and its decision. */
 export function registerAuthorizeRoutes(app: FastifyInstance, ctx: AppContext): void {
-  app.get<{ Querystring: Params }>('/oauth/authorize', { schema: { hide: true } }, async (request, reply) =>
+  const options = { schema: { hide: true }, errorHandler: authorizeErrorHandler };
+  app.get<{ Querystring: Params }>('/oauth/authorize', options, async (request, reply) =>
     answering(ctx, reply, async () => {
       const checked = await checkAuthorizationRequest(ctx, request.query);
       const user = await pageUser(ctx, request);
@@ -78,13 +97,14 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: AppContext): 
         );
       }
       protect(reply, checked.redirectUri);
-      return sendPage(reply, consentPage(checked, targets, reply.generateCsrf()));
+      const justifications = await publishedJustifications(ctx, checked.app.id);
+      return sendPage(reply, consentPage(checked, targets, reply.generateCsrf(), justifications));
     }),
   );
 
   app.post<{ Body: Params }>(
     '/oauth/authorize',
-    { schema: { hide: true }, preValidation: app.csrfProtection },
+    { ...options, preValidation: app.csrfProtection },
     async (request, reply) =>
       answering(ctx, reply, async () => {
         const form = request.body ?? {};

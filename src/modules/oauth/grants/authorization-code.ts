@@ -9,8 +9,8 @@ import { type OAuthParams, requireParam } from '../params.ts';
 import { CODE_VERIFIER, verifierMatches } from '../pkce.ts';
 import { approverStillMember, revokeForReuse, spendAndIssue, type TokenResponse } from '../tokens.ts';
 
-const invalidGrant = () =>
-  new OAuthError('invalid_grant', 'the code is invalid, expired, spent or not yours');
+const invalidGrant = (reuseDetected = false) =>
+  new OAuthError('invalid_grant', 'the code is invalid, expired, spent or not yours', { reuseDetected });
 
 /** grant_type=authorization_code (OAuth 2.1 section 4.1.3), checked rule by rule. */
 export async function authorizationCodeGrant(
@@ -49,7 +49,7 @@ export async function authorizationCodeGrant(
   // thief holding only the code cannot log the real app out.
   if (row.used_at) {
     await revokeForReuse(ctx, row.installation_id, client.id, 'authorization_code');
-    throw invalidGrant();
+    throw invalidGrant(true);
   }
   // Spec section 8: a code lives 60 seconds.
   const now = ctx.clock.now();
@@ -68,7 +68,10 @@ export async function authorizationCodeGrant(
     .select('used_at')
     .where('code_hash', '=', codeHash)
     .executeTakeFirst();
-  if (after?.used_at) await revokeForReuse(ctx, row.installation_id, client.id, 'authorization_code');
+  if (after?.used_at) {
+    await revokeForReuse(ctx, row.installation_id, client.id, 'authorization_code');
+    throw invalidGrant(true);
+  }
   throw invalidGrant();
 }
 

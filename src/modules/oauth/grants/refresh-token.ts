@@ -7,8 +7,10 @@ import { OAuthError } from '../errors.ts';
 import { type OAuthParams, requireParam } from '../params.ts';
 import { approverStillMember, revokeForReuse, spendAndIssue, type TokenResponse } from '../tokens.ts';
 
-const invalidGrant = () =>
-  new OAuthError('invalid_grant', 'the refresh token is invalid, expired, spent or revoked: approve again');
+const invalidGrant = (reuseDetected = false) =>
+  new OAuthError('invalid_grant', 'the refresh token is invalid, expired, spent or revoked: approve again', {
+    reuseDetected,
+  });
 
 /** grant_type=refresh_token (OAuth 2.1 section 4.3), with rotation on every use. */
 export async function refreshTokenGrant(
@@ -44,6 +46,7 @@ export async function refreshTokenGrant(
   // revokes every token of the installation (the person must approve again).
   if (row && row.kind === 'refresh' && row.app_id === client.id && row.used_at && !row.revoked_at) {
     await revokeForReuse(ctx, row.installation_id, client.id, 'refresh_token');
+    throw invalidGrant(true);
   }
   throw invalidGrant();
 }

@@ -8,11 +8,18 @@ import {
   revokeApiToken,
 } from '../../modules/accounts/api-tokens.ts';
 import { isScope, SCOPE_DESCRIPTIONS, SCOPES, scopesOfRole } from '../../modules/accounts/roles.ts';
-import type { DashboardView } from '../dashboard.ts';
-import { html } from '../html.ts';
-import { csrfField } from '../layout.ts';
-import { checked, choiceField, formatTime, listField, requiredField, textField } from './common.ts';
-import { formPost, pageGet } from './page-routes.ts';
+import type { DashboardView } from '../../web/dashboard.ts';
+import { html } from '../../web/html.ts';
+import { csrfField } from '../../web/layout.ts';
+import {
+  checked,
+  choiceField,
+  formatTime,
+  listField,
+  requiredField,
+  textField,
+} from '../../web/pages/common.ts';
+import { formPost, pageGet } from '../../web/pages/page-routes.ts';
 
 const TOKENS = '/dashboard/api-tokens';
 

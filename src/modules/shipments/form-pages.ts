@@ -3,12 +3,20 @@ import type { AppContext } from '../../context.ts';
 import { AppError } from '../../lib/errors.ts';
 import { allows } from '../../modules/accounts/roles.ts';
 import { type CreateShipmentInput, createShipment } from '../../modules/shipments/service.ts';
-import type { DashboardView } from '../dashboard.ts';
-import { html } from '../html.ts';
-import { csrfField } from '../layout.ts';
-import { parseMajorAmount } from '../money.ts';
-import { checked, choiceField, type Form, listField, requiredField, selected, textField } from './common.ts';
-import { formPost, pageGet } from './page-routes.ts';
+import type { DashboardView } from '../../web/dashboard.ts';
+import { html } from '../../web/html.ts';
+import { csrfField } from '../../web/layout.ts';
+import { parseMajorAmount } from '../../web/money.ts';
+import {
+  checked,
+  choiceField,
+  type Form,
+  listField,
+  requiredField,
+  selected,
+  textField,
+} from '../../web/pages/common.ts';
+import { formPost, pageGet } from '../../web/pages/page-routes.ts';
 
 const CURRENCIES = Intl.supportedValuesOf('currency');
 

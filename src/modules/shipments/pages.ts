@@ -15,13 +15,13 @@ import {
   moveShipment,
   type Shipment,
 } from '../../modules/shipments/service.ts';
-import type { DashboardView } from '../dashboard.ts';
-import { html, type SafeHtml } from '../html.ts';
-import { csrfField } from '../layout.ts';
-import { formatMoney } from '../money.ts';
-import { choiceField, formatTime, nextLink, selected } from './common.ts';
-import { eventRows } from './events.ts';
-import { formPost, pageGet } from './page-routes.ts';
+import type { DashboardView } from '../../web/dashboard.ts';
+import { html, type SafeHtml } from '../../web/html.ts';
+import { csrfField } from '../../web/layout.ts';
+import { formatMoney } from '../../web/money.ts';
+import { choiceField, formatTime, nextLink, selected } from '../../web/pages/common.ts';
+import { formPost, pageGet } from '../../web/pages/page-routes.ts';
+import { eventRows } from './event-pages.ts';
 
 const LIST = '/dashboard/shipments';
 

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { type EventSummary, listEvents } from '../../modules/shipments/service.ts';
-import { html } from '../html.ts';
-import { formatTime, nextLink } from './common.ts';
-import { pageGet } from './page-routes.ts';
+import { html } from '../../web/html.ts';
+import { formatTime, nextLink } from '../../web/pages/common.ts';
+import { pageGet } from '../../web/pages/page-routes.ts';
 
 const EVENTS = '/dashboard/events';
 

@@ -9,11 +9,11 @@ import {
   removeMember,
 } from '../../modules/accounts/companies.ts';
 import { isMerchantRole, managesMembers, ROLES } from '../../modules/accounts/roles.ts';
-import type { DashboardView } from '../dashboard.ts';
-import { html } from '../html.ts';
-import { csrfField } from '../layout.ts';
-import { choiceField, formatTime, requiredField, textField } from './common.ts';
-import { formPost, pageGet } from './page-routes.ts';
+import type { DashboardView } from '../../web/dashboard.ts';
+import { html } from '../../web/html.ts';
+import { csrfField } from '../../web/layout.ts';
+import { choiceField, formatTime, requiredField, textField } from '../../web/pages/common.ts';
+import { formPost, pageGet } from '../../web/pages/page-routes.ts';
 
 const MEMBERS = '/dashboard/members';
 

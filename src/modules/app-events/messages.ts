@@ -1,0 +1,132 @@
+import type { AppContext } from '../../context.ts';
+import { newestFirst } from '../../db/paging.ts';
+import { AppError } from '../../lib/errors.ts';
+import type { Page, PageRequest } from '../../lib/paging.ts';
+import { ownedAppRow } from '../apps/service.ts';
+import { type AttemptOutcome, attemptDelivery } from '../webhooks/attempt.ts';
+import { type Attempt, type Delivery, presentAttempt, presentDelivery } from '../webhooks/deliveries.ts';
+import { enqueueAppEvents, NO_COMPANY } from './enqueue.ts';
+
+/** An app-event message as its developer sees it (spec 6.6): the delivery, its company and attempts. */
+export interface EventMessage extends Omit<Delivery, 'endpoint_id'> {
+  tenant_id: string;
+  test: boolean;
+  attempts: Attempt[];
+}
+
+function envelopeOf(payload: string): { tenant_id?: string; test?: boolean } {
+  try {
+    return JSON.parse(payload) as { tenant_id?: string; test?: boolean };
+  } catch {
+    return {};
+  }
+}
+
+/** The latest app-event messages of the developer's app, newest first, each with its attempts. */
+export async function listEventMessages(
+  ctx: AppContext,
+  developerId: string,
+  appId: string,
+  page: PageRequest = {},
+): Promise<Page<EventMessage>> {
+  await ownedAppRow(ctx, developerId, appId);
+  const deliveries = await newestFirst(
+    ctx.db
+      .selectFrom('webhook_deliveries')
+      .innerJoin('webhook_endpoints', 'webhook_endpoints.id', 'webhook_deliveries.endpoint_id')
+      .selectAll('webhook_deliveries')
+      .where('webhook_endpoints.app_id', '=', appId)
+      .where('webhook_endpoints.kind', '=', 'app_events'),
+    'webhook_deliveries',
+    page,
+    (row) => row,
+  );
+  const ids = deliveries.data.map((row) => row.id);
+  const attempts =
+    ids.length === 0
+      ? []
+      : await ctx.db
+          .selectFrom('webhook_attempts')
+          .selectAll()
+          .where('delivery_id', 'in', ids)
+          .orderBy('attempted_at')
+          .execute();
+  return {
+    next_cursor: deliveries.next_cursor,
+    data: deliveries.data.map((row) => {
+      const { endpoint_id: _target, ...delivery } = presentDelivery(row);
+      const envelope = envelopeOf(row.payload);
+      return {
+        ...delivery,
+        tenant_id: envelope.tenant_id ?? '',
+        test: envelope.test === true,
+        attempts: attempts.filter((a) => a.delivery_id === row.id).map(presentAttempt),
+      };
+    }),
+  };
+}
+
+/** A suspended app receives nothing, replays and tests included (spec 3.2). */
+async function requireNotSuspended(ctx: AppContext, developerId: string, appId: string): Promise<void> {
+  const app = await ownedAppRow(ctx, developerId, appId);
+  if (app.status === 'suspended') throw new AppError('app.suspended');
+}
+
+/** Sends one of the app's messages again now (same webhook-id); counts as one more attempt. */
+export async function replayEventMessage(
+  ctx: AppContext,
+  developerId: string,
+  appId: string,
+  deliveryId: string,
+): Promise<AttemptOutcome> {
+  await requireNotSuspended(ctx, developerId, appId);
+  const found = await ctx.db
+    .selectFrom('webhook_deliveries')
+    .innerJoin('webhook_endpoints', 'webhook_endpoints.id', 'webhook_deliveries.endpoint_id')
+    .select('webhook_deliveries.id')
+    .where('webhook_deliveries.id', '=', deliveryId)
+    .where('webhook_endpoints.app_id', '=', appId)
+    .where('webhook_endpoints.kind', '=', 'app_events')
+    .executeTakeFirst();
+  if (!found) throw new AppError('webhook_delivery.not_found');
+  return attemptDelivery(ctx, deliveryId, 'replay');
+}
+
+/**
+ * A test app.uninstalled (test: true, no real company) sent now to the events URL, through the
+ * engine: it is logged with its attempt like any message, and the receiver's answer comes back.
+ */
+export async function sendTestAppEvent(
+  ctx: AppContext,
+  developerId: string,
+  appId: string,
+): Promise<AttemptOutcome> {
+  await requireNotSuspended(ctx, developerId, appId);
+  return sendTestAppEventToApp(ctx, appId);
+}
+
+/** The same without the ownership check, for the service's own checks (store submissions). */
+export async function sendTestAppEventToApp(ctx: AppContext, appId: string): Promise<AttemptOutcome> {
+  const now = ctx.clock.now();
+  const [deliveryId] = await ctx.db.transaction().execute((trx) =>
+    enqueueAppEvents(
+      ctx,
+      trx,
+      [
+        {
+          appId,
+          type: 'app.uninstalled',
+          tenantId: NO_COMPANY,
+          test: true,
+          data: {
+            installation_id: 'inst_test',
+            customer_account_id: null,
+            uninstalled_at: now.toISOString(),
+          },
+        },
+      ],
+      { due: false },
+    ),
+  );
+  return attemptDelivery(ctx, deliveryId as string, 'test');
+}

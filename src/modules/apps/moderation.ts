@@ -1,0 +1,140 @@
+import { sql } from 'kysely';
+import { type AppContext, runAfterCommit, type Trx } from '../../context.ts';
+import { DAY } from '../../lib/clock.ts';
+import { AppError } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import { getPerson } from '../accounts/users.ts';
+import type { AppsTable } from '../oauth/tables.ts';
+import { type App, presentApp } from './service.ts';
+
+export type ModerationAction = 'suspend' | 'delist' | 'reinstate';
+
+/** App events and webhooks are retried for about three days; what was held longer is not sent. */
+const HELD_WINDOW_MS = 3 * DAY;
+
+/** Only people listed in WAYBILL_REVIEWER_EMAILS review and moderate (CONTRACT.md). */
+export async function requireReviewer(ctx: AppContext, userId: string): Promise<void> {
+  const person = await getPerson(ctx, userId);
+  if (!person.is_reviewer)
+    throw new AppError('auth.insufficient_scope', 'Only reviewers of the App Store can do this');
+}
+
+/** Holds (or lets go) everything waiting for the app: its events target and its installations' endpoints. */
+async function holdTargets(trx: Trx, appId: string, held: boolean, now: Date): Promise<void> {
+  await trx
+    .updateTable('webhook_endpoints')
+    .set({ held, updated_at: now })
+    .where((eb) =>
+      eb.or([
+        eb('app_id', '=', appId),
+        eb('installation_id', 'in', eb.selectFrom('installations').select('id').where('app_id', '=', appId)),
+      ]),
+    )
+    .execute();
+}
+
+/** What was held past the retry window is cancelled rather than sent days late. */
+async function cancelStale(trx: Trx, appId: string, now: Date): Promise<void> {
+  await trx
+    .updateTable('webhook_deliveries')
+    .set({ status: 'cancelled', next_attempt_at: null, updated_at: now })
+    .where('status', '=', 'pending')
+    .where('next_attempt_at', 'is not', null)
+    .where('created_at', '<', new Date(now.getTime() - HELD_WINDOW_MS))
+    .where('endpoint_id', 'in', (eb) =>
+      eb
+        .selectFrom('webhook_endpoints')
+        .select('id')
+        .where((inner) =>
+          inner.or([
+            inner('app_id', '=', appId),
+            inner(
+              'installation_id',
+              'in',
+              inner.selectFrom('installations').select('id').where('app_id', '=', appId),
+            ),
+          ]),
+        ),
+    )
+    .execute();
+}
+
+/** The status the app had before its latest suspension (reinstating gives it back). */
+async function statusBeforeSuspension(trx: Trx, appId: string): Promise<AppsTable['status']> {
+  const row = await trx
+    .selectFrom('audit_events')
+    .select(sql<AppsTable['status'] | null>`details->>'previous_status'`.as('previous'))
+    .where('action', '=', 'app.suspended')
+    .where(sql`details->>'app_id'`, '=', appId)
+    .orderBy('created_at', 'desc')
+    .executeTakeFirst();
+  return row?.previous && row.previous !== 'suspended' ? row.previous : 'private';
+}
+
+/**
+ * Suspend, delist or reinstate an app (spec 3.2), with the reviewer's reason as an audit event.
+ * Suspension stops at once its tokens (they are refused while the app is suspended), the token
+ * endpoint (invalid_client) and everything waiting for its targets (held, not lost); reinstating
+ * restores all of it without a new consent and sends what was held inside its retry window.
+ * Delisting only takes the app off the store: installations keep working.
+ */
+export async function moderateApp(
+  ctx: AppContext,
+  reviewerId: string,
+  appId: string,
+  action: ModerationAction,
+  reason: string,
+): Promise<App> {
+  await requireReviewer(ctx, reviewerId);
+  const now = ctx.clock.now();
+  const updated = await ctx.db.transaction().execute(async (trx) => {
+    const app = await trx
+      .selectFrom('apps')
+      .selectAll()
+      .where('id', '=', appId)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!app) throw new AppError('app.not_found');
+    if (app.developer_id === reviewerId) {
+      throw new AppError('auth.insufficient_scope', 'A reviewer does not moderate their own app');
+    }
+    let next: AppsTable['status'];
+    if (action === 'suspend') {
+      if (app.status === 'suspended')
+        throw new AppError('app.invalid_status', 'The app is already suspended');
+      next = 'suspended';
+      await holdTargets(trx, appId, true, now);
+    } else if (action === 'delist') {
+      if (app.status !== 'published')
+        throw new AppError('app.invalid_status', 'Only a published app is delisted');
+      next = 'delisted';
+    } else {
+      if (app.status === 'suspended') {
+        next = await statusBeforeSuspension(trx, appId);
+        await cancelStale(trx, appId, now);
+        await holdTargets(trx, appId, false, now);
+      } else if (app.status === 'delisted') next = 'published';
+      else throw new AppError('app.invalid_status', 'Only a suspended or delisted app is reinstated');
+    }
+    await trx
+      .insertInto('audit_events')
+      .values({
+        id: newId('aud'),
+        tenant_id: null,
+        actor: reviewerId,
+        action: `app.${action === 'suspend' ? 'suspended' : action === 'delist' ? 'delisted' : 'reinstated'}`,
+        details: JSON.stringify({ app_id: appId, reason, previous_status: app.status, status: next }),
+        created_at: now,
+      })
+      .execute();
+    return trx
+      .updateTable('apps')
+      .set({ status: next, updated_at: now })
+      .where('id', '=', appId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  });
+  // Held deliveries are due already: reinstating wakes the workers for them.
+  if (action === 'reinstate') runAfterCommit(ctx);
+  return presentApp(ctx, updated);
+}

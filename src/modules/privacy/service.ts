@@ -1,0 +1,274 @@
+import { sql } from 'kysely';
+import { type AppContext, runAfterCommit } from '../../context.ts';
+import { newestFirst } from '../../db/paging.ts';
+import { AppError, validationError } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import type { Page, PageRequest } from '../../lib/paging.ts';
+import { requireRole } from '../accounts/companies.ts';
+import { managesMembers } from '../accounts/roles.ts';
+import { type AppEvent, enqueueAppEvents } from '../app-events/enqueue.ts';
+
+/** Spec section 8: at most 500 shipment ids in one message; more go in several with one id. */
+export const SHIPMENT_IDS_PER_MESSAGE = 500;
+
+export type PrivacyRequestKind = 'data_request' | 'redact';
+
+/** What replaces a redacted recipient's personal data on Waybill's own shipments. */
+export const REDACTED = '[redacted]';
+
+export interface PrivacyRequestInput {
+  kind: PrivacyRequestKind;
+  recipient: { email?: string | null; phone?: string | null };
+}
+
+export interface PrivacyMessage {
+  app_id: string;
+  installation_id: string;
+  delivery_id: string;
+  shipment_count: number;
+  /** The delivery's status; `expired` once its history is past retention. */
+  status: string;
+}
+
+export interface PrivacyRequest {
+  id: string;
+  tenant_id: string;
+  kind: PrivacyRequestKind;
+  recipient: { email: string | null; phone: string | null };
+  /** `no_apps_to_tell` when no installed app can see the recipient's shipments; else from the messages. */
+  status: 'no_apps_to_tell' | 'sending' | 'delivered' | 'failed';
+  shipment_count: number;
+  messages: PrivacyMessage[];
+  created_at: string;
+}
+
+/** E-mails compare trimmed and lower-cased; phones by their digits (and a leading +). */
+export function normalizeRecipient(input: PrivacyRequestInput['recipient']): {
+  email: string | null;
+  phone: string | null;
+} {
+  const email = input.email?.trim().toLowerCase() || null;
+  const phone = input.phone ? input.phone.replace(/[\s().-]/g, '') || null : null;
+  const errors = [];
+  if (email !== null && (email.length > 254 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email))) {
+    errors.push({ path: '/recipient/email', message: 'is not an e-mail address' });
+  }
+  if (phone !== null && !/^\+?[0-9]{4,20}$/.test(phone)) {
+    errors.push({ path: '/recipient/phone', message: 'is not a phone number' });
+  }
+  if (errors.length > 0) throw validationError(errors);
+  if (email === null && phone === null) {
+    throw new AppError(
+      'privacy_request.invalid_recipient',
+      'Give the recipient an e-mail, a phone, or both',
+      {
+        errors: [{ path: '/recipient', message: 'needs email or phone' }],
+      },
+    );
+  }
+  return { email, phone };
+}
+
+function statusOf(messages: readonly PrivacyMessage[]): PrivacyRequest['status'] {
+  if (messages.length === 0) return 'no_apps_to_tell';
+  if (messages.some((m) => m.status === 'failed' || m.status === 'cancelled')) return 'failed';
+  if (messages.every((m) => m.status === 'succeeded')) return 'delivered';
+  return 'sending';
+}
+
+/**
+ * Files a privacy request (spec 2.7, issue 8): finds the recipient's shipments in the company and
+ * tells every installed app whose installation can see at least one of them (a merchant
+ * installation only its account's; apps act in live mode, so live shipments), with at most 500
+ * ids a message. A redact request then replaces the recipient's personal data on every matching
+ * shipment, in the same transaction: the messages carry only ids and the contact the company gave.
+ */
+export async function createPrivacyRequest(
+  ctx: AppContext,
+  userId: string,
+  tenantId: string,
+  input: PrivacyRequestInput,
+): Promise<PrivacyRequest> {
+  await requireRole(ctx, userId, tenantId, managesMembers);
+  const recipient = normalizeRecipient(input.recipient);
+  const now = ctx.clock.now();
+  const id = newId('prq');
+  await ctx.db.transaction().execute(async (trx) => {
+    const shipments = await trx
+      .selectFrom('shipments')
+      .select(['id', 'customer_account_id', 'livemode'])
+      .where('tenant_id', '=', tenantId)
+      .where((eb) =>
+        eb.or([
+          ...(recipient.email ? [eb(sql`lower(trim(recipient_email))`, '=', recipient.email)] : []),
+          ...(recipient.phone
+            ? [eb(sql`regexp_replace(recipient_phone, '[\\s().-]', '', 'g')`, '=', recipient.phone)]
+            : []),
+        ]),
+      )
+      .orderBy('created_at')
+      .orderBy('id')
+      .forUpdate()
+      .execute();
+    const installations = await trx
+      .selectFrom('installations')
+      .select(['id', 'app_id', 'customer_account_id'])
+      .where('tenant_id', '=', tenantId)
+      .orderBy('created_at')
+      .execute();
+    const events: AppEvent[] = [];
+    const messages: Array<{ app_id: string; installation_id: string; shipment_count: number }> = [];
+    for (const installation of installations) {
+      const visible = shipments
+        .filter((s) => s.livemode)
+        .filter(
+          (s) =>
+            !installation.customer_account_id || s.customer_account_id === installation.customer_account_id,
+        )
+        .map((s) => s.id);
+      for (let start = 0; start < visible.length; start += SHIPMENT_IDS_PER_MESSAGE) {
+        const ids = visible.slice(start, start + SHIPMENT_IDS_PER_MESSAGE);
+        events.push({
+          appId: installation.app_id,
+          type: input.kind === 'redact' ? 'customer.redact' : 'customer.data_request',
+          tenantId,
+          data: {
+            privacy_request_id: id,
+            installation_id: installation.id,
+            customer_account_id: installation.customer_account_id,
+            recipient,
+            shipment_ids: ids,
+            requested_at: now.toISOString(),
+          },
+        });
+        messages.push({
+          app_id: installation.app_id,
+          installation_id: installation.id,
+          shipment_count: ids.length,
+        });
+      }
+    }
+    await trx
+      .insertInto('privacy_requests')
+      .values({
+        id,
+        tenant_id: tenantId,
+        kind: input.kind,
+        recipient_email: recipient.email,
+        recipient_phone: recipient.phone,
+        status: events.length === 0 ? 'no_apps_to_tell' : 'messages_queued',
+        shipment_count: shipments.length,
+        requested_by: userId,
+        created_at: now,
+        completed_at: events.length === 0 ? now : null,
+      })
+      .execute();
+    const deliveryIds = await enqueueAppEvents(ctx, trx, events);
+    if (deliveryIds.length > 0) {
+      await trx
+        .insertInto('privacy_request_messages')
+        .values(
+          messages.map((m, i) => ({ ...m, privacy_request_id: id, delivery_id: deliveryIds[i] as string })),
+        )
+        .execute();
+    }
+    if (input.kind === 'redact' && shipments.length > 0) {
+      await trx
+        .updateTable('shipments')
+        .set({ recipient_name: REDACTED, recipient_email: null, recipient_phone: null, updated_at: now })
+        .where(
+          'id',
+          'in',
+          shipments.map((s) => s.id),
+        )
+        .execute();
+    }
+  });
+  runAfterCommit(ctx);
+  return getPrivacyRequest(ctx, userId, tenantId, id);
+}
+
+type RequestRow = {
+  id: string;
+  tenant_id: string;
+  kind: string;
+  recipient_email: string | null;
+  recipient_phone: string | null;
+  shipment_count: number;
+  created_at: Date;
+};
+
+async function present(ctx: AppContext, rows: readonly RequestRow[]): Promise<PrivacyRequest[]> {
+  const ids = rows.map((row) => row.id);
+  const messages =
+    ids.length === 0
+      ? []
+      : await ctx.db
+          .selectFrom('privacy_request_messages as m')
+          .leftJoin('webhook_deliveries as d', 'd.id', 'm.delivery_id')
+          .select([
+            'm.privacy_request_id',
+            'm.app_id',
+            'm.installation_id',
+            'm.delivery_id',
+            'm.shipment_count',
+            'd.status',
+          ])
+          .where('m.privacy_request_id', 'in', ids)
+          .execute();
+  return rows.map((row) => {
+    const own = messages
+      .filter((m) => m.privacy_request_id === row.id)
+      .map((m) => ({
+        app_id: m.app_id,
+        installation_id: m.installation_id,
+        delivery_id: m.delivery_id,
+        shipment_count: m.shipment_count,
+        status: m.status ?? 'expired',
+      }));
+    return {
+      id: row.id,
+      tenant_id: row.tenant_id,
+      kind: row.kind as PrivacyRequestKind,
+      recipient: { email: row.recipient_email, phone: row.recipient_phone },
+      status: statusOf(own),
+      shipment_count: row.shipment_count,
+      messages: own,
+      created_at: row.created_at.toISOString(),
+    };
+  });
+}
+
+export async function getPrivacyRequest(
+  ctx: AppContext,
+  userId: string,
+  tenantId: string,
+  requestId: string,
+): Promise<PrivacyRequest> {
+  await requireRole(ctx, userId, tenantId, managesMembers);
+  const row = await ctx.db
+    .selectFrom('privacy_requests')
+    .selectAll()
+    .where('id', '=', requestId)
+    .where('tenant_id', '=', tenantId)
+    .executeTakeFirst();
+  if (!row) throw new AppError('privacy_request.not_found');
+  const [presented] = await present(ctx, [row]);
+  return presented as PrivacyRequest;
+}
+
+export async function listPrivacyRequests(
+  ctx: AppContext,
+  userId: string,
+  tenantId: string,
+  page: PageRequest = {},
+): Promise<Page<PrivacyRequest>> {
+  await requireRole(ctx, userId, tenantId, managesMembers);
+  const rows = await newestFirst(
+    ctx.db.selectFrom('privacy_requests').selectAll().where('tenant_id', '=', tenantId),
+    'privacy_requests',
+    page,
+    (row) => row,
+  );
+  return { next_cursor: rows.next_cursor, data: await present(ctx, rows.data) };
+}

@@ -1,0 +1,252 @@
+import { Type } from 'typebox';
+import { Id, Nullable, Timestamp } from '../../http/schemas.ts';
+import { AppSchema, UpdateAppBody } from '../apps/schemas.ts';
+import { MAX_URL_LENGTH } from '../apps/urls.ts';
+import { CATEGORY_IDS } from './categories.ts';
+import { DESCRIPTION_MAX, JUSTIFICATION_MAX, JUSTIFICATION_MIN, TAGLINE_MAX } from './listing.ts';
+
+const strict = { additionalProperties: false } as const;
+
+/**
+ * Bodies bound sizes only, well above the rules: the service checks lengths, the category and
+ * https so that each refusal names the field (and the scope) in the developer's terms.
+ */
+const Url = Type.String({ maxLength: MAX_URL_LENGTH * 2 });
+const ScopeName = Type.String({ maxLength: 64 });
+
+export const ScopeJustificationSchema = Type.Object(
+  {
+    scope: ScopeName,
+    justification: Type.String({
+      maxLength: JUSTIFICATION_MAX * 4,
+      description: `${JUSTIFICATION_MIN} to ${JUSTIFICATION_MAX} characters: why the app needs the scope, in your own words`,
+    }),
+  },
+  strict,
+);
+
+export const ListingSchema = Type.Object(
+  {
+    tagline: Type.String({ maxLength: TAGLINE_MAX * 4, description: `At most ${TAGLINE_MAX} characters` }),
+    description_en: Type.String({ maxLength: DESCRIPTION_MAX * 2 }),
+    description_es: Type.String({ maxLength: DESCRIPTION_MAX * 2 }),
+    category: Type.String({ maxLength: 64, description: `One of ${CATEGORY_IDS.join(', ')}` }),
+    app_url: Type.String({
+      maxLength: MAX_URL_LENGTH * 2,
+      description: 'https: the page of the app that starts the OAuth flow',
+    }),
+    scope_justifications: Type.Array(ScopeJustificationSchema, { maxItems: 20 }),
+  },
+  strict,
+);
+
+const { events_url: _eventsUrl, ...proposedFields } = UpdateAppBody.properties;
+export const ProposedAppSchema = Type.Object(proposedFields, {
+  ...strict,
+  description: 'Proposed new app values; checked as PATCH checks them',
+});
+
+export const SubmissionBody = Type.Object(
+  {
+    listing: ListingSchema,
+    note: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
+    app: Type.Optional(ProposedAppSchema),
+    events_url: Type.Optional(Nullable(Url)),
+  },
+  strict,
+);
+
+export const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.String({ minLength: 1, maxLength: 255, description: 'Required here' }),
+});
+
+export const CheckSchema = Type.Object(
+  {
+    name: Type.Union([
+      Type.Literal('events_url_rejects_bad_signature'),
+      Type.Literal('events_url_accepts_signed_test'),
+      Type.Literal('scope_justifications_complete'),
+    ]),
+    passed: Type.Boolean(),
+    detail: Type.Object(
+      {
+        summary: Type.String(),
+        sent: Type.Optional(
+          Type.Object({
+            url: Type.String(),
+            headers: Type.Record(Type.String(), Type.String()),
+            body: Type.String(),
+          }),
+        ),
+        received: Type.Optional(
+          Type.Object({
+            status_code: Nullable(Type.Integer()),
+            duration_ms: Type.Integer(),
+            body: Nullable(Type.String({ description: 'The first 4 KB of the answer' })),
+            error: Nullable(Type.String()),
+          }),
+        ),
+        scopes: Type.Optional(Type.Array(Type.String())),
+        missing: Type.Optional(Type.Array(Type.Object({ scope: Type.String(), problem: Type.String() }))),
+      },
+      { description: 'What was sent and what came back' },
+    ),
+  },
+  { $id: 'Check' },
+);
+
+export const SubmissionStatusSchema = Type.Union([
+  Type.Literal('submitted'),
+  Type.Literal('in_review'),
+  Type.Literal('approved'),
+  Type.Literal('rejected'),
+  Type.Literal('changes_requested'),
+  Type.Literal('withdrawn'),
+]);
+
+export const SubmissionSchema = Type.Object(
+  {
+    id: Type.String(),
+    app_id: Type.String(),
+    status: SubmissionStatusSchema,
+    updates_published_app: Type.Boolean({ description: 'The app was published when this was sent' }),
+    listing: ListingSchema,
+    note: Nullable(Type.String()),
+    app: Type.Object(
+      {
+        name: Type.String(),
+        description: Type.String(),
+        homepage_url: Nullable(Type.String()),
+        privacy_url: Nullable(Type.String()),
+        support_url: Nullable(Type.String()),
+        redirect_uris: Type.Array(Type.String()),
+        scopes: Type.Array(Type.String()),
+      },
+      { description: 'The snapshot of the app as submitted' },
+    ),
+    events_url: Nullable(Type.String()),
+    checks: Type.Array(CheckSchema),
+    reviewer_note: Nullable(Type.String()),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    started_at: Nullable(Timestamp),
+    decided_at: Nullable(Timestamp),
+  },
+  { $id: 'Submission' },
+);
+
+export const SubmissionParams = Type.Object({ id: Id(64), sub_id: Id(64) }, strict);
+export const ReviewParams = Type.Object({ id: Id(64) }, strict);
+
+export const ChecksBody = Type.Object(
+  {
+    events_url: Type.Optional(Url),
+    scopes: Type.Optional(Type.Array(ScopeName, { maxItems: 20 })),
+    scope_justifications: Type.Optional(Type.Array(ScopeJustificationSchema, { maxItems: 20 })),
+  },
+  strict,
+);
+export const ChecksSchema = Type.Object({ checks: Type.Array(CheckSchema) });
+
+export const QueueQuery = Type.Object(
+  {
+    status: Type.Optional(SubmissionStatusSchema),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+    cursor: Type.Optional(Type.String({ maxLength: 512 })),
+  },
+  strict,
+);
+
+export const QueueItemSchema = Type.Object({
+  ...SubmissionSchema.properties,
+  app_name: Type.String(),
+  developer_email: Type.String(),
+});
+
+const LiveValuesSchema = Type.Object({
+  name: Type.String(),
+  description: Type.String(),
+  homepage_url: Nullable(Type.String()),
+  privacy_url: Nullable(Type.String()),
+  support_url: Nullable(Type.String()),
+  redirect_uris: Type.Array(Type.String()),
+  scopes: Type.Array(Type.String()),
+  events_url: Nullable(Type.String()),
+  status: AppSchema.properties.status,
+});
+
+export const ReviewedSubmissionSchema = Type.Object({
+  ...SubmissionSchema.properties,
+  developer: Type.Object({ id: Type.String(), email: Type.String(), name: Type.String() }),
+  live: LiveValuesSchema,
+  live_listing: Nullable(ListingSchema),
+  changes: Type.Array(Type.String(), {
+    description: 'Fields whose submitted value differs from the live one',
+  }),
+  conflict: Nullable(
+    Type.String({ description: 'Why you may not review it (your own app or company), or null' }),
+  ),
+});
+
+export const DecisionBody = Type.Object(
+  {
+    decision: Type.Union([
+      Type.Literal('approved'),
+      Type.Literal('rejected'),
+      Type.Literal('changes_requested'),
+    ]),
+    note: Type.Optional(
+      Nullable(
+        Type.String({ maxLength: 4000, description: 'Required unless approved; the developer reads it' }),
+      ),
+    ),
+  },
+  strict,
+);
+
+const Lang = Type.Union([Type.Literal('en'), Type.Literal('es')], { default: 'en' });
+
+export const StoreListQuery = Type.Object(
+  {
+    lang: Type.Optional(Lang),
+    category: Type.Optional(Type.String({ maxLength: 64 })),
+    q: Type.Optional(Type.String({ maxLength: 100, description: 'Part of the app name' })),
+    tenant_id: Type.Optional(
+      Type.String({ maxLength: 64, description: 'The company `installed` is about (default: all of yours)' }),
+    ),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+    cursor: Type.Optional(Type.String({ maxLength: 512 })),
+  },
+  strict,
+);
+
+export const StoreAppQuery = Type.Object(
+  { lang: Type.Optional(Lang), tenant_id: Type.Optional(Type.String({ maxLength: 64 })) },
+  strict,
+);
+
+export const StoreAppSchema = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    tagline: Type.String(),
+    description: Type.String(),
+    lang: Type.Union([Type.Literal('en'), Type.Literal('es')]),
+    category: Type.String(),
+    category_label: Type.String(),
+    app_url: Type.String(),
+    homepage_url: Nullable(Type.String()),
+    privacy_url: Nullable(Type.String()),
+    support_url: Nullable(Type.String()),
+    scopes: Type.Array(
+      Type.Object({ scope: Type.String(), description: Type.String(), justification: Type.String() }),
+    ),
+    installed: Type.Boolean(),
+    published_at: Timestamp,
+  },
+  { $id: 'StoreApp' },
+);
+
+export const CategoriesSchema = Type.Object({
+  data: Type.Array(Type.Object({ id: Type.String(), en: Type.String(), es: Type.String() })),
+});
