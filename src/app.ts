@@ -26,6 +26,7 @@ import { appEventPages } from './modules/app-events/portal-pages.ts';
 import { appEventRoutes } from './modules/app-events/routes.ts';
 import { registerUninstalledEvent } from './modules/app-events/uninstalled.ts';
 import { appsModule } from './modules/apps/plugin.ts';
+import { listenerRoutes } from './modules/listeners/routes.ts';
 import { oauthRoutes, registerOAuth } from './modules/oauth/routes.ts';
 import { newHealthState } from './modules/operations/health.ts';
 import { WaybillMetrics } from './modules/operations/metrics.ts';
@@ -173,6 +174,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(privacyPages(ctx));
   await app.register(storeModule(ctx));
   await app.register(webhooksRoutes(ctx));
+  await app.register(listenerRoutes(ctx));
   await app.register(webRoutes(ctx));
   await app.register(mailboxPage(ctx));
   await app.register(webhookPages(ctx));

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { buildApp, buildContext } from './app.ts';
+import { LISTEN_USAGE, listenCommand } from './cli/listen.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import type { AppContext } from './context.ts';
 import { openDatabase } from './db/database.ts';
@@ -20,6 +21,7 @@ Commands:
   worker                the delivery worker alone (PostgreSQL)
   migrate               apply database migrations and exit
   seed                  add the demo data to an empty database and exit
+  listen                receive test webhooks on this machine (waybill listen --help)
 
 Configuration comes from the environment; see README.md.`;
 
@@ -124,6 +126,13 @@ async function serve(given: Readonly<Config>, withWorker: boolean): Promise<void
 }
 
 async function main(): Promise<void> {
+  // A client command: its own options, no server configuration.
+  if (process.argv[2] === 'listen') {
+    const args = process.argv.slice(3);
+    if (args.includes('--help') || args.includes('-h')) console.log(LISTEN_USAGE);
+    else await listenCommand(args);
+    return;
+  }
   const { positionals, values } = parseArgs({
     allowPositionals: true,
     options: { 'no-worker': { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } },

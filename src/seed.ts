@@ -1,6 +1,7 @@
 import type { AppContext } from './context.ts';
 import type { DemoExtension, DemoSeed } from './lib/demo.ts';
 import type { TenantAccess } from './modules/accounts/access.ts';
+import { createApiToken } from './modules/accounts/api-tokens.ts';
 import { addMember, createCompany, createCustomerAccount, goLive } from './modules/accounts/companies.ts';
 import { SCOPES } from './modules/accounts/roles.ts';
 import { signUp } from './modules/accounts/users.ts';
@@ -78,6 +79,12 @@ export async function seedDemo(ctx: AppContext): Promise<DemoSeed | null> {
   await moveShipment(ctx, access, cod.id, { status: 'picked_up' });
   await moveShipment(ctx, access, cod.id, { status: 'in_transit' });
   await createShipment(ctx, { ...access, livemode: false }, { ...base, recipient_name: 'Test Recipient' });
+  // For the tour's `npx waybill listen`: a test key, shown once here like any new key.
+  const testKey = await createApiToken(ctx, ownerId, company.id, {
+    name: 'Demo test key',
+    mode: 'test',
+    scopes: [...SCOPES],
+  });
 
   const seed: DemoSeed = {
     tenantId: company.id,
@@ -88,6 +95,7 @@ export async function seedDemo(ctx: AppContext): Promise<DemoSeed | null> {
       `  app developer     ${DEMO_PEOPLE.developer.email}`,
       `  reviewer          ${DEMO_PEOPLE.reviewer.email}`,
       `  password (all)    ${DEMO_PASSWORD}`,
+      `  test API key      ${testKey.token}   (npx waybill listen --token ...)`,
     ],
   };
   for (const extend of demoExtensions) await extend(ctx, seed, people);

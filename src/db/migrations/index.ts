@@ -8,6 +8,7 @@ import * as attemptsByEndpoint from './0006_webhook_attempts_by_endpoint.ts';
 import * as installationApproval from './0007_installation_approval.ts';
 import * as appStore from './0008_app_store.ts';
 import * as accountsHardening from './0009_accounts_hardening.ts';
+import * as webhookListeners from './0010_webhook_listeners.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '0007_installation_approval': installationApproval,
   '0008_app_store': appStore,
   '0009_accounts_hardening': accountsHardening,
+  '0010_webhook_listeners': webhookListeners,
 };

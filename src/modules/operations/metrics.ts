@@ -6,7 +6,7 @@ import type { Clock } from '../../lib/clock.ts';
 import type { HealthState } from './health.ts';
 
 /** Where a delivery goes: a webhook endpoint, or an app's events URL. */
-export type DeliveryKind = 'endpoint' | 'app_event';
+export type DeliveryKind = 'endpoint' | 'app_event' | 'listener';
 
 /**
  * What became of one attempt or delivery:
@@ -31,7 +31,7 @@ export type GrantOutcome =
   | 'unsupported_grant_type'
   | 'server_error';
 
-const DELIVERY_KINDS: readonly DeliveryKind[] = ['endpoint', 'app_event'];
+const DELIVERY_KINDS: readonly DeliveryKind[] = ['endpoint', 'app_event', 'listener'];
 const DELIVERY_OUTCOMES: readonly DeliveryOutcome[] = [
   'succeeded',
   'failed_attempt',

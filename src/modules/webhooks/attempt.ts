@@ -4,7 +4,24 @@ import { AppError } from '../../lib/errors.ts';
 import { mailEndpointDisabled } from './mail.ts';
 import { buildMessage, storedHeaders } from './message.ts';
 import { type FinishedAttempt, recordAttempts, type Trigger } from './record.ts';
-import { guardedAgent, responseText, type SendError, type SenderOptions, sendMessage } from './sender.ts';
+import {
+  DEADLINE_MS,
+  guardedAgent,
+  listenerTransport,
+  responseText,
+  type SendError,
+  type SenderOptions,
+  type SendResult,
+  sendMessage,
+} from './sender.ts';
+
+/** A listener that no connection in this process holds: nothing to send over. */
+const NOT_CONNECTED: SendResult = {
+  status_code: null,
+  response_head: null,
+  duration_ms: 0,
+  error: 'connection_failed',
+};
 
 export interface AttemptOutcome {
   delivery_id: string;
@@ -73,7 +90,13 @@ export async function attemptDelivery(
   const now = ctx.clock.now();
   const message = buildMessage(ctx, row, { ...row, id: row.endpoint_id }, now);
   const sender = senderFor(ctx);
-  const result = await sendMessage(sender.agent, message, sender.options);
+  const viaListener = row.kind === 'listener' ? listenerTransport(ctx) : undefined;
+  const result =
+    row.kind === 'listener'
+      ? viaListener
+        ? await viaListener(row.endpoint_id, message, sender.options.deadlineMs ?? DEADLINE_MS)
+        : NOT_CONNECTED
+      : await sendMessage(sender.agent, message, sender.options);
   const finished: FinishedAttempt = {
     delivery: row,
     trigger,

@@ -27,6 +27,11 @@ export interface ClaimRequest {
   perEndpoint: number;
   /** Room left for endpoints with requests in flight here (0 = do not claim for it). */
   room: ReadonlyMap<string, number>;
+  /**
+   * Only these targets (the listeners connected to this process); without it, every target but
+   * listeners, which only the process holding their connection can reach.
+   */
+  targets?: readonly string[];
 }
 
 /**
@@ -49,6 +54,7 @@ export async function claimDue(db: Db, request: ClaimRequest): Promise<ClaimedRo
         AND d.next_attempt_at <= ${now.toISOString()}::timestamptz
         AND (d.locked_until IS NULL OR d.locked_until < ${now.toISOString()}::timestamptz)
         AND NOT (d.endpoint_id = ANY(${full}::text[]))
+        AND ${request.targets ? sql`d.endpoint_id = ANY(${request.targets}::text[])` : sql`e.kind <> 'listener'`}
       ORDER BY d.next_attempt_at
       LIMIT ${scan}
     ), ranked AS (

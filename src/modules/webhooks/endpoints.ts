@@ -117,7 +117,9 @@ async function assertBelowLimit(trx: Trx, access: TenantAccess): Promise<void> {
     .selectFrom('webhook_endpoints')
     .select((eb) => eb.fn.countAll<string>().as('count'))
     .where('tenant_id', '=', access.tenantId)
-    .where('livemode', '=', access.livemode);
+    .where('livemode', '=', access.livemode)
+    // Listeners come and go with their command; they have a limit of their own.
+    .where('kind', '<>', 'listener');
   if (access.installationId) query = query.where('installation_id', '=', access.installationId);
   else {
     query = query.where('installation_id', 'is', null);
@@ -135,6 +137,40 @@ async function assertBelowLimit(trx: Trx, access: TenantAccess): Promise<void> {
   }
 }
 
+/** A new endpoint row of the caller's company, mode and scope, with a new signing secret. */
+export function newEndpointRow(
+  ctx: AppContext,
+  access: TenantAccess,
+  fields: { kind: 'endpoint' | 'listener'; url: string; description: string | null; eventTypes: string[] },
+): { row: WebhookEndpointsTable; secret: string } {
+  const secret = newSigningSecret();
+  const now = ctx.clock.now();
+  const row: WebhookEndpointsTable = {
+    id: newId('we'),
+    tenant_id: access.tenantId,
+    customer_account_id: access.customerAccountId,
+    installation_id: access.installationId,
+    livemode: access.livemode,
+    url: fields.url,
+    description: fields.description,
+    event_types: JSON.stringify(fields.eventTypes),
+    enabled: true,
+    disabled_reason: null,
+    secret_sealed: ctx.secrets.seal(secret),
+    previous_secret_sealed: null,
+    previous_secret_expires_at: null,
+    failing_since: null,
+    kind: fields.kind,
+    listener_seen_at: fields.kind === 'listener' ? now : null,
+    app_id: null,
+    held: false,
+    created_by: access.userId,
+    created_at: now,
+    updated_at: now,
+  };
+  return { row, secret };
+}
+
 /** Creates an endpoint in the caller's mode and scope; the only answer that carries the secret unasked. */
 export async function createEndpoint(
   ctx: AppContext,
@@ -145,30 +181,12 @@ export async function createEndpoint(
   const eventTypes = checkEventTypes(input.event_types);
   const url = input.url.trim();
   await assertUrlAllowed(ctx, url);
-  const secret = newSigningSecret();
-  const now = ctx.clock.now();
-  const row: WebhookEndpointsTable = {
-    id: newId('we'),
-    tenant_id: access.tenantId,
-    customer_account_id: access.customerAccountId,
-    installation_id: access.installationId,
-    livemode: access.livemode,
+  const { row, secret } = newEndpointRow(ctx, access, {
+    kind: 'endpoint',
     url,
     description: cleanDescription(input.description),
-    event_types: JSON.stringify(eventTypes),
-    enabled: true,
-    disabled_reason: null,
-    secret_sealed: ctx.secrets.seal(secret),
-    previous_secret_sealed: null,
-    previous_secret_expires_at: null,
-    failing_since: null,
-    kind: 'endpoint',
-    app_id: null,
-    held: false,
-    created_by: access.userId,
-    created_at: now,
-    updated_at: now,
-  };
+    eventTypes,
+  });
   await ctx.db.transaction().execute(async (trx) => {
     await assertBelowLimit(trx, access);
     await trx.insertInto('webhook_endpoints').values(row).execute();

@@ -6,7 +6,7 @@ import { EVENT_TYPES } from './event-types.ts';
 const EventTypeName = Type.String({ minLength: 1, maxLength: 100, examples: [...EVENT_TYPES] });
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'A public https:// URL' });
 const Description = Nullable(Type.String({ maxLength: 500 }));
-const EventTypeList = Type.Array(EventTypeName, {
+export const EventTypeList = Type.Array(EventTypeName, {
   minItems: 1,
   maxItems: EVENT_TYPES.length,
   description: `Any of ${EVENT_TYPES.join(', ')}; at least one, none twice`,

@@ -19,6 +19,25 @@ export interface OutgoingMessage {
   body: string;
 }
 
+/** Takes a message to a target and answers what came back; never throws. */
+export type Transport = (
+  targetId: string,
+  message: OutgoingMessage,
+  deadlineMs: number,
+) => Promise<SendResult>;
+
+/**
+ * The transport of `waybill listen` targets in this process (modules/listeners registers it): a
+ * replay or test send of a listener goes over its connection, never over HTTP.
+ */
+const listenerTransports = new WeakMap<object, Transport>();
+export function setListenerTransport(ctx: AppContext, transport: Transport): void {
+  listenerTransports.set(ctx, transport);
+}
+export function listenerTransport(ctx: AppContext): Transport | undefined {
+  return listenerTransports.get(ctx);
+}
+
 /** Spec 6.3 and 8: only the first 4 KB of an answer are read; one 10 s deadline per attempt. */
 export const RESPONSE_LIMIT = 4096;
 export const DEADLINE_MS = 10_000;

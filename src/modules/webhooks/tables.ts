@@ -1,5 +1,8 @@
-/** What a target is: a company's, merchant's or installation's endpoint, or an app's events URL. */
-export type TargetKind = 'endpoint' | 'app_events';
+/**
+ * What a target is: a company's, merchant's or installation's endpoint, an app's events URL, or a
+ * `waybill listen` command connected from a developer's machine (modules/listeners).
+ */
+export type TargetKind = 'endpoint' | 'app_events' | 'listener';
 
 export interface WebhookEndpointsTable {
   id: string;
@@ -30,6 +33,8 @@ export interface WebhookEndpointsTable {
   app_id: string | null;
   /** Suspension of the app holds deliveries to its targets (not lost: sent after reinstating). */
   held: boolean;
+  /** A listener's last sign of life; it is removed once this is older than the grace period. */
+  listener_seen_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }

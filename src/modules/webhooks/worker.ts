@@ -9,7 +9,7 @@ import { buildMessage, storedHeaders } from './message.ts';
 import type { FinishedAttempt } from './record.ts';
 import { AttemptRecorder } from './recorder.ts';
 import { type Jitter, MAX_ATTEMPTS } from './schedule.ts';
-import { DEADLINE_MS, guardedAgent, isSuccess, sendMessage } from './sender.ts';
+import { DEADLINE_MS, guardedAgent, isSuccess, sendMessage, type Transport } from './sender.ts';
 import { SendSlots } from './slots.ts';
 import type { TargetKind } from './tables.ts';
 
@@ -31,6 +31,13 @@ export interface WorkerOptions {
   jitter?: Jitter;
   /** Called with each batch of attempts once written (metrics). */
   onRecorded?: (attempts: readonly FinishedAttempt[]) => void;
+  /**
+   * Only these targets, read at each claim (a listener hub's connected listeners); without it,
+   * every target but listeners. An empty list claims nothing.
+   */
+  targets?: () => readonly string[];
+  /** How a message reaches its target; without it, an HTTP POST through the guard. */
+  transport?: Transport;
 }
 
 export interface DeliveryWorker {
@@ -48,7 +55,8 @@ export interface DeliveryWorker {
 
 /** The metrics' name for a target kind. */
 function metricKind(kind: TargetKind | undefined): DeliveryKind {
-  return kind === 'app_events' ? 'app_event' : 'endpoint';
+  if (kind === 'app_events') return 'app_event';
+  return kind === 'listener' ? 'listener' : 'endpoint';
 }
 
 /** What an attempt did to its delivery, for the deliveries counter. */
@@ -80,7 +88,11 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
   const rounds = Math.min(5, Math.max(1, Math.floor(leaseMs / deadlineMs) - 1));
   const slots = new SendSlots({ maxInFlight, perTarget, heldPerTarget: perTarget * rounds });
   const maxHeld = Math.max(maxInFlight * 2, slots.limits.heldPerTarget);
-  const agent: Agent = guardedAgent(ctx, { deadlineMs, connectionsPerOrigin: perTarget });
+  const agent: Agent | null = options.transport
+    ? null
+    : guardedAgent(ctx, { deadlineMs, connectionsPerOrigin: perTarget });
+  const transport: Transport =
+    options.transport ?? ((_targetId, message) => sendMessage(agent as Agent, message, { deadlineMs }));
   const recorder = new AttemptRecorder(ctx, {
     ...(options.jitter ? { jitter: options.jitter } : {}),
     onRecorded(attempts) {
@@ -107,7 +119,7 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
     const message = buildMessage(ctx, row, endpointOf(row), now);
     const kind = metricKind(row.kind);
     ctx.metrics.sendStarted(kind);
-    const result = await sendMessage(agent, message, { deadlineMs }).finally(() =>
+    const result = await transport(row.endpoint_id, message, deadlineMs).finally(() =>
       ctx.metrics.sendFinished(kind),
     );
     ctx.metrics.attemptDuration(result.duration_ms / 1000, kind);
@@ -146,8 +158,11 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
     do {
       claimAgain = false;
       while (!stopping && slots.held < maxHeld) {
+        const targets = options.targets?.();
+        if (targets?.length === 0) break;
         const now = ctx.clock.now();
         const rows = await claimDue(ctx.db, {
+          ...(targets ? { targets } : {}),
           workerId: id,
           now,
           leaseUntil: new Date(now.getTime() + leaseMs),
@@ -262,7 +277,7 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
       await Promise.race([settle(), bounded(deadlineMs + 1000)]);
       recorder.stop();
       await releaseQueued().catch((err: unknown) => ctx.log.warn({ err }, 'releasing claims failed'));
-      await Promise.race([agent.destroy().catch(() => {}), bounded(1000)]);
+      if (agent) await Promise.race([agent.destroy().catch(() => {}), bounded(1000)]);
     },
   };
 }

@@ -93,6 +93,7 @@ export async function insertEndpoint(
       previous_secret_expires_at: null,
       failing_since: null,
       kind: 'endpoint',
+      listener_seen_at: null,
       app_id: null,
       held: false,
       created_by: input.createdBy ?? null,
