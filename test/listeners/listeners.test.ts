@@ -100,7 +100,9 @@ describe('registering a listener', () => {
       ],
     });
     const list = await call(w, 'GET', '/v1/webhook-endpoints', { token: company.testToken });
-    expect(list.body.data.filter((e: Json) => e.description === 'listening from the command line').length).toBeGreaterThanOrEqual(2);
+    expect(
+      list.body.data.filter((e: Json) => e.description === 'listening from the command line').length,
+    ).toBeGreaterThanOrEqual(2);
     // Ordinary test endpoints still have all five places.
     for (let i = 0; i < 5; i++) {
       const created = await call(w, 'POST', '/v1/webhook-endpoints', {
