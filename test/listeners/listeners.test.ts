@@ -219,6 +219,8 @@ describe('delivering over the connection', () => {
     const listener = (await register(company.testToken)).body;
     const connection = connectListener(w, listener.id, company.testToken);
     await connection.ready;
+    // Later than its registration, so that the mark of the connection's end can be told apart.
+    w.clock.advance(MINUTE);
     connection.close();
     await connection.closed;
     await eventually(async () => {

@@ -18,7 +18,7 @@ export interface WorkerOptions {
   pollMs?: number;
   /** Requests in flight in this process. */
   maxInFlight?: number;
-  /** Requests in flight to one endpoint, so that a slow endpoint cannot take every slot. */
+  /** Requests in flight to a target at first and to one that answers slowly (slots.ts adapts it). */
   perEndpoint?: number;
   /** Rows claimed at most per claim. */
   batchSize?: number;
@@ -86,11 +86,12 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
   // Rows held (in flight and queued) per target: the last queued row of a slow target waits
   // (held / perTarget - 1) deadlines before it is sent, and must still be inside its lease.
   const rounds = Math.min(5, Math.max(1, Math.floor(leaseMs / deadlineMs) - 1));
-  const slots = new SendSlots({ maxInFlight, perTarget, heldPerTarget: perTarget * rounds });
-  const maxHeld = Math.max(maxInFlight * 2, slots.limits.heldPerTarget);
+  const slots = new SendSlots({ maxInFlight, perTarget, rounds });
+  const maxHeld = Math.max(maxInFlight * 2, slots.heldForNewTarget);
   const agent: Agent | null = options.transport
     ? null
-    : guardedAgent(ctx, { deadlineMs, connectionsPerOrigin: perTarget });
+    : // A target that answers fast may earn every slot (slots.ts): as many connections.
+      guardedAgent(ctx, { deadlineMs, connectionsPerOrigin: maxInFlight });
   const transport: Transport =
     options.transport ?? ((_targetId, message) => sendMessage(agent as Agent, message, { deadlineMs }));
   const recorder = new AttemptRecorder(ctx, {
@@ -135,20 +136,22 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
   }
 
   function send(row: ClaimedRow): void {
+    let took = { durationMs: 0, timedOut: false };
     const task = attempt(row)
       .then((finished) => {
+        took = { durationMs: finished.result.duration_ms, timedOut: finished.result.error === 'timeout' };
         if (finished.result.status_code === 410 && row.kind !== 'app_events')
           slots.dropQueue(row.endpoint_id);
         recorder.add(finished);
       })
       .catch((err: unknown) => ctx.log.error({ err, deliveryId: row.id }, 'webhook send failed'))
       .finally(() => {
-        slots.finished(row.endpoint_id);
+        slots.finished(row.endpoint_id, took.durationMs, took.timedOut);
         sending.delete(task);
         if (stopping) return;
         dispatch();
         // Claim again once this target's queue runs low: claims come in rounds, not one per send.
-        if (slots.queuedFor(row.endpoint_id) < perTarget) void pump();
+        if (slots.runningLow(row.endpoint_id)) void pump();
       });
     sending.add(task);
   }
@@ -167,7 +170,7 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
           now,
           leaseUntil: new Date(now.getTime() + leaseMs),
           limit: Math.min(batchSize, maxHeld - slots.held),
-          perEndpoint: slots.limits.heldPerTarget,
+          perEndpoint: slots.heldForNewTarget,
           room: slots.room(),
         });
         slots.enqueue(rows);
