@@ -10,6 +10,7 @@ import type { FinishedAttempt } from './record.ts';
 import { AttemptRecorder } from './recorder.ts';
 import { type Jitter, MAX_ATTEMPTS } from './schedule.ts';
 import { DEADLINE_MS, guardedAgent, isSuccess, sendMessage, type Transport } from './sender.ts';
+import { QueueStatistics } from './queue-statistics.ts';
 import { SendSlots } from './slots.ts';
 import type { TargetKind } from './tables.ts';
 
@@ -103,6 +104,7 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
     },
   });
 
+  const statistics = new QueueStatistics(ctx);
   let stopping = false;
   let claiming: Promise<number> | null = null;
   let claimAgain = false;
@@ -164,17 +166,20 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
         const targets = options.targets?.();
         if (targets?.length === 0) break;
         const now = ctx.clock.now();
+        const limit = Math.min(batchSize, maxHeld - slots.held);
         const rows = await claimDue(ctx.db, {
           ...(targets ? { targets } : {}),
           workerId: id,
           now,
           leaseUntil: new Date(now.getTime() + leaseMs),
-          limit: Math.min(batchSize, maxHeld - slots.held),
+          limit,
           perEndpoint: slots.heldForNewTarget,
           room: slots.room(),
         });
         slots.enqueue(rows);
         dispatch();
+        // A claim that came back well filled: there is a backlog, and the plan must be the right one.
+        if (rows.length >= Math.min(limit, 16)) statistics.backlogSeen();
         total += rows.length;
         if (rows.length === 0) break;
       }
