@@ -158,7 +158,13 @@ export async function startOidcProvider(port: number, postgresUrl?: string): Pro
     pool = new pg.Pool({ connectionString: postgresUrl, max: 10, options: `-c search_path=${schema}` });
     pool.on('error', () => {});
     await pool.query(`CREATE SCHEMA ${schema}`);
-    await pool.query(OIDC_TABLE);
+    try {
+      await pool.query(OIDC_TABLE);
+    } catch (error) {
+      await pool.query(`DROP SCHEMA ${schema} CASCADE`);
+      await pool.end();
+      throw error;
+    }
   }
   const onPostgres = pool ? postgresAdapter(pool, minting) : null;
   /** Runs `mint` with upserts collected, then writes them in batches (pre-minting only). */
