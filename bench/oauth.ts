@@ -4,9 +4,14 @@ import { createHash, randomBytes } from 'node:crypto';
 // The OAuth token endpoint (authorization_code and refresh_token grants) and the metadata document,
 // in requests per second, against Waybill and against node-oidc-provider in the same run, at the same
 // concurrency. Every token request uses a fresh, pre-minted code or refresh token.
+// node-oidc-provider runs twice: with an in-memory adapter, and with a PostgreSQL adapter of the
+// benchmark's own (bench/oidc-provider-side.ts: one table, every write committed) as a production
+// deployment runs it, on WAYBILL_BENCH_DATABASE_URL when set, else on WAYBILL_BENCH_PEERS_DATABASE_URL
+// (default postgres://postgres@127.0.0.1:5432/bench); left out, said so, when no PostgreSQL answers.
 //   npm run bench:oauth                       (Waybill on PGlite)
 //   WAYBILL_BENCH_DATABASE_URL=postgres://... npm run bench:oauth   (Waybill on PostgreSQL)
 import autocannon from 'autocannon';
+import pg from 'pg';
 import { freePort } from '../test/support/harness.ts';
 import type { TokenServer } from './waybill-side.ts';
 
@@ -14,6 +19,8 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 10000);
 const WARMUP = 300;
 const postgresUrl = process.env.WAYBILL_BENCH_DATABASE_URL;
+const providerPostgresUrl =
+  postgresUrl ?? process.env.WAYBILL_BENCH_PEERS_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/bench';
 
 const verifier = randomBytes(32).toString('base64url');
 const challenge = createHash('sha256').update(verifier).digest('base64url');
@@ -90,11 +97,11 @@ async function metadata(url: string, path: string): Promise<number> {
 type Side = TokenServer & { metadataPath: string };
 
 /** Starts one server in a child process (bench/side-process.ts) and talks to it over IPC. */
-async function startSide(which: 'waybill' | 'oidc-provider'): Promise<Side> {
+async function startSide(which: 'waybill' | 'oidc-provider' | 'oidc-provider-pg'): Promise<Side> {
   const child = fork(new URL('./side-process.ts', import.meta.url), [
     which,
     String(await freePort()),
-    postgresUrl ?? '',
+    (which === 'oidc-provider-pg' ? providerPostgresUrl : postgresUrl) ?? '',
   ]);
   const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   let nextId = 0;
@@ -129,33 +136,55 @@ async function startSide(which: 'waybill' | 'oidc-provider'): Promise<Side> {
   };
 }
 
+/** synchronous_commit as the server runs it, or null when no PostgreSQL answers there. */
+async function synchronousCommit(url: string): Promise<string | null> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit');
+    return rows[0]?.synchronous_commit ?? null;
+  } catch {
+    return null;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
 const ours = await startSide('waybill');
-const theirs = await startSide('oidc-provider');
+const inMemory = await startSide('oidc-provider');
+const commitMode = await synchronousCommit(providerPostgresUrl);
+const onPostgres = commitMode
+  ? await startSide('oidc-provider-pg').catch(async (error: unknown) => {
+      await ours.close();
+      await inMemory.close();
+      throw error;
+    })
+  : null;
 const engine = postgresUrl ? 'PostgreSQL' : 'PGlite';
-const line = (label: string, a: number, b: number) =>
+const cell = (value: number | null) => (value === null ? '     -' : value.toFixed(0).padStart(6));
+const ratio = (a: number, b: number | null) => (b === null ? '   -' : (a / b).toFixed(2));
+async function row(label: string, measureSide: (side: Side) => Promise<number>) {
+  const a = await measureSide(ours);
+  const b = await measureSide(inMemory);
+  const c = onPostgres ? await measureSide(onPostgres) : null;
   console.log(
-    `${label.padEnd(34)} ours ${a.toFixed(0).padStart(6)} req/s   oidc-provider ${b.toFixed(0).padStart(6)} req/s   ratio ${(a / b).toFixed(2)}`,
+    `${label.padEnd(26)} Waybill ${cell(a)}   oidc-provider memory ${cell(b)}   oidc-provider PostgreSQL ${cell(c)} req/s   Waybill/memory ${ratio(a, b)}   Waybill/PostgreSQL ${ratio(a, c)}`,
   );
+}
 try {
   console.log(
-    `OAuth benchmark: Waybill on ${engine} vs node-oidc-provider ${CONNECTIONS} connections, ${REQUESTS} requests each`,
+    `OAuth benchmark: Waybill on ${engine} vs node-oidc-provider (in memory, and on PostgreSQL at ${new URL(providerPostgresUrl).host}${new URL(providerPostgresUrl).pathname}), ${CONNECTIONS} connections, ${REQUESTS} requests each`,
   );
-  line(
-    'token authorization_code',
-    await tokenGrant(ours, 'authorization_code'),
-    await tokenGrant(theirs, 'authorization_code'),
+  console.log(
+    onPostgres
+      ? `oidc-provider's PostgreSQL adapter: one table, each write committed on its own, synchronous_commit = ${commitMode}`
+      : `oidc-provider on PostgreSQL left out: no PostgreSQL answered at ${new URL(providerPostgresUrl).host}`,
   );
-  line(
-    'token refresh_token',
-    await tokenGrant(ours, 'refresh_token'),
-    await tokenGrant(theirs, 'refresh_token'),
-  );
-  line(
-    'metadata document',
-    await metadata(ours.url, ours.metadataPath),
-    await metadata(theirs.url, theirs.metadataPath),
-  );
+  await row('token authorization_code', (side) => tokenGrant(side, 'authorization_code'));
+  await row('token refresh_token', (side) => tokenGrant(side, 'refresh_token'));
+  await row('metadata document', (side) => metadata(side.url, side.metadataPath));
 } finally {
   await ours.close();
-  await theirs.close();
+  await inMemory.close();
+  await onPostgres?.close();
 }

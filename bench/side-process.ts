@@ -11,12 +11,15 @@ type Request =
 
 const [which, portText, postgresUrl] = process.argv.slice(2);
 const port = Number(portText);
+// oidc-provider: in memory; oidc-provider-pg: on PostgreSQL at postgresUrl (bench/oidc-provider-side.ts).
 const side: TokenServer & { metadataPath?: string } =
   which === 'waybill'
     ? await startWaybillSide(port, postgresUrl || undefined)
-    : await startOidcProvider(port);
+    : await startOidcProvider(port, which === 'oidc-provider-pg' ? postgresUrl : undefined);
 
 const send = (message: unknown) => process.send?.(message);
+// A parent that died (an error in the driver) must not leave this server running.
+process.on('disconnect', () => process.exit(0));
 send({
   ready: true,
   url: side.url,

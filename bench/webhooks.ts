@@ -1,7 +1,14 @@
 /**
  * Webhook delivery benchmark (`npm run bench:webhooks`); never a test. PGlite by default,
  * PostgreSQL when WAYBILL_BENCH_DATABASE_URL is set (in a throwaway schema).
- * WAYBILL_BENCH_EVENTS scales the event count (default 20,000). One printed line per figure.
+ * WAYBILL_BENCH_EVENTS scales the event count (default 20,000), WAYBILL_BENCH_ROUNDS the rounds of
+ * the throughput part (default 3, medians printed). One printed line per figure.
+ *
+ * Peers (docs/decisions/0012-benchmark-peers.md), in the same run, against the same receiver and
+ * the same signed message: graphile-worker 0.18 on PostgreSQL (WAYBILL_BENCH_PEERS_DATABASE_URL,
+ * default postgres://postgres@127.0.0.1:5432/bench, a throwaway schema) and BullMQ 6 on Redis
+ * (WAYBILL_BENCH_REDIS, default 127.0.0.1:6379, keys under a prefix of the run's own).
+ * WAYBILL_BENCH_PEERS=0 leaves them out. They are installed into bench/peers on first run.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,11 +25,23 @@ import { newSigningSecret } from '../src/lib/crypto.ts';
 import { newId, newTenantId, randomBase62 } from '../src/lib/ids.ts';
 import { recordEvents } from '../src/modules/shipments/events.ts';
 import { signatureHeader } from '../src/modules/webhooks/signing.ts';
-import { type DeliveryWorker, startDeliveryWorker } from '../src/modules/webhooks/worker.ts';
+import { startDeliveryWorker } from '../src/modules/webhooks/worker.ts';
+import { peerMessages, shipmentData } from './message.ts';
+import { type BullSide, startBullSide } from './peers/bullmq-side.ts';
+import { makePoster } from './peers/deliver.ts';
+import { GRAPHILE_APP, type GraphileSide, startGraphileSide } from './peers/graphile-side.ts';
+import { ensurePeersInstalled } from './peers/install.ts';
+import { PostgresCpuMeter, ProcessCpuMeter, type ServerCpu } from './peers/server-cpu.ts';
 
 const EVENTS = Number(process.env.WAYBILL_BENCH_EVENTS ?? 20_000);
+const ROUNDS = Math.max(1, Number(process.env.WAYBILL_BENCH_ROUNDS ?? 3));
 const PER_ENDPOINT = 8;
+/** The peers' concurrency, as their own benchmarks and issue 10 run them. */
+const PEER_CONCURRENCY = 64;
 const pgUrl = process.env.WAYBILL_BENCH_DATABASE_URL;
+const peersUrl = process.env.WAYBILL_BENCH_PEERS_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/bench';
+const redisAddress = process.env.WAYBILL_BENCH_REDIS ?? '127.0.0.1:6379';
+const WAYBILL_APP = 'waybill-bench-waybill';
 
 interface Sink {
   url: string;
@@ -51,31 +70,6 @@ async function receiver(): Promise<Sink> {
 async function blackHole(): Promise<Sink> {
   const server = createServer((req) => req.resume());
   return { url: await listen(server), arrivals: new Map(), server };
-}
-
-function shipmentData(i: number) {
-  return {
-    status: 'in_transit',
-    previous_status: 'picked_up',
-    shipment: {
-      id: newId('shp'),
-      tracking_number: `WB${String(i).padStart(10, '0')}`,
-      status: 'in_transit',
-      external_ref: `order-${i}`,
-      customer_account_id: null,
-      recipient_name: 'Ada Lovelace',
-      recipient_email: 'ada@example.com',
-      recipient_phone: '+34600000000',
-      payment_mode: 'cod',
-      cod_amount_minor: 4599,
-      currency: 'EUR',
-      parcels: [{ weight_grams: 1200, length_mm: 300, width_mm: 200, height_mm: 100, reference: 'box-1' }],
-      livemode: true,
-      exception_reason: null,
-      created_at: new Date().toISOString(),
-      updated_at: new Date().toISOString(),
-    },
-  };
 }
 
 async function insertEvents(
@@ -163,12 +157,19 @@ async function newTenant(ctx: AppContext): Promise<string> {
 }
 
 /** Deliveries per second of a backlog of `count` events, from worker start to the last record. */
-async function throughput(ctx: AppContext, sink: Sink, extraUrl: string | null, count: number) {
+async function throughput(
+  ctx: AppContext,
+  sink: Sink,
+  extraUrl: string | null,
+  count: number,
+  onStarted?: () => Promise<void>,
+) {
   const tenantId = await newTenant(ctx);
   const endpointId = await addEndpoint(ctx, tenantId, sink.url);
   if (extraUrl) await addEndpoint(ctx, tenantId, extraUrl);
   await insertEvents(ctx, tenantId, count, 500);
   const before = sink.arrivals.size;
+  await onStarted?.();
   const started = performance.now();
   const worker = startDeliveryWorker(ctx, { perEndpoint: PER_ENDPOINT, pollMs: 200 });
   // Arrivals first (cheap), then the records: the figure counts both.
@@ -178,17 +179,15 @@ async function throughput(ctx: AppContext, sink: Sink, extraUrl: string | null, 
   return { rate: count / seconds, worker };
 }
 
-/** The same signed bodies POSTed straight with undici, at the engine's concurrency to one endpoint. */
-async function rawCeiling(url: string, count: number): Promise<number> {
+/** The same signed bodies POSTed straight with undici, `inFlight` at once to one endpoint. */
+async function rawCeiling(url: string, count: number, inFlight: number): Promise<number> {
   const secret = newSigningSecret();
-  const bodies = Array.from({ length: count }, (_, i) =>
-    JSON.stringify({ id: `evt_${i}`, data: shipmentData(i) }),
-  );
-  const agent = new Agent({ connections: PER_ENDPOINT });
+  const bodies = peerMessages(count, 'ten_raw').map((message) => message.body);
+  const agent = new Agent({ connections: inFlight });
   let next = 0;
   const started = performance.now();
   await Promise.all(
-    Array.from({ length: PER_ENDPOINT }, async () => {
+    Array.from({ length: inFlight }, async () => {
       while (next < count) {
         const i = next++;
         const body = bodies[i] as string;
@@ -240,6 +239,207 @@ async function latency(ctx: AppContext, sink: Sink, rate: number, seconds: numbe
   return { p50: pct(50), p99: pct(99), count: latencies.length };
 }
 
+interface Peers {
+  graphile: GraphileSide | null;
+  bull: BullSide | null;
+  pgMeter: PostgresCpuMeter | null;
+  versions: Record<string, string>;
+  notes: string[];
+  close(): Promise<void>;
+}
+
+/** Installs (first run) and starts the peers; a peer whose server is not there is left out, said why. */
+async function startPeers(sinkUrl: string): Promise<Peers> {
+  const notes: string[] = [];
+  const peers: Peers = {
+    graphile: null,
+    bull: null,
+    pgMeter: null,
+    versions: {},
+    notes,
+    async close() {
+      await peers.graphile?.close();
+      await peers.bull?.close();
+      await peers.pgMeter?.close();
+      await poster.close();
+    },
+  };
+  const poster = makePoster(sinkUrl, PEER_CONCURRENCY);
+  if (process.env.WAYBILL_BENCH_PEERS === '0') {
+    notes.push('peers left out (WAYBILL_BENCH_PEERS=0)');
+    return peers;
+  }
+  try {
+    peers.versions = ensurePeersInstalled();
+  } catch (error) {
+    notes.push(`peers not installed (${String(error).split('\n')[0]}): npm install --prefix bench/peers`);
+    return peers;
+  }
+  try {
+    const meter = new PostgresCpuMeter(peersUrl);
+    await meter.open();
+    peers.pgMeter = meter;
+    peers.graphile = await startGraphileSide(peersUrl, `bench_gw_${randomBase62(8).toLowerCase()}`, poster, {
+      concurrency: PEER_CONCURRENCY,
+      localQueueSize: Number(process.env.WAYBILL_BENCH_GRAPHILE_LOCAL_QUEUE ?? 500),
+    });
+  } catch (error) {
+    notes.push(`graphile-worker left out: PostgreSQL at ${new URL(peersUrl).host} (${String(error)})`);
+  }
+  try {
+    const [host, port] = redisAddress.split(':');
+    peers.bull = await startBullSide(
+      host || '127.0.0.1',
+      Number(port || 6379),
+      `wbbench${randomBase62(6).toLowerCase()}`,
+      poster,
+      PEER_CONCURRENCY,
+    );
+  } catch (error) {
+    notes.push(`BullMQ left out: Redis at ${redisAddress} (${String(error)})`);
+  }
+  return peers;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+interface Figures {
+  rates: number[];
+  /** Server CPU seconds per 1,000 deliveries, one per round (empty when it cannot be read). */
+  cpu: ServerCpu[];
+}
+
+function cpuLine(server: string, figures: Figures): string {
+  if (figures.cpu.length === 0) return '';
+  const per = (pick: (c: ServerCpu) => number) => median(figures.cpu.map(pick)).toFixed(3);
+  return `   ${server} CPU ${per((c) => c.total)} s per 1,000 deliveries${
+    server === 'PostgreSQL'
+      ? ` (its backends ${per((c) => c.backends)}, background ${per((c) => c.background)})`
+      : ''
+  }`;
+}
+
+/** Raw ceilings, Waybill and the peers, ROUNDS times in turn, medians printed. */
+async function throughputRounds(
+  ctx: AppContext,
+  engine: string,
+  sink: Sink,
+  waybillMeter: PostgresCpuMeter | null,
+  peers: Peers,
+): Promise<void> {
+  const per1000 = (cpu: ServerCpu): ServerCpu => ({
+    backends: (cpu.backends / EVENTS) * 1000,
+    background: (cpu.background / EVENTS) * 1000,
+    total: (cpu.total / EVENTS) * 1000,
+  });
+  const raw64: Figures = { rates: [], cpu: [] };
+  const raw8: Figures = { rates: [], cpu: [] };
+  const waybill: Figures = { rates: [], cpu: [] };
+  const graphile: Figures = { rates: [], cpu: [] };
+  const bull: Figures = { rates: [], cpu: [] };
+  const redisMeter = peers.bull?.pid ? new ProcessCpuMeter(peers.bull.pid) : null;
+  let bodyBytes = 0;
+  // A warm-up for the receiver, undici and the JIT, so that the first raw round is not the slowest.
+  await rawCeiling(sink.url, Math.min(EVENTS, 5000), PEER_CONCURRENCY);
+  for (let round = 0; round < ROUNDS; round++) {
+    raw64.rates.push(await rawCeiling(sink.url, EVENTS, PEER_CONCURRENCY));
+    raw8.rates.push(await rawCeiling(sink.url, EVENTS, PER_ENDPOINT));
+
+    const a = await throughput(ctx, sink, null, EVENTS, async () => {
+      await waybillMeter?.start(WAYBILL_APP);
+    });
+    if (waybillMeter) waybill.cpu.push(per1000(await waybillMeter.stop()));
+    await a.worker.stop();
+    waybill.rates.push(a.rate);
+
+    const messages = peerMessages(EVENTS, newTenantId());
+    bodyBytes = Buffer.byteLength(messages[0]?.body ?? '');
+    if (peers.graphile) {
+      const before = sink.arrivals.size;
+      const seconds = await peers.graphile.drain(
+        messages,
+        async () => {
+          await peers.pgMeter?.start(GRAPHILE_APP);
+        },
+        () => sink.arrivals.size - before >= EVENTS,
+      );
+      if (peers.pgMeter?.available) graphile.cpu.push(per1000(await peers.pgMeter.stop()));
+      else await peers.pgMeter?.stop();
+      graphile.rates.push(EVENTS / seconds);
+    }
+    if (peers.bull) {
+      const seconds = await peers.bull.drain(peerMessages(EVENTS, newTenantId()), async () => {
+        redisMeter?.start();
+      });
+      if (redisMeter?.available) bull.cpu.push(per1000(redisMeter.stop()));
+      bull.rates.push(EVENTS / seconds);
+    }
+  }
+  // The ceiling is the better of the two raw figures: with the receiver in this process, 64 in
+  // flight can be slower than 8.
+  const ceiling = Math.max(median(raw64.rates), median(raw8.rates));
+  const row = (label: string, figures: Figures, server = '') => {
+    if (figures.rates.length === 0) return;
+    const rate = median(figures.rates);
+    console.log(
+      `[${engine}]   ${label.padEnd(58)} ${rate.toFixed(0).padStart(6)} msg/s ${((rate / ceiling) * 100).toFixed(1).padStart(5)}%${
+        server ? cpuLine(server, figures) : ''
+      }   (rounds ${figures.rates.map((r) => r.toFixed(0)).join(', ')})`,
+    );
+  };
+  console.log(
+    `[${engine}] throughput: ${EVENTS} messages of ${bodyBytes} bytes, signed, queued first then drained into one local receiver in this process (every side runs in this process too); median of ${ROUNDS} round${ROUNDS > 1 ? 's' : ''}; share of the better raw ceiling; server CPU from /proc (utime+stime) during the drain`,
+  );
+  row(`raw ceiling: undici keep-alive, ${PEER_CONCURRENCY} in flight`, raw64);
+  row(`raw ceiling: undici keep-alive, ${PER_ENDPOINT} in flight`, raw8);
+  row(
+    `Waybill, one worker process, ${PER_ENDPOINT} per endpoint (${pgUrl ? 'PostgreSQL' : 'PGlite, in process'})`,
+    waybill,
+    pgUrl ? 'PostgreSQL' : '',
+  );
+  row(
+    `graphile-worker ${peers.versions['graphile-worker'] ?? ''}, ${PEER_CONCURRENCY} jobs, local queue ${peers.graphile?.settings.localQueueSize}, batched completion`,
+    graphile,
+    'PostgreSQL',
+  );
+  row(`BullMQ ${peers.versions.bullmq ?? ''} on Redis, concurrency ${PEER_CONCURRENCY}`, bull, 'Redis');
+  if (peers.bull) console.log(`[${engine}]   (Redis runs with ${peers.bull.durability})`);
+  for (const note of peers.notes) console.log(`[${engine}]   ${note}`);
+  if (graphile.rates.length > 0) {
+    const ratio = median(waybill.rates) / median(graphile.rates);
+    const cpuRatio =
+      waybill.cpu.length > 0 && graphile.cpu.length > 0
+        ? `; PostgreSQL CPU per delivery, Waybill / graphile-worker: ${(
+            median(waybill.cpu.map((c) => c.total)) / median(graphile.cpu.map((c) => c.total))
+          ).toFixed(2)}`
+        : '';
+    console.log(
+      `[${engine}]   Waybill / graphile-worker: ${ratio.toFixed(2)} (messages/s, target >= 1.0)${cpuRatio}${
+        pgUrl
+          ? ''
+          : ' -- NOT like for like: Waybill runs on the embedded PGlite here, graphile-worker on PostgreSQL; set WAYBILL_BENCH_DATABASE_URL to compare on PostgreSQL'
+      }`,
+    );
+  }
+  const rate = median(waybill.rates);
+  const raw = median(raw8.rates);
+  console.log(
+    `[${engine}] (a) throughput: ${rate.toFixed(0)} deliveries/s through the engine vs raw ceiling ${raw.toFixed(0)} req/s (${((rate / raw) * 100).toFixed(1)}%), ${EVENTS} events, concurrency ${PER_ENDPOINT}`,
+  );
+}
+
+function withAppName(url: string, name: string): string {
+  const parsed = new URL(url);
+  parsed.searchParams.set('application_name', name);
+  return parsed.toString();
+}
+
 async function main() {
   let schema: string | null = null;
   if (pgUrl) {
@@ -249,8 +449,10 @@ async function main() {
     await admin.query(`CREATE SCHEMA ${schema}`);
     await admin.end();
   }
+  // Waybill's connections carry a name of their own, so the CPU meter tells them from the rest.
+  const waybillUrl = pgUrl ? withAppName(pgUrl, WAYBILL_APP) : null;
   const config = loadConfig({
-    WAYBILL_DATABASE_URL: pgUrl ?? 'memory:',
+    WAYBILL_DATABASE_URL: waybillUrl ?? 'memory:',
     WAYBILL_SECRET_KEY: '00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff',
     WAYBILL_DEMO: '0',
     WAYBILL_WEBHOOK_ALLOW_PRIVATE: '127.0.0.0/8',
@@ -261,15 +463,19 @@ async function main() {
   const engine = pgUrl ? 'postgresql' : 'pglite';
   const sink = await receiver();
   const hole = await blackHole();
-  const workers: DeliveryWorker[] = [];
+  const peers = await startPeers(sink.url);
+  let waybillMeter: PostgresCpuMeter | null = null;
+  if (pgUrl) {
+    waybillMeter = new PostgresCpuMeter(pgUrl);
+    await waybillMeter.open();
+    if (!waybillMeter.available) {
+      await waybillMeter.close();
+      waybillMeter = null;
+      peers.notes.push("Waybill's PostgreSQL CPU not measured: its processes are not readable in /proc here");
+    }
+  }
   try {
-    const raw = await rawCeiling(sink.url, EVENTS);
-    const a = await throughput(ctx, sink, null, EVENTS);
-    workers.push(a.worker);
-    await a.worker.stop();
-    console.log(
-      `[${engine}] (a) throughput: ${a.rate.toFixed(0)} deliveries/s through the engine vs raw ceiling ${raw.toFixed(0)} req/s (${((a.rate / raw) * 100).toFixed(1)}%), ${EVENTS} events, concurrency ${PER_ENDPOINT}`,
-    );
+    await throughputRounds(ctx, engine, sink, waybillMeter, peers);
     const b = await latency(ctx, sink, 200, 10);
     console.log(
       `[${engine}] (b) commit-to-arrival latency at 200 events/s: p50 ${b.p50.toFixed(1)} ms, p99 ${b.p99.toFixed(1)} ms (${b.count} events)`,
@@ -306,6 +512,8 @@ async function main() {
     hole.server.closeAllConnections();
     hole.server.close();
     await database.close();
+    await waybillMeter?.close();
+    await peers.close();
     if (schema && pgUrl) {
       const admin = new pg.Client({ connectionString: pgUrl });
       await admin.connect();
