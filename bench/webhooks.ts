@@ -4,7 +4,7 @@
  * WAYBILL_BENCH_EVENTS scales the event count (default 20,000), WAYBILL_BENCH_ROUNDS the rounds of
  * the throughput part (default 3, medians printed). One printed line per figure.
  *
- * Peers (docs/decisions/0012-benchmark-peers.md), in the same run, against the same receiver and
+ * Peers (docs/decisions/0013-benchmark-peers.md), in the same run, against the same receiver and
  * the same signed message: graphile-worker 0.18 on PostgreSQL (WAYBILL_BENCH_PEERS_DATABASE_URL,
  * default postgres://postgres@127.0.0.1:5432/bench, a throwaway schema) and BullMQ 6 on Redis
  * (WAYBILL_BENCH_REDIS, default 127.0.0.1:6379, keys under a prefix of the run's own).

@@ -1,6 +1,6 @@
 /**
  * Installs and loads the benchmark's peers (graphile-worker, BullMQ) from bench/peers, a package of
- * their own: the project's lock file never lists them (docs/decisions/0012-benchmark-peers.md).
+ * their own: the project's lock file never lists them (docs/decisions/0013-benchmark-peers.md).
  * The first run installs them with npm; later runs load what is there when the versions match.
  */
 import { execFileSync } from 'node:child_process';

@@ -6,11 +6,11 @@ import type { DeliveryKind, DeliveryOutcome } from '../operations/metrics.ts';
 import { type ClaimedRow, claimDue, endpointOf } from './claim.ts';
 import { onLocalWake, WAKE_CHANNEL, wakeTag } from './fanout.ts';
 import { buildMessage, storedHeaders } from './message.ts';
+import { QueueStatistics } from './queue-statistics.ts';
 import type { FinishedAttempt } from './record.ts';
 import { AttemptRecorder } from './recorder.ts';
 import { type Jitter, MAX_ATTEMPTS } from './schedule.ts';
 import { DEADLINE_MS, guardedAgent, isSuccess, sendMessage, type Transport } from './sender.ts';
-import { QueueStatistics } from './queue-statistics.ts';
 import { SendSlots } from './slots.ts';
 import type { TargetKind } from './tables.ts';
 
