@@ -9,6 +9,7 @@ import * as installationApproval from './0007_installation_approval.ts';
 import * as appStore from './0008_app_store.ts';
 import * as accountsHardening from './0009_accounts_hardening.ts';
 import * as webhookListeners from './0010_webhook_listeners.ts';
+import * as deliveryQueueStorage from './0011_delivery_queue_storage.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '0008_app_store': appStore,
   '0009_accounts_hardening': accountsHardening,
   '0010_webhook_listeners': webhookListeners,
+  '0011_delivery_queue_storage': deliveryQueueStorage,
 };

@@ -135,12 +135,13 @@ export class AttemptRecorder {
   }
 
   // PGlite runs no autovacuum: dead row versions of a busy queue pile up in the claim's index and
-  // every claim wades through them. PostgreSQL's autovacuum does this on its own.
+  // every claim wades through them, and the planner's statistics go stale (queue-statistics.ts).
+  // PostgreSQL's autovacuum does this on its own.
   async #vacuumNowAndThen(recorded: number): Promise<void> {
     if (this.#ctx.database.engine !== 'pglite') return;
     this.#recordedSinceVacuum += recorded;
     if (this.#recordedSinceVacuum < VACUUM_EVERY) return;
     this.#recordedSinceVacuum = 0;
-    await sql`VACUUM webhook_deliveries`.execute(this.#ctx.db);
+    await sql`VACUUM (ANALYZE) webhook_deliveries`.execute(this.#ctx.db);
   }
 }
