@@ -87,6 +87,6 @@ export async function enqueueAppEvents(
     };
   });
   await trx.insertInto('webhook_deliveries').values(rows).execute();
-  if (options.due) await notifyWorkers(trx, wakeTag(ctx));
+  if (options.due) await notifyWorkers(ctx, trx);
   return rows.map((row) => row.id);
 }

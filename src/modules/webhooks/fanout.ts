@@ -39,10 +39,10 @@ export function onLocalWake(ctx: AppContext, wake: () => void): () => void {
  * its account's), and not belonging to a suspended app's installation.
  */
 export async function fanOut(
+  ctx: AppContext,
   trx: Trx,
   events: readonly StoredEvent[],
   now: Date,
-  tag: string,
 ): Promise<number> {
   if (events.length === 0) return 0;
   const result = await sql`
@@ -74,19 +74,24 @@ export async function fanOut(
   `.execute(trx);
   const inserted = Number(result.numAffectedRows ?? 0);
   // Delivered at commit to every listening worker, in this process and others.
-  if (inserted > 0) await notifyWorkers(trx, tag);
+  if (inserted > 0) await notifyWorkers(ctx, trx);
   return inserted;
 }
 
-/** Wakes every listening worker, in this process and others, when the transaction commits. */
-export async function notifyWorkers(trx: Trx, tag: string): Promise<void> {
-  await sql`SELECT pg_notify(${WAKE_CHANNEL}, ${tag})`.execute(trx);
+/**
+ * Wakes every listening worker, in this process and others, when the transaction commits. The
+ * embedded database belongs to one process, whose workers the in-process wake-up reaches: no
+ * statement for it there (PGlite runs statements one at a time, so each one counts).
+ */
+export async function notifyWorkers(ctx: AppContext, trx: Trx): Promise<void> {
+  if (ctx.database.engine === 'pglite') return;
+  await sql`SELECT pg_notify(${WAKE_CHANNEL}, ${wakeTag(ctx)})`.execute(trx);
 }
 
 /** Hooks the delivery engine into the context: the fan-out sink and the after-commit wake-up. */
 export function registerWebhookEngine(ctx: AppContext): void {
   ctx.eventSinks.push(async (trx, events) => {
-    await fanOut(trx, events, ctx.clock.now(), wakeTag(ctx));
+    await fanOut(ctx, trx, events, ctx.clock.now());
   });
   ctx.afterCommitHooks.push(() => {
     for (const wake of localWakers.get(ctx) ?? []) wake();
