@@ -8,6 +8,8 @@
 import { parseArgs } from 'node:util';
 import { request, WebSocket } from 'undici';
 import type { MessageFrame, ResultFrame } from '../modules/listeners/protocol.ts';
+// The engine's own reading of an answer: the first 4 KB, then the connection is dropped.
+import { readHead } from '../modules/webhooks/sender.ts';
 
 export const LISTEN_USAGE = `Usage: waybill listen --api <url> --token sk_test_... --forward-to <url> [--events a,b]
 
@@ -16,8 +18,6 @@ export const LISTEN_USAGE = `Usage: waybill listen --api <url> --token sk_test_.
   --forward-to  where to POST each message, e.g. http://localhost:4000/webhooks
   --events      event types to receive (default: all), comma-separated`;
 
-/** Answers only this much of the local receiver's answer back, like the engine keeps. */
-const RESPONSE_LIMIT = 4096;
 /** Under the engine's 10 s deadline, so that the answer gets back in time. */
 const FORWARD_DEADLINE_MS = 9_000;
 const RECONNECT_MAX_MS = 30_000;
@@ -96,23 +96,6 @@ async function register(options: Options): Promise<Registered> {
   if (status !== 201)
     throw new CommandError(`Waybill refused to listen: ${problemText({ status, ...json })}`);
   return json as unknown as Registered;
-}
-
-/** Reads at most RESPONSE_LIMIT bytes of the local answer. */
-async function readHead(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of body) {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size >= RESPONSE_LIMIT) break;
-    }
-  } catch {
-    // Cut short: what arrived is what is reported.
-  }
-  body.destroy();
-  return Buffer.concat(chunks).subarray(0, RESPONSE_LIMIT);
 }
 
 /** POSTs one message to the local receiver, as the engine would: no redirects, one deadline. */

@@ -1,4 +1,3 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -7,33 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_PASSWORD, DEMO_PEOPLE } from '../../src/seed.ts';
 import type { Json } from '../support/api.ts';
 import { engine } from '../support/harness.ts';
+import { type Run, waybill } from './support.ts';
 
-const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
 const TIMEOUT = 90_000;
-
-interface Run {
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-  exited: Promise<number | null>;
-}
-
-function waybill(args: string[], env: Record<string, string>): Run {
-  const child = spawn(process.execPath, [MAIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', WAYBILL_LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout?.on('data', (chunk) => {
-    out += chunk;
-  });
-  child.stderr?.on('data', (chunk) => {
-    err += chunk;
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, stdout: () => out, stderr: () => err, exited };
-}
 
 /** Resolves with the first match of `pattern` in the process's output, or fails when it exits first. */
 function waitFor(run: Run, pattern: RegExp): Promise<RegExpExecArray> {

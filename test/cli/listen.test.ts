@@ -1,4 +1,3 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/lib/clock.ts';
@@ -6,34 +5,15 @@ import { eventually } from '../listeners/support.ts';
 import { type CompanyFixture, call, createCompany, createShipment, type Json } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 import { type Receiver, startReceiver } from '../webhooks/engine/support.ts';
+import { type Run, waybill } from './support.ts';
 
 /**
  * `waybill listen` as a developer runs it: a child process against a running Waybill, forwarding
  * to a receiver on this machine that verifies every message with the standardwebhooks package.
  */
 
-interface Command {
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-  exited: Promise<number | null>;
-}
-
-function runListen(args: string[]): Command {
-  const child = spawn(process.execPath, ['src/main.ts', 'listen', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, WAYBILL_API_KEY: '', WAYBILL_API_URL: '' },
-  });
-  let out = '';
-  let err = '';
-  child.stdout?.on('data', (chunk) => {
-    out += chunk;
-  });
-  child.stderr?.on('data', (chunk) => {
-    err += chunk;
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, stdout: () => out, stderr: () => err, exited };
+function runListen(args: string[]): Run {
+  return waybill(['listen', ...args], {});
 }
 
 let w: TestWaybill;

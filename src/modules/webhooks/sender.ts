@@ -108,7 +108,7 @@ export function errorCode(error: unknown, timedOut: boolean): SendError {
  * body that stops short of it (it never ends, or the connection breaks) keeps what arrived: the
  * status line is the answer, the body is only logged.
  */
-async function readHead(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<Buffer> {
+export async function readHead(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   try {
