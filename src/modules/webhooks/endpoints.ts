@@ -27,6 +27,8 @@ export interface WebhookEndpoint {
   disabled_reason: 'gone' | 'failing' | 'manual' | null;
   installation_id: string | null;
   customer_account_id: string | null;
+  /** CONTRACT.md: a `waybill listen` endpoint is listed with kind `cli`. */
+  kind: 'endpoint' | 'cli';
   created_at: string;
   updated_at: string;
 }
@@ -60,6 +62,7 @@ export function presentEndpoint(row: WebhookEndpointsTable): WebhookEndpoint {
     disabled_reason: row.disabled_reason,
     installation_id: row.installation_id,
     customer_account_id: row.customer_account_id,
+    kind: row.kind === 'listener' ? 'cli' : 'endpoint',
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };

@@ -42,6 +42,10 @@ export const EndpointSchema = Type.Object(
     ),
     installation_id: Nullable(Type.String()),
     customer_account_id: Nullable(Type.String()),
+    kind: Type.Union([Type.Literal('endpoint'), Type.Literal('cli')], {
+      description:
+        '`cli`: the temporary test endpoint of a `waybill listen` command, removed when it goes away',
+    }),
     created_at: Timestamp,
     updated_at: Timestamp,
   },

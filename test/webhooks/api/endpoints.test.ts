@@ -6,6 +6,7 @@ import { createEndpoint, createMerchant, type Receiver, startReceiver } from './
 const ENDPOINT_FIELDS = [
   'created_at',
   'customer_account_id',
+  'kind',
   'description',
   'enabled',
   'disabled_reason',
