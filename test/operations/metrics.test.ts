@@ -199,3 +199,78 @@ describe('the delivery queue gauges', () => {
     expect(oldest(retrying)).toBe(0);
   });
 });
+
+describe('deliveries by outcome', () => {
+  let receiver: Receiver;
+  beforeAll(async () => {
+    receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await receiver?.close();
+  });
+
+  const outcome = (s: Scrape, name: string) =>
+    sampleOf(s, 'waybill_webhook_deliveries_total', { kind: 'endpoint', outcome: name });
+  const moved = (before: Scrape, after: Scrape, name: string) => outcome(after, name) - outcome(before, name);
+
+  it('count successes, failed attempts, a 410 that disables its endpoint and what that cancels, and a manual disable', async () => {
+    const company = await createCompany(w, 'Outcome Company');
+    const endpoint = await createEndpoint(w, company.liveToken, {
+      url: receiver.url,
+      event_types: ['shipment.created'],
+    });
+    const worker = testWorker(w);
+    try {
+      const start = await scrape(metrics.url);
+      const attemptsBefore = sampleOf(start, 'waybill_webhook_attempt_duration_seconds_count', {
+        kind: 'endpoint',
+      });
+
+      receiver.answer = { status: 200, body: 'ok' };
+      await createShipment(w, company.liveToken);
+      await createShipment(w, company.liveToken);
+      expect(await worker.tick()).toBe(2);
+      const succeeded = await scrape(metrics.url);
+      expect(moved(start, succeeded, 'succeeded')).toBe(2);
+      expect(
+        sampleOf(succeeded, 'waybill_webhook_attempt_duration_seconds_count', { kind: 'endpoint' }) -
+          attemptsBefore,
+      ).toBe(2);
+
+      receiver.answer = { status: 500, body: 'down' };
+      await createShipment(w, company.liveToken);
+      expect(await worker.tick()).toBe(1);
+      const failing = await scrape(metrics.url);
+      expect(moved(succeeded, failing, 'failed_attempt')).toBe(1);
+
+      // 410 Gone: the attempt fails its delivery, disables the endpoint and cancels the one
+      // delivery still waiting for a retry.
+      receiver.answer = { status: 410, body: 'gone' };
+      await createShipment(w, company.liveToken);
+      expect(await worker.tick()).toBe(1);
+      const gone = await scrape(metrics.url);
+      expect(moved(failing, gone, 'failed')).toBe(1);
+      expect(moved(failing, gone, 'disabled')).toBe(1);
+      expect(moved(failing, gone, 'cancelled')).toBe(1);
+
+      // Enabled again with two deliveries waiting, then disabled by hand: both are cancelled.
+      const enable = await call(w, 'PATCH', `/v1/webhook-endpoints/${endpoint.id}`, {
+        token: company.liveToken,
+        body: { enabled: true },
+      });
+      expect(enable.status).toBe(200);
+      await createShipment(w, company.liveToken);
+      await createShipment(w, company.liveToken);
+      const disable = await call(w, 'PATCH', `/v1/webhook-endpoints/${endpoint.id}`, {
+        token: company.liveToken,
+        body: { enabled: false },
+      });
+      expect(disable.status).toBe(200);
+      const manual = await scrape(metrics.url);
+      expect(moved(gone, manual, 'cancelled')).toBe(2);
+      expect(moved(gone, manual, 'disabled')).toBe(0);
+    } finally {
+      await worker.stop();
+    }
+  });
+});

@@ -10,6 +10,7 @@ import { canSee, requireScope, type TenantAccess } from '../accounts/access.ts';
 import { isEventType } from './event-types.ts';
 import { assertUrlAllowed } from './guard.ts';
 import { disableEndpoint, enableEndpoint } from './lifecycle.ts';
+import { metricKind } from './record.ts';
 import type { WebhookEndpointsTable } from './tables.ts';
 
 /** Spec section 8: up to 5 per company or merchant, up to 5 per app installation (each mode apart). */
@@ -238,9 +239,10 @@ export async function updateEndpoint(
   const url = input.url?.trim();
   if (url !== undefined) await assertUrlAllowed(ctx, url);
   const now = ctx.clock.now();
+  let cancelled: number | null = null;
   const row = await ctx.db.transaction().execute(async (trx) => {
     const current = await findVisibleEndpoint(trx, access, id, { forUpdate: true });
-    if (input.enabled === false && current.enabled) await disableEndpoint(trx, id, 'manual', now);
+    if (input.enabled === false && current.enabled) cancelled = await disableEndpoint(trx, id, 'manual', now);
     if (input.enabled === true && !current.enabled) await enableEndpoint(trx, id, now);
     return trx
       .updateTable('webhook_endpoints')
@@ -254,6 +256,7 @@ export async function updateEndpoint(
       .returningAll()
       .executeTakeFirstOrThrow();
   });
+  if (cancelled !== null) ctx.metrics.deliveryOutcome(metricKind(row.kind), 'cancelled', cancelled);
   return presentEndpoint(row);
 }
 

@@ -6,29 +6,30 @@ export type DisabledReason = 'gone' | 'failing' | 'manual';
 /**
  * Disables an endpoint and cancels what was waiting for it (spec 3.3: both disables cancel
  * pending deliveries). Pass the caller's transaction so the two changes commit together. An app's
- * events target is not an endpoint and is never disabled; answers whether it was.
+ * events target is not an endpoint and is never disabled. Answers how many deliveries were
+ * cancelled, or null when nothing was disabled (for the metrics, once committed).
  */
 export async function disableEndpoint(
   db: Db,
   endpointId: string,
   reason: DisabledReason,
   now: Date,
-): Promise<boolean> {
+): Promise<number | null> {
   const disabled = await db
     .updateTable('webhook_endpoints')
     .set({ enabled: false, disabled_reason: reason, updated_at: now })
     .where('id', '=', endpointId)
     .where('kind', '<>', 'app_events')
     .executeTakeFirst();
-  if (Number(disabled.numUpdatedRows) === 0) return false;
-  await db
+  if (Number(disabled.numUpdatedRows) === 0) return null;
+  const cancelled = await db
     .updateTable('webhook_deliveries')
     .set({ status: 'cancelled', next_attempt_at: null, locked_by: null, locked_until: null, updated_at: now })
     .where('endpoint_id', '=', endpointId)
     .where('status', '=', 'pending')
     .where('next_attempt_at', 'is not', null)
-    .execute();
-  return true;
+    .executeTakeFirst();
+  return Number(cancelled.numUpdatedRows);
 }
 
 /** Enables an endpoint again: the reason and the failure streak are forgotten. */

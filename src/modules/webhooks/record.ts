@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { newId } from '../../lib/ids.ts';
+import type { DeliveryKind } from '../operations/metrics.ts';
 import { disableEndpoint } from './lifecycle.ts';
 import type { SendingDelivery } from './message.ts';
 import { FAILING_DISABLE_MS, type Jitter, MAX_ATTEMPTS, nextAttemptAt } from './schedule.ts';
@@ -21,6 +22,12 @@ export interface FinishedAttempt {
   endpointFailing?: boolean;
   /** An app's events target is retried on 410 too: only endpoints are gone for good. */
   targetKind?: TargetKind;
+}
+
+/** The metrics' name for a target kind. */
+export function metricKind(kind: TargetKind | undefined): DeliveryKind {
+  if (kind === 'app_events') return 'app_event';
+  return kind === 'listener' ? 'listener' : 'endpoint';
 }
 
 function isGone(attempt: FinishedAttempt): boolean {
@@ -136,12 +143,20 @@ function streaksOf(attempts: readonly FinishedAttempt[]): Streak {
  * delivery's first attempt disables it then (about 68.6 h): no later failure may ever come to
  * reach the 72 h mark.
  */
+/** What the streaks did: endpoints disabled for failing (to be told), and counts for the metrics. */
+interface StreakEffects {
+  failingDisabled: string[];
+  /** Per endpoint disabled by this batch (410 or failing): how many deliveries it cancelled. */
+  cancelled: Map<string, number>;
+}
+
 async function applyStreaks(
   trx: Db,
   streak: Streak,
   exhausted: ReadonlyMap<string, string>,
   now: Date,
-): Promise<string[]> {
+): Promise<StreakEffects> {
+  const effects: StreakEffects = { failingDisabled: [], cancelled: new Map() };
   const ids = (kind: string) => [...streak].filter(([, v]) => v === kind).map(([id]) => id);
   const ok = ids('ok');
   if (ok.length > 0) {
@@ -152,10 +167,12 @@ async function applyStreaks(
       .where('failing_since', 'is not', null)
       .execute();
   }
-  for (const id of ids('gone')) await disableEndpoint(trx, id, 'gone', now);
+  for (const id of ids('gone')) {
+    const cancelled = await disableEndpoint(trx, id, 'gone', now);
+    if (cancelled !== null) effects.cancelled.set(id, cancelled);
+  }
   const failing = ids('failing');
-  const disabled: string[] = [];
-  if (failing.length === 0) return disabled;
+  if (failing.length === 0) return effects;
   const rows = await trx
     .updateTable('webhook_endpoints')
     .set({ failing_since: sql<Date>`COALESCE(failing_since, ${now.toISOString()}::timestamptz)` })
@@ -170,9 +187,13 @@ async function applyStreaks(
     const failingLongEnough =
       now.getTime() - since.getTime() >= FAILING_DISABLE_MS ||
       (exhaustedDelivery !== undefined && (await failingSinceFirstAttempt(trx, exhaustedDelivery, since)));
-    if (failingLongEnough && (await disableEndpoint(trx, row.id, 'failing', now))) disabled.push(row.id);
+    if (!failingLongEnough) continue;
+    const cancelled = await disableEndpoint(trx, row.id, 'failing', now);
+    if (cancelled === null) continue;
+    effects.failingDisabled.push(row.id);
+    effects.cancelled.set(row.id, cancelled);
   }
-  return disabled;
+  return effects;
 }
 
 /** Whether the streak began no later than the delivery's first scheduled attempt (no 2xx since). */
@@ -210,8 +231,15 @@ export async function recordAttempts(
     const endpointId = attempts[index]?.delivery.endpoint_id;
     if (change.exhausted && endpointId) exhausted.set(endpointId, change.id);
   }
-  return ctx.db.transaction().execute(async (trx) => {
+  const effects = await ctx.db.transaction().execute(async (trx) => {
     await writeAttempts(trx, attempts, changes);
     return applyStreaks(trx, streak, exhausted, now);
   });
+  // Committed: an attempt disabled these endpoints, and their waiting deliveries were cancelled.
+  for (const [endpointId, cancelled] of effects.cancelled) {
+    const kind = metricKind(attempts.find((a) => a.delivery.endpoint_id === endpointId)?.targetKind);
+    ctx.metrics.deliveryOutcome(kind, 'disabled');
+    ctx.metrics.deliveryOutcome(kind, 'cancelled', cancelled);
+  }
+  return effects.failingDisabled;
 }

@@ -7,7 +7,7 @@ import { type ClaimedRow, claimDue, endpointOf } from './claim.ts';
 import { onLocalWake, WAKE_CHANNEL, wakeTag } from './fanout.ts';
 import { buildMessage, storedHeaders } from './message.ts';
 import { QueueStatistics } from './queue-statistics.ts';
-import type { FinishedAttempt } from './record.ts';
+import { type FinishedAttempt, metricKind } from './record.ts';
 import { AttemptRecorder } from './recorder.ts';
 import { type Jitter, MAX_ATTEMPTS } from './schedule.ts';
 import { DEADLINE_MS, guardedAgent, isSuccess, sendMessage, type Transport } from './sender.ts';
@@ -52,12 +52,6 @@ export interface DeliveryWorker {
   inFlight(): number;
   /** Stops claiming and waits (bounded) for the requests in flight and their records. */
   stop(): Promise<void>;
-}
-
-/** The metrics' name for a target kind. */
-function metricKind(kind: TargetKind | undefined): DeliveryKind {
-  if (kind === 'app_events') return 'app_event';
-  return kind === 'listener' ? 'listener' : 'endpoint';
 }
 
 /** What an attempt did to its delivery, for the deliveries counter. */
