@@ -11,9 +11,10 @@ import {
   createShipment,
   type Json,
 } from '../support/api.ts';
+import { eventually } from '../support/eventually.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 import { verify } from '../webhooks/engine/support.ts';
-import { connectListener, eventually } from './support.ts';
+import { connectListener } from './support.ts';
 
 let w: TestWaybill;
 let company: CompanyFixture;

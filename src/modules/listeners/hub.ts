@@ -2,6 +2,7 @@ import type { WebSocket } from '@fastify/websocket';
 import type { AppContext } from '../../context.ts';
 import { randomBase62 } from '../../lib/ids.ts';
 import {
+  notConnected,
   type OutgoingMessage,
   RESPONSE_LIMIT,
   type SendResult,
@@ -10,9 +11,9 @@ import {
 } from '../webhooks/sender.ts';
 import { type DeliveryWorker, startDeliveryWorker } from '../webhooks/worker.ts';
 import { type MessageFrame, parseResult, type ReadyFrame, type ResultFrame } from './protocol.ts';
-import { sweepListeners, touchListeners } from './service.ts';
+import { touchListeners } from './service.ts';
 
-/** How often connections are pinged, listeners marked alive and stale ones swept (real time). */
+/** How often connections are pinged and listeners marked alive (real time). */
 const HEARTBEAT_MS = 20_000;
 
 interface Connection {
@@ -21,13 +22,6 @@ interface Connection {
   /** Answered the last ping: a connection that did not by the next is dead. */
   alive: boolean;
 }
-
-const lost = (durationMs: number): SendResult => ({
-  status_code: null,
-  response_head: null,
-  duration_ms: durationMs,
-  error: 'connection_failed',
-});
 
 /**
  * The `waybill listen` connections this process holds, and the delivery worker that sends to them.
@@ -84,7 +78,7 @@ export class ListenerHub {
   /** The worker's transport: one message over the listener's connection, its answer back. */
   readonly send: Transport = (listenerId: string, message: OutgoingMessage, deadlineMs: number) => {
     const connection = this.#connections.get(listenerId);
-    if (!connection) return Promise.resolve(lost(0));
+    if (!connection) return Promise.resolve(notConnected(0));
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const id = randomBase62(20);
@@ -95,7 +89,7 @@ export class ListenerHub {
         connection?.pending.delete(id);
         if (timedOut)
           resolve({ status_code: null, response_head: null, duration_ms: elapsed(), error: 'timeout' });
-        else if (!result) resolve(lost(elapsed()));
+        else if (!result) resolve(notConnected(elapsed()));
         else
           resolve({
             status_code: result.status_code,
@@ -125,7 +119,10 @@ export class ListenerHub {
     this.#timer.unref();
   }
 
-  /** Pings every connection (a silent one is dropped), marks the live ones, sweeps the stale. */
+  /**
+   * Pings every connection (a silent one is dropped) and marks the live ones alive; the
+   * housekeeping job removes the listeners nobody marks (service.ts listenerSweepJob).
+   */
   async heartbeat(): Promise<void> {
     for (const connection of this.#connections.values()) {
       if (!connection.alive) {
@@ -138,7 +135,6 @@ export class ListenerHub {
     const ids = [...this.#connections.keys()];
     try {
       await touchListeners(this.#ctx, ids);
-      await sweepListeners(this.#ctx, ids);
     } catch (err) {
       this.#ctx.log.warn({ err }, 'listener heartbeat failed');
     }

@@ -105,13 +105,12 @@ export async function touchListeners(ctx: AppContext, ids: readonly string[]): P
  * (ON DELETE CASCADE): they were temporary. Any process may do it; the holder of a live
  * connection keeps touching its listener, so a live one is never removed.
  */
-export async function sweepListeners(ctx: AppContext, keep: readonly string[] = []): Promise<number> {
+export async function sweepListeners(ctx: AppContext): Promise<number> {
   const cutoff = addMs(ctx.clock.now(), -LISTENER_GRACE_MS);
   const result = await ctx.db
     .deleteFrom('webhook_endpoints')
     .where('kind', '=', 'listener')
     .where('listener_seen_at', '<', cutoff)
-    .where('id', 'not in', keep.length > 0 ? keep : [''])
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }

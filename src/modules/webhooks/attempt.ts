@@ -11,17 +11,8 @@ import {
   responseText,
   type SendError,
   type SenderOptions,
-  type SendResult,
   sendMessage,
 } from './sender.ts';
-
-/** A listener that no connection in this process holds: nothing to send over. */
-const NOT_CONNECTED: SendResult = {
-  status_code: null,
-  response_head: null,
-  duration_ms: 0,
-  error: 'connection_failed',
-};
 
 export interface AttemptOutcome {
   delivery_id: string;
@@ -90,12 +81,9 @@ export async function attemptDelivery(
   const now = ctx.clock.now();
   const message = buildMessage(ctx, row, { ...row, id: row.endpoint_id }, now);
   const sender = senderFor(ctx);
-  const viaListener = row.kind === 'listener' ? listenerTransport(ctx) : undefined;
   const result =
     row.kind === 'listener'
-      ? viaListener
-        ? await viaListener(row.endpoint_id, message, sender.options.deadlineMs ?? DEADLINE_MS)
-        : NOT_CONNECTED
+      ? await listenerTransport(ctx)(row.endpoint_id, message, sender.options.deadlineMs ?? DEADLINE_MS)
       : await sendMessage(sender.agent, message, sender.options);
   const finished: FinishedAttempt = {
     delivery: row,

@@ -38,13 +38,9 @@ export function onLocalWake(ctx: AppContext, wake: () => void): () => void {
  * type, in scope (a company endpoint gets every shipment of the company, a merchant endpoint only
  * its account's), and not belonging to a suspended app's installation.
  */
-export async function fanOut(
-  ctx: AppContext,
-  trx: Trx,
-  events: readonly StoredEvent[],
-  now: Date,
-): Promise<number> {
+export async function fanOut(ctx: AppContext, trx: Trx, events: readonly StoredEvent[]): Promise<number> {
   if (events.length === 0) return 0;
+  const now = ctx.clock.now();
   const result = await sql`
     INSERT INTO webhook_deliveries
       (id, endpoint_id, event_id, event_type, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
@@ -91,7 +87,7 @@ export async function notifyWorkers(ctx: AppContext, trx: Trx): Promise<void> {
 /** Hooks the delivery engine into the context: the fan-out sink and the after-commit wake-up. */
 export function registerWebhookEngine(ctx: AppContext): void {
   ctx.eventSinks.push(async (trx, events) => {
-    await fanOut(ctx, trx, events, ctx.clock.now());
+    await fanOut(ctx, trx, events);
   });
   ctx.afterCommitHooks.push(() => {
     for (const wake of localWakers.get(ctx) ?? []) wake();

@@ -26,6 +26,11 @@ export type Transport = (
   deadlineMs: number,
 ) => Promise<SendResult>;
 
+/** A target that no connection reaches (a listener whose command is away): nothing was sent. */
+export function notConnected(durationMs: number): SendResult {
+  return { status_code: null, response_head: null, duration_ms: durationMs, error: 'connection_failed' };
+}
+
 /**
  * The transport of `waybill listen` targets in this process (modules/listeners registers it): a
  * replay or test send of a listener goes over its connection, never over HTTP.
@@ -34,8 +39,8 @@ const listenerTransports = new WeakMap<object, Transport>();
 export function setListenerTransport(ctx: AppContext, transport: Transport): void {
   listenerTransports.set(ctx, transport);
 }
-export function listenerTransport(ctx: AppContext): Transport | undefined {
-  return listenerTransports.get(ctx);
+export function listenerTransport(ctx: AppContext): Transport {
+  return listenerTransports.get(ctx) ?? (async () => notConnected(0));
 }
 
 /** Spec 6.3 and 8: only the first 4 KB of an answer are read; one 10 s deadline per attempt. */

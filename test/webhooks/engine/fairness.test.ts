@@ -2,8 +2,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDeliveryWorker } from '../../../src/modules/webhooks/worker.ts';
-import { eventually } from '../../listeners/support.ts';
 import { createCompany, createShipment } from '../../support/api.ts';
+import { eventually } from '../../support/eventually.ts';
 import { startWaybill, type TestWaybill } from '../../support/harness.ts';
 import { insertEndpoint } from './support.ts';
 
