@@ -7,6 +7,8 @@ export interface BackgroundJob {
   name: string;
   /** How often it runs, in real time (not the injected clock: this is a timer, not a rule). */
   everyMs: number;
+  /** Runs once at start too (a job that makes what the first writes need). */
+  atStart?: boolean;
   run(ctx: AppContext): Promise<unknown>;
 }
 
@@ -22,9 +24,10 @@ export interface Runner {
 
 export function startHousekeeping(ctx: AppContext, jobs: BackgroundJob[] = housekeeping): Runner {
   const timers = jobs.map((job) => {
-    const timer = setInterval(() => {
+    const run = () =>
       job.run(ctx).catch((err: unknown) => ctx.log.error({ err, job: job.name }, 'housekeeping job failed'));
-    }, job.everyMs);
+    if (job.atStart) void run();
+    const timer = setInterval(run, job.everyMs);
     timer.unref();
     return timer;
   });

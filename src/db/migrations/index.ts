@@ -10,6 +10,7 @@ import * as appStore from './0008_app_store.ts';
 import * as accountsHardening from './0009_accounts_hardening.ts';
 import * as webhookListeners from './0010_webhook_listeners.ts';
 import * as deliveryQueueStorage from './0011_delivery_queue_storage.ts';
+import * as attemptPartitions from './0012_attempt_partitions.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '0009_accounts_hardening': accountsHardening,
   '0010_webhook_listeners': webhookListeners,
   '0011_delivery_queue_storage': deliveryQueueStorage,
+  '0012_attempt_partitions': attemptPartitions,
 };

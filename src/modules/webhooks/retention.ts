@@ -1,30 +1,41 @@
 import type { AppContext } from '../../context.ts';
 import type { BackgroundJob } from '../../jobs.ts';
 import { DAY, HOUR } from '../../lib/clock.ts';
+import { maintainAttemptPartitions, purgeDefaultAttempts } from './partitions.ts';
 
 /** Spec 2.5 and 8: delivery history is kept 30 days. */
 export const HISTORY_MS = 30 * DAY;
 
-/** Removes deliveries (their attempts go with them) and stray attempts older than 30 days. */
-export async function purgeWebhookHistory(
-  ctx: AppContext,
-): Promise<{ deliveries: number; attempts: number }> {
+export interface PurgedHistory {
+  deliveries: number;
+  /** Attempts removed row by row: those the default partition took. */
+  attempts: number;
+  /** Day partitions of the attempt log dropped whole. */
+  droppedDays: string[];
+}
+
+/**
+ * Removes history older than 30 days: the attempt log's days whole (partitions.ts), then the
+ * deliveries. A day partition goes once all of its day is past the cutoff; its deliveries went
+ * before it, so no delivery still listed ever misses an attempt.
+ */
+export async function purgeWebhookHistory(ctx: AppContext): Promise<PurgedHistory> {
   const cutoff = new Date(ctx.clock.now().getTime() - HISTORY_MS);
-  const attempts = await ctx.db
-    .deleteFrom('webhook_attempts')
-    .where('attempted_at', '<', cutoff)
-    .executeTakeFirst();
+  const { dropped } = await maintainAttemptPartitions(ctx, cutoff);
+  const attempts = await purgeDefaultAttempts(ctx, cutoff);
   // Schedules span under 3 days, so only a delivery held back by a suspended app is still pending
   // this old; it goes with the rest of the history.
   const deliveries = await ctx.db
     .deleteFrom('webhook_deliveries')
     .where('created_at', '<', cutoff)
     .executeTakeFirst();
-  return { deliveries: Number(deliveries.numDeletedRows), attempts: Number(attempts.numDeletedRows) };
+  return { deliveries: Number(deliveries.numDeletedRows), attempts, droppedDays: dropped };
 }
 
 export const webhookRetentionJob: BackgroundJob = {
   name: 'webhook-history',
   everyMs: HOUR,
+  // Today's partition of the attempt log is made at start, before the first attempts are written.
+  atStart: true,
   run: purgeWebhookHistory,
 };
