@@ -9,8 +9,28 @@ const provider: MigrationProvider = {
   },
 };
 
-/** Applies every migration not yet applied; the same files serve PostgreSQL and PGlite. */
+/** PostgreSQL's undefined_table. */
+const UNDEFINED_TABLE = '42P01';
+const ATTEMPTS = 5;
+
+/**
+ * Applies every migration not yet applied; the same files serve PostgreSQL and PGlite. Kysely
+ * first reads every table's columns from the catalog, and a table dropped meanwhile (retention
+ * drops a day of the attempt log, in any schema of the database) fails that read: it is tried again.
+ */
 export async function migrateToLatest(db: Db): Promise<string[]> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await migrateOnce(db);
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (code !== UNDEFINED_TABLE || attempt >= ATTEMPTS) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+    }
+  }
+}
+
+async function migrateOnce(db: Db): Promise<string[]> {
   // Kysely finds its bookkeeping tables in any schema unless told which: with one schema per test
   // file, another file's lock table would be taken for ours, and migrating fails half the time.
   const current = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);

@@ -11,6 +11,7 @@ import * as accountsHardening from './0009_accounts_hardening.ts';
 import * as webhookListeners from './0010_webhook_listeners.ts';
 import * as deliveryQueueStorage from './0011_delivery_queue_storage.ts';
 import * as attemptPartitions from './0012_attempt_partitions.ts';
+import * as claimByTarget from './0013_claim_by_target.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '0010_webhook_listeners': webhookListeners,
   '0011_delivery_queue_storage': deliveryQueueStorage,
   '0012_attempt_partitions': attemptPartitions,
+  '0013_claim_by_target': claimByTarget,
 };

@@ -32,55 +32,86 @@ export interface ClaimRequest {
    * listeners, which only the process holding their connection can reach.
    */
   targets?: readonly string[];
+  /** The walk over targets starts after this target id ('' = from the first). */
+  after: string;
+  /** Targets visited at most (WALK_TARGETS). */
+  walkTargets?: number;
 }
 
+export interface Claimed {
+  rows: ClaimedRow[];
+  /** Where the next claim's walk starts: '' once this one reached the last target with work. */
+  next: string;
+}
+
+/** Targets visited per claim: enough to fill a batch, few enough that a claim stays short. */
+export const WALK_TARGETS = 64;
+
 /**
- * Claims due deliveries in one statement (ARCHITECTURE.md step 3): the oldest due rows of enabled
- * targets, not held by a suspension, that have room, at most the room of each endpoint (so one busy endpoint cannot take
- * every slot), locked with FOR UPDATE SKIP LOCKED so that workers never claim the same row, and
- * leased until `leaseUntil`. The statement commits at once: no lock is held while sending.
+ * Claims due deliveries in one statement (ARCHITECTURE.md step 3), target by target (decision
+ * 0014): a walk over the targets with pending deliveries, one index descent each, in id order
+ * from where the previous claim stopped, so that every target gets its turn; then, for each
+ * target with room here, its oldest due rows, up to that room. A target that is full (a stuck
+ * endpoint whose slots are all held) costs one descent: its waiting rows are never read, however
+ * many there are. Rows are locked with FOR UPDATE SKIP LOCKED, so workers never claim the same
+ * row, and leased until `leaseUntil`. The statement commits at once: no lock is held while sending.
  */
-export async function claimDue(db: Db, request: ClaimRequest): Promise<ClaimedRow[]> {
+export async function claimDue(db: Db, request: ClaimRequest): Promise<Claimed> {
   const { now, limit } = request;
-  const full = [...request.room].filter(([, room]) => room <= 0).map(([id]) => id);
-  const partial = [...request.room].filter(([, room]) => room > 0);
-  const scan = Math.max(limit * 4, 64);
-  const result = await sql<ClaimedRow>`
-    WITH candidates AS (
-      SELECT d.id, d.endpoint_id, d.next_attempt_at
-      FROM webhook_deliveries d
-      JOIN webhook_endpoints e ON e.id = d.endpoint_id AND e.enabled AND NOT e.held
-      WHERE d.status = 'pending'
-        AND d.next_attempt_at <= ${now.toISOString()}::timestamptz
-        AND (d.locked_until IS NULL OR d.locked_until < ${now.toISOString()}::timestamptz)
-        AND NOT (d.endpoint_id = ANY(${full}::text[]))
-        AND ${request.targets ? sql`d.endpoint_id = ANY(${request.targets}::text[])` : sql`e.kind <> 'listener'`}
-      ORDER BY d.next_attempt_at
-      LIMIT ${scan}
-    ), ranked AS (
-      SELECT c.id, c.next_attempt_at,
-        row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at) AS rank,
-        COALESCE(room.left_over, ${request.perEndpoint}) AS room
-      FROM candidates c
+  const visits = request.walkTargets ?? WALK_TARGETS;
+  const at = now.toISOString();
+  const partial = [...request.room];
+  // The listener hub names its targets; otherwise walk the index of pending deliveries by target.
+  const walk = request.targets
+    ? sql`SELECT id AS endpoint_id, row_number() OVER (ORDER BY id) AS n
+        FROM unnest(${request.targets}::text[]) AS t(id) WHERE id > ${request.after}`
+    : sql`WITH RECURSIVE walk(endpoint_id, n) AS (
+          SELECT (SELECT min(d.endpoint_id) FROM webhook_deliveries d
+            WHERE d.status = 'pending' AND d.endpoint_id > ${request.after}), 1
+          UNION ALL
+          SELECT (SELECT min(d.endpoint_id) FROM webhook_deliveries d
+            WHERE d.status = 'pending' AND d.endpoint_id > w.endpoint_id), w.n + 1
+          FROM walk w WHERE w.endpoint_id IS NOT NULL AND w.n < ${visits}
+        )
+        SELECT endpoint_id, n FROM walk WHERE endpoint_id IS NOT NULL`;
+  const result = await sql<ClaimedRow & { walked_to: string | null; walk_ended: boolean }>`
+    WITH walked AS MATERIALIZED (${walk}), ready AS (
+      SELECT w.endpoint_id, w.n, COALESCE(room.left_over, ${request.perEndpoint}) AS room
+      FROM walked w
+      JOIN webhook_endpoints e ON e.id = w.endpoint_id AND e.enabled AND NOT e.held
+        ${request.targets ? sql`` : sql`AND e.kind <> 'listener'`}
       LEFT JOIN unnest(${partial.map(([id]) => id)}::text[], ${partial.map(([, n]) => n)}::int[])
-        AS room(endpoint_id, left_over) ON room.endpoint_id = c.endpoint_id
+        AS room(endpoint_id, left_over) ON room.endpoint_id = w.endpoint_id
+      WHERE COALESCE(room.left_over, ${request.perEndpoint}) > 0
     ), chosen AS (
-      SELECT d.id
-      FROM webhook_deliveries d JOIN ranked r ON r.id = d.id
-      WHERE r.rank <= r.room
-        AND d.status = 'pending'
-        AND (d.locked_until IS NULL OR d.locked_until < ${now.toISOString()}::timestamptz)
-      ORDER BY r.next_attempt_at
+      SELECT c.id
+      FROM ready r CROSS JOIN LATERAL (
+        SELECT d.id FROM webhook_deliveries d
+        WHERE d.endpoint_id = r.endpoint_id AND d.status = 'pending'
+          AND d.next_attempt_at <= ${at}::timestamptz
+          AND (d.locked_until IS NULL OR d.locked_until < ${at}::timestamptz)
+        ORDER BY d.next_attempt_at
+        LIMIT r.room
+        FOR UPDATE OF d SKIP LOCKED
+      ) c
       LIMIT ${limit}
-      FOR UPDATE OF d SKIP LOCKED
+    ), claimed AS (
+      UPDATE webhook_deliveries d
+      SET locked_by = ${request.workerId}, locked_until = ${request.leaseUntil.toISOString()}::timestamptz
+      FROM chosen, delivery_targets t
+      WHERE d.id = chosen.id AND t.id = d.endpoint_id
+      RETURNING d.id, d.endpoint_id, d.event_id, d.event_type, d.payload, d.status, d.attempt_count,
+        d.next_attempt_at, t.kind, t.url, t.secret_sealed, t.previous_secret_sealed, t.previous_secret_expires_at,
+        t.failing_since
+    ), progress AS (
+      SELECT max(endpoint_id) AS walked_to, count(*) < ${visits} AS walk_ended FROM walked
     )
-    UPDATE webhook_deliveries d
-    SET locked_by = ${request.workerId}, locked_until = ${request.leaseUntil.toISOString()}::timestamptz
-    FROM chosen, delivery_targets t
-    WHERE d.id = chosen.id AND t.id = d.endpoint_id
-    RETURNING d.id, d.endpoint_id, d.event_id, d.event_type, d.payload, d.status, d.attempt_count,
-      d.next_attempt_at, t.kind, t.url, t.secret_sealed, t.previous_secret_sealed, t.previous_secret_expires_at,
-      t.failing_since
+    SELECT c.*, p.walked_to, p.walk_ended FROM progress p LEFT JOIN claimed c ON true
   `.execute(db);
-  return result.rows;
+  const progress = result.rows[0];
+  const rows = result.rows
+    .filter((row) => row.id !== null)
+    .map(({ walked_to: _w, walk_ended: _e, ...row }) => row);
+  const ended = progress?.walk_ended ?? true;
+  return { rows, next: ended || !progress?.walked_to ? '' : progress.walked_to };
 }

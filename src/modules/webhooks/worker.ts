@@ -153,10 +153,16 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
     sending.add(task);
   }
 
+  /** Where the next claim's walk over the targets starts (claim.ts): targets take turns. */
+  let cursor = '';
+
   async function claimLoop(): Promise<number> {
     let total = 0;
     do {
       claimAgain = false;
+      // Where a run of empty claims began, and whether it has gone past the last target since.
+      let emptyFrom: string | null = null;
+      let wrapped = false;
       while (!stopping && slots.held < maxHeld) {
         // Claims come in batches: a claim for a row or two as each send ends costs a statement
         // per delivery (on PGlite, where statements queue behind each other, ten times slower).
@@ -165,7 +171,8 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
         if (targets?.length === 0) break;
         const now = ctx.clock.now();
         const limit = Math.min(batchSize, maxHeld - slots.held);
-        const rows = await claimDue(ctx.db, {
+        const from = cursor;
+        const { rows, next } = await claimDue(ctx.db, {
           ...(targets ? { targets } : {}),
           workerId: id,
           now,
@@ -173,13 +180,27 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
           limit,
           perEndpoint: slots.heldForNewTarget,
           room: slots.room(),
+          after: from,
         });
+        cursor = next;
         slots.enqueue(rows);
         dispatch();
         // A claim that came back well filled: there is a backlog, and the plan must be the right one.
         if (rows.length >= Math.min(limit, 16)) statistics.backlogSeen();
         total += rows.length;
-        if (rows.length === 0) break;
+        if (rows.length > 0) {
+          emptyFrom = null;
+          continue;
+        }
+        // Nothing where this walk went: go on round the targets, and stop once round.
+        if (emptyFrom === null) {
+          emptyFrom = from;
+          wrapped = false;
+        }
+        if (next === '') {
+          if (wrapped || emptyFrom === '') break;
+          wrapped = true;
+        } else if (wrapped && next >= emptyFrom) break;
       }
     } while (claimAgain && !stopping);
     lastTurn = ctx.clock.now();
