@@ -13,6 +13,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { freePort } from '../test/support/harness.ts';
+import { ensureDatabase } from './peers/database.ts';
 import type { TokenServer } from './waybill-side.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
@@ -152,6 +153,7 @@ async function synchronousCommit(url: string): Promise<string | null> {
 
 const ours = await startSide('waybill');
 const inMemory = await startSide('oidc-provider');
+await ensureDatabase(providerPostgresUrl);
 const commitMode = await synchronousCommit(providerPostgresUrl);
 const onPostgres = commitMode
   ? await startSide('oidc-provider-pg').catch(async (error: unknown) => {

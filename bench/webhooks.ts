@@ -9,9 +9,14 @@
  * default postgres://postgres@127.0.0.1:5432/bench, a throwaway schema) and BullMQ 6 on Redis
  * (WAYBILL_BENCH_REDIS, default 127.0.0.1:6379, keys under a prefix of the run's own).
  * WAYBILL_BENCH_PEERS=0 leaves them out. They are installed into bench/peers on first run.
+ *
+ * History: WAYBILL_BENCH_HISTORY old deliveries (default 1,000,000 on PostgreSQL, 0 on PGlite),
+ * each with its attempt, spread over the last 30 days (the attempt log's day partitions made for
+ * them), are written before anything is measured: the queue must not slow down as the log fills.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sql } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
 import { Agent, request } from 'undici';
@@ -24,10 +29,13 @@ import { systemClock } from '../src/lib/clock.ts';
 import { newSigningSecret } from '../src/lib/crypto.ts';
 import { newId, newTenantId, randomBase62 } from '../src/lib/ids.ts';
 import { recordEvents } from '../src/modules/shipments/events.ts';
+import { createAttemptDay, dayOf } from '../src/modules/webhooks/partitions.ts';
+import { HISTORY_MS } from '../src/modules/webhooks/retention.ts';
 import { signatureHeader } from '../src/modules/webhooks/signing.ts';
 import { startDeliveryWorker } from '../src/modules/webhooks/worker.ts';
 import { peerMessages, shipmentData } from './message.ts';
 import { type BullSide, startBullSide } from './peers/bullmq-side.ts';
+import { ensureDatabase } from './peers/database.ts';
 import { makePoster } from './peers/deliver.ts';
 import { GRAPHILE_APP, type GraphileSide, startGraphileSide } from './peers/graphile-side.ts';
 import { ensurePeersInstalled } from './peers/install.ts';
@@ -42,10 +50,15 @@ const pgUrl = process.env.WAYBILL_BENCH_DATABASE_URL;
 const peersUrl = process.env.WAYBILL_BENCH_PEERS_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/bench';
 const redisAddress = process.env.WAYBILL_BENCH_REDIS ?? '127.0.0.1:6379';
 const WAYBILL_APP = 'waybill-bench-waybill';
+const HISTORY = Number(process.env.WAYBILL_BENCH_HISTORY ?? (pgUrl ? 1_000_000 : 0));
+/** Endpoints of the many-endpoints round: every event goes to each of them. */
+const MANY_ENDPOINTS = 100;
 
 interface Sink {
   url: string;
   arrivals: Map<string, number>;
+  /** Requests received (an event sent to many endpoints arrives once per endpoint, one webhook-id). */
+  received: { count: number };
   server: Server;
 }
 
@@ -56,20 +69,69 @@ async function listen(server: Server): Promise<string> {
 
 async function receiver(): Promise<Sink> {
   const arrivals = new Map<string, number>();
+  const received = { count: 0 };
   const server = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
       arrivals.set(String(req.headers['webhook-id']), performance.now());
+      received.count += 1;
       res.end('ok');
     });
   });
-  return { url: await listen(server), arrivals, server };
+  return { url: await listen(server), arrivals, received, server };
+}
+
+/**
+ * A month of history: `count` succeeded deliveries with one attempt each, created evenly over the
+ * last 30 days, on an endpoint of their own; the attempt log's day partitions are made for them.
+ */
+async function writeHistory(ctx: AppContext, count: number): Promise<number> {
+  if (count <= 0) return 0;
+  const started = performance.now();
+  const tenantId = await newTenant(ctx);
+  const endpointId = await addEndpoint(ctx, tenantId, 'http://127.0.0.1:9/history');
+  const now = Date.now();
+  for (let day = dayOf(new Date(now - HISTORY_MS)).getTime(); day <= now; day += 86_400_000)
+    await createAttemptDay(ctx, new Date(day));
+  const body = peerMessages(1, tenantId)[0]?.body ?? '{}';
+  const step = HISTORY_MS / count;
+  for (let done = 0; done < count; done += 100_000) {
+    const n = Math.min(100_000, count - done);
+    await sql`
+      WITH d AS (
+        INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, status, attempt_count,
+          next_attempt_at, last_status_code, last_attempt_at, created_at, updated_at)
+        SELECT 'dlv_hist' || g, ${endpointId}, 'evt_hist' || g, 'shipment.status_changed', ${body}, 'succeeded', 1,
+          NULL, 200, t, t, t
+        FROM generate_series(${done}::int, ${done + n - 1}::int) AS g,
+          LATERAL (SELECT to_timestamp((${now - HISTORY_MS} + g * ${step}::float8) / 1000) AS t) AS at
+        RETURNING id, created_at
+      )
+      INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, attempted_at, duration_ms, status_code, error,
+        response_body, trigger, request_headers)
+      SELECT 'att_' || substr(d.id, 5), d.id, ${endpointId}, d.created_at, 12, 200, NULL, '\x6f6b'::bytea,
+        'scheduled', '{"webhook-id":"x","webhook-timestamp":"0","webhook-signature":"v1,x"}'::jsonb
+      FROM d`.execute(ctx.db);
+  }
+  await sql`ANALYZE webhook_deliveries`.execute(ctx.db);
+  await sql`ANALYZE webhook_attempts`.execute(ctx.db);
+  return (performance.now() - started) / 1000;
+}
+
+/** A receiver that answers after `ms` (a slow endpoint). */
+async function slowReceiver(ms: number): Promise<Sink> {
+  const server = createServer((req, res) => {
+    req.resume();
+    const timer = setTimeout(() => res.end('ok'), ms);
+    res.on('close', () => clearTimeout(timer));
+  });
+  return { url: await listen(server), arrivals: new Map(), received: { count: 0 }, server };
 }
 
 /** A receiver that takes the request and never answers. */
 async function blackHole(): Promise<Sink> {
   const server = createServer((req) => req.resume());
-  return { url: await listen(server), arrivals: new Map(), server };
+  return { url: await listen(server), arrivals: new Map(), received: { count: 0 }, server };
 }
 
 async function insertEvents(
@@ -136,11 +198,11 @@ async function waitFor(check: () => Promise<boolean> | boolean, everyMs = 20): P
   while (!(await check())) await new Promise((resolve) => setTimeout(resolve, everyMs));
 }
 
-async function succeeded(ctx: AppContext, endpointId: string): Promise<number> {
+async function succeeded(ctx: AppContext, endpointIds: string[]): Promise<number> {
   const row = await ctx.db
     .selectFrom('webhook_deliveries')
     .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('endpoint_id', '=', endpointId)
+    .where('endpoint_id', 'in', endpointIds)
     .where('status', '=', 'succeeded')
     .executeTakeFirstOrThrow();
   return Number(row.n);
@@ -163,20 +225,24 @@ async function throughput(
   extraUrl: string | null,
   count: number,
   onStarted?: () => Promise<void>,
+  endpoints = 1,
 ) {
   const tenantId = await newTenant(ctx);
-  const endpointId = await addEndpoint(ctx, tenantId, sink.url);
+  const endpointIds: string[] = [];
+  for (let i = 0; i < endpoints; i++) endpointIds.push(await addEndpoint(ctx, tenantId, sink.url));
   if (extraUrl) await addEndpoint(ctx, tenantId, extraUrl);
-  await insertEvents(ctx, tenantId, count, 500);
-  const before = sink.arrivals.size;
+  // Each event goes to every endpoint: `count` deliveries to the sink in all.
+  await insertEvents(ctx, tenantId, Math.ceil(count / endpoints), 500);
+  const expected = Math.ceil(count / endpoints) * endpoints;
+  const before = sink.received.count;
   await onStarted?.();
   const started = performance.now();
   const worker = startDeliveryWorker(ctx, { pollMs: 200 });
   // Arrivals first (cheap), then the records: the figure counts both.
-  await waitFor(() => sink.arrivals.size - before >= count, 10);
-  await waitFor(async () => (await succeeded(ctx, endpointId)) === count, 10);
+  await waitFor(() => sink.received.count - before >= expected, 10);
+  await waitFor(async () => (await succeeded(ctx, endpointIds)) === expected, 10);
   const seconds = (performance.now() - started) / 1000;
-  return { rate: count / seconds, worker };
+  return { rate: expected / seconds, worker };
 }
 
 /** The same signed bodies POSTed straight with undici, `inFlight` at once to one endpoint. */
@@ -276,6 +342,7 @@ async function startPeers(sinkUrl: string): Promise<Peers> {
     return peers;
   }
   try {
+    await ensureDatabase(peersUrl);
     const meter = new PostgresCpuMeter(peersUrl);
     await meter.open();
     peers.pgMeter = meter;
@@ -341,6 +408,7 @@ async function throughputRounds(
   const raw64: Figures = { rates: [], cpu: [] };
   const raw8: Figures = { rates: [], cpu: [] };
   const waybill: Figures = { rates: [], cpu: [] };
+  const many: Figures = { rates: [], cpu: [] };
   const graphile: Figures = { rates: [], cpu: [] };
   const bull: Figures = { rates: [], cpu: [] };
   const redisMeter = peers.bull?.pid ? new ProcessCpuMeter(peers.bull.pid) : null;
@@ -357,6 +425,20 @@ async function throughputRounds(
     if (waybillMeter) waybill.cpu.push(per1000(await waybillMeter.stop()));
     await a.worker.stop();
     waybill.rates.push(a.rate);
+
+    const spread = await throughput(
+      ctx,
+      sink,
+      null,
+      EVENTS,
+      async () => {
+        await waybillMeter?.start(WAYBILL_APP);
+      },
+      MANY_ENDPOINTS,
+    );
+    if (waybillMeter) many.cpu.push(per1000(await waybillMeter.stop()));
+    await spread.worker.stop();
+    many.rates.push(spread.rate);
 
     const messages = peerMessages(EVENTS, newTenantId());
     bodyBytes = Buffer.byteLength(messages[0]?.body ?? '');
@@ -403,6 +485,7 @@ async function throughputRounds(
     waybill,
     pgUrl ? 'PostgreSQL' : '',
   );
+  row(`Waybill, the same messages spread over ${MANY_ENDPOINTS} endpoints`, many, pgUrl ? 'PostgreSQL' : '');
   row(
     `graphile-worker ${peers.versions['graphile-worker'] ?? ''}, ${PEER_CONCURRENCY} jobs, local queue ${peers.graphile?.settings.localQueueSize}, batched completion`,
     graphile,
@@ -463,6 +546,7 @@ async function main() {
   const engine = pgUrl ? 'postgresql' : 'pglite';
   const sink = await receiver();
   const hole = await blackHole();
+  const slow = await slowReceiver(9_000);
   const peers = await startPeers(sink.url);
   let waybillMeter: PostgresCpuMeter | null = null;
   if (pgUrl) {
@@ -475,33 +559,44 @@ async function main() {
     }
   }
   try {
+    const historySeconds = await writeHistory(ctx, HISTORY);
+    console.log(
+      HISTORY > 0
+        ? `[${engine}] history present: ${HISTORY.toLocaleString('en')} old deliveries with their attempts over the last 30 days (written in ${historySeconds.toFixed(0)} s), kept for the whole run`
+        : `[${engine}] no history written (WAYBILL_BENCH_HISTORY=0)`,
+    );
     await throughputRounds(ctx, engine, sink, waybillMeter, peers);
     const b = await latency(ctx, sink, 200, 10);
     console.log(
       `[${engine}] (b) commit-to-arrival latency at 200 events/s: p50 ${b.p50.toFixed(1)} ms, p99 ${b.p99.toFixed(1)} ms (${b.count} events)`,
     );
-    // Alone and beside the black hole, alternated twice, best of each: the machine is shared.
+    // Alone, beside an endpoint that never answers and beside one that answers after 9 s,
+    // alternated three times, best of each: the machine is shared.
     const fairCount = Math.min(EVENTS, 5000);
-    let alone = 0;
-    let beside = 0;
-    for (let round = 0; round < 2; round++) {
+    const best = { alone: 0, hole: 0, slow: 0 };
+    for (let round = 0; round < 3; round++) {
       const solo = await throughput(ctx, sink, null, fairCount);
       await solo.worker.stop();
-      alone = Math.max(alone, solo.rate);
-      const shared = await throughput(ctx, sink, hole.url, fairCount);
-      beside = Math.max(beside, shared.rate);
-      hole.server.closeAllConnections();
-      await shared.worker.stop();
-      // The black hole's deliveries wait for retries; they must not weigh on the next round.
-      await ctx.db
-        .updateTable('webhook_deliveries')
-        .set({ status: 'cancelled' })
-        .where('status', '=', 'pending')
-        .execute();
+      best.alone = Math.max(best.alone, solo.rate);
+      for (const [side, other] of [
+        ['hole', hole],
+        ['slow', slow],
+      ] as const) {
+        const shared = await throughput(ctx, sink, other.url, fairCount);
+        best[side] = Math.max(best[side], shared.rate);
+        other.server.closeAllConnections();
+        await shared.worker.stop();
+        // The other endpoint's deliveries wait for retries; they must not weigh on the next round.
+        await ctx.db
+          .updateTable('webhook_deliveries')
+          .set({ status: 'cancelled' })
+          .where('status', '=', 'pending')
+          .execute();
+      }
     }
-    const drop = (1 - beside / alone) * 100;
+    const drop = (beside: number) => ((1 - beside / best.alone) * 100).toFixed(1);
     console.log(
-      `[${engine}] (c) fairness: ${beside.toFixed(0)} deliveries/s beside an endpoint that never answers vs ${alone.toFixed(0)} alone (drop ${drop.toFixed(1)}%, target <= 10%; ${fairCount} events, best of 2)`,
+      `[${engine}] (c) fairness: ${best.hole.toFixed(0)} deliveries/s beside an endpoint that never answers (drop ${drop(best.hole)}%), ${best.slow.toFixed(0)} beside one that answers after 9 s (drop ${drop(best.slow)}%), vs ${best.alone.toFixed(0)} alone (target <= 10%; ${fairCount} events, best of 3)`,
     );
     console.log(
       `[${engine}] (d) peak RSS of the worker process: ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB (receivers${pgUrl ? '' : ' and the embedded database'} in the same process)`,
@@ -509,8 +604,10 @@ async function main() {
   } finally {
     sink.server.closeAllConnections();
     sink.server.close();
-    hole.server.closeAllConnections();
-    hole.server.close();
+    for (const other of [hole, slow]) {
+      other.server.closeAllConnections();
+      other.server.close();
+    }
     await database.close();
     await waybillMeter?.close();
     await peers.close();

@@ -8,7 +8,8 @@ const PREFIX = 'webhook_attempts_p';
 // Partitions are made and dropped by one process at a time (the key is arbitrary but fixed).
 const LOCK_KEY = 7_316_204_551;
 
-function dayOf(time: Date): Date {
+/** The start (UTC midnight) of the day `time` falls in. */
+export function dayOf(time: Date): Date {
   return new Date(Math.floor(time.getTime() / DAY) * DAY);
 }
 
@@ -39,7 +40,7 @@ export async function attemptPartitions(ctx: AppContext): Promise<string[]> {
  * clock ahead of the partitions, or a process that wrote before any were made) move into it, in
  * the same transaction: PostgreSQL refuses a partition whose rows the default partition holds.
  */
-async function createDay(ctx: AppContext, day: Date): Promise<void> {
+export async function createAttemptDay(ctx: AppContext, day: Date): Promise<void> {
   const name = sql.id(nameOf(day));
   const from = day.toISOString();
   const to = new Date(day.getTime() + DAY).toISOString();
@@ -80,7 +81,7 @@ export async function maintainAttemptPartitions(
     const day = new Date(today.getTime() + ahead * DAY);
     // A day already past the cutoff would only be dropped again.
     if (day.getTime() + DAY <= cutoff.getTime() || existing.has(nameOf(day))) continue;
-    await createDay(ctx, day);
+    await createAttemptDay(ctx, day);
     created.push(nameOf(day));
   }
   const dropped: string[] = [];
