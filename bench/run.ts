@@ -3,7 +3,7 @@
 // measured in the same run.
 import { spawnSync } from 'node:child_process';
 
-for (const bench of ['bench/webhooks.ts', 'bench/oauth.ts']) {
+for (const bench of ['bench/webhooks.ts', 'bench/oauth.ts', 'bench/memory.ts']) {
   console.log(`\n== ${bench}`);
   const result = spawnSync(process.execPath, [bench], { stdio: 'inherit', env: process.env });
   if (result.status !== 0) process.exitCode = result.status ?? 1;

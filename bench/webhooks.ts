@@ -14,6 +14,7 @@
  * each with its attempt, spread over the last 30 days (the attempt log's day partitions made for
  * them), are written before anything is measured: the queue must not slow down as the log fills.
  */
+import { fork } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
@@ -243,6 +244,49 @@ async function throughput(
   await waitFor(async () => (await succeeded(ctx, endpointIds)) === expected, 10);
   const seconds = (performance.now() - started) / 1000;
   return { rate: expected / seconds, worker };
+}
+
+/**
+ * Deliveries per second of a backlog of `count` events drained by `processes` worker processes
+ * of their own (bench/worker-process.ts) on the same PostgreSQL schema: scale-out.
+ */
+async function workerProcesses(
+  ctx: AppContext,
+  sink: Sink,
+  url: string,
+  schema: string,
+  count: number,
+  processes: number,
+): Promise<number> {
+  const tenantId = await newTenant(ctx);
+  const endpointId = await addEndpoint(ctx, tenantId, sink.url);
+  await insertEvents(ctx, tenantId, count, 500);
+  const children = await Promise.all(
+    Array.from({ length: processes }, async () => {
+      const child = fork(new URL('./worker-process.ts', import.meta.url), [url, schema]);
+      await new Promise<void>((resolve, reject) => {
+        child.once('message', () => resolve());
+        child.once('exit', (code) => reject(new Error(`worker process exited with ${code}`)));
+      });
+      return child;
+    }),
+  );
+  const before = sink.received.count;
+  const started = performance.now();
+  for (const child of children) child.send('go');
+  await waitFor(() => sink.received.count - before >= count, 10);
+  await waitFor(async () => (await succeeded(ctx, [endpointId])) === count, 10);
+  const seconds = (performance.now() - started) / 1000;
+  await Promise.all(
+    children.map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          child.once('exit', () => resolve());
+          child.send('stop');
+        }),
+    ),
+  );
+  return count / seconds;
 }
 
 /** The same signed bodies POSTed straight with undici, `inFlight` at once to one endpoint. */
@@ -601,6 +645,18 @@ async function main() {
     console.log(
       `[${engine}] (d) peak RSS of the worker process: ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB (receivers${pgUrl ? '' : ' and the embedded database'} in the same process)`,
     );
+    if (pgUrl && schema && waybillUrl) {
+      // Each side its own processes, alternated, best of 2: one worker process against two.
+      let one = 0;
+      let two = 0;
+      for (let round = 0; round < 2; round++) {
+        one = Math.max(one, await workerProcesses(ctx, sink, waybillUrl, schema, EVENTS, 1));
+        two = Math.max(two, await workerProcesses(ctx, sink, waybillUrl, schema, EVENTS, 2));
+      }
+      console.log(
+        `[${engine}] (e) scale-out: ${one.toFixed(0)} deliveries/s with one worker process, ${two.toFixed(0)} with two (${(two / one).toFixed(2)} times, target >= 1.6; ${EVENTS} events, each worker its own process, best of 2)`,
+      );
+    }
   } finally {
     sink.server.closeAllConnections();
     sink.server.close();

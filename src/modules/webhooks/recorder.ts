@@ -6,6 +6,8 @@ import { type FinishedAttempt, recordAttempts } from './record.ts';
 import type { Jitter } from './schedule.ts';
 
 const FLUSH_DELAY_MS = 5;
+// PGlite runs one statement at a time: fewer, larger batches leave it free for the rest.
+const PGLITE_FLUSH_DELAY_MS = 15;
 const VACUUM_EVERY = 2000;
 const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 5_000;
@@ -45,10 +47,13 @@ export class AttemptRecorder {
   add(attempt: FinishedAttempt): void {
     this.#waiting.push(attempt);
     if (this.#timer || this.#flushing) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = null;
-      void this.flush();
-    }, FLUSH_DELAY_MS);
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = null;
+        void this.flush();
+      },
+      this.#ctx.database.engine === 'pglite' ? PGLITE_FLUSH_DELAY_MS : FLUSH_DELAY_MS,
+    );
   }
 
   /** Writes everything waiting; resolves when it is written (or, once stopped, given up). */

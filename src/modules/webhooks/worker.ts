@@ -39,6 +39,8 @@ export interface WorkerOptions {
   targets?: () => readonly string[];
   /** How a message reaches its target; without it, an HTTP POST through the guard. */
   transport?: Transport;
+  /** How long an in-process wake-up waits for others to claim with it (default: 10 ms on PGlite, else 0). */
+  wakeDelayMs?: number;
 }
 
 export interface DeliveryWorker {
@@ -63,6 +65,7 @@ function outcomeOf(attempt: FinishedAttempt): DeliveryOutcome {
 }
 
 const CLAIM_RETRY_FIRST_MS = 500;
+const PGLITE_WAKE_DELAY_MS = 10;
 const CLAIM_RETRY_MAX_MS = 5_000;
 
 /**
@@ -147,14 +150,30 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
         sending.delete(task);
         if (stopping) return;
         dispatch();
-        // Claim again once this target's queue runs low: claims come in rounds, not one per send.
-        if (slots.runningLow(row.endpoint_id)) void pump();
+        // Claim again once this target's queue runs low, if the last claim left it rows for want
+        // of room: claims come in rounds, not one per send.
+        if (capped.has(row.endpoint_id) && slots.runningLow(row.endpoint_id)) void pump();
       });
     sending.add(task);
   }
 
   /** Where the next claim's walk over the targets starts (claim.ts): targets take turns. */
   let cursor = '';
+  /** Targets whose last claim took all the room they had: they may have more due. */
+  const capped = new Set<string>();
+
+  /** After a claim: which targets it took all it could for (their room, or the claim's limit). */
+  function noteCapped(rows: readonly ClaimedRow[], room: ReadonlyMap<string, number>, limit: number): void {
+    const taken = new Map<string, number>();
+    for (const row of rows) taken.set(row.endpoint_id, (taken.get(row.endpoint_id) ?? 0) + 1);
+    const cutShort = rows.length >= limit;
+    for (const [targetId, count] of taken) {
+      if (cutShort || count >= (room.get(targetId) ?? slots.heldForNewTarget)) capped.add(targetId);
+      else capped.delete(targetId);
+    }
+    // Bounded: a target left out is claimed for by the next wake-up or poll.
+    if (capped.size > 10_000) capped.clear();
+  }
 
   async function claimLoop(): Promise<number> {
     let total = 0;
@@ -172,6 +191,7 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
         const now = ctx.clock.now();
         const limit = Math.min(batchSize, maxHeld - slots.held);
         const from = cursor;
+        const room = slots.room();
         const { rows, next } = await claimDue(ctx.db, {
           ...(targets ? { targets } : {}),
           workerId: id,
@@ -179,10 +199,11 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
           leaseUntil: new Date(now.getTime() + leaseMs),
           limit,
           perEndpoint: slots.heldForNewTarget,
-          room: slots.room(),
+          room,
           after: from,
         });
         cursor = next;
+        noteCapped(rows, room, limit);
         slots.enqueue(rows);
         dispatch();
         // A claim that came back well filled: there is a backlog, and the plan must be the right one.
@@ -190,6 +211,9 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
         total += rows.length;
         if (rows.length > 0) {
           emptyFrom = null;
+          // The walk went over every target with work and took all their room would: a claim now
+          // would come back empty (a target held back by its room is claimed for as it sends).
+          if (from === '' && next === '' && rows.length < limit) break;
           continue;
         }
         // Nothing where this walk went: go on round the targets, and stop once round.
@@ -256,10 +280,26 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
       .execute();
   }
 
+  // On PGlite every statement waits for the one before it: wake-ups that come close together
+  // (events committed one at a time) share one claim, a few milliseconds later.
+  const wakeDelayMs = options.wakeDelayMs ?? (ctx.database.engine === 'pglite' ? PGLITE_WAKE_DELAY_MS : 0);
+  let wakeTimer: NodeJS.Timeout | null = null;
+  function wakeSoon(): void {
+    if (wakeDelayMs === 0) {
+      void pump();
+      return;
+    }
+    if (wakeTimer) return;
+    wakeTimer = setTimeout(() => {
+      wakeTimer = null;
+      void pump();
+    }, wakeDelayMs);
+  }
+
   ctx.health.workerHeartbeat = () => lastTurn;
   const unsubscribes: Array<() => unknown> = [];
   if (options.listen ?? true) {
-    unsubscribes.push(onLocalWake(ctx, () => void pump()));
+    unsubscribes.push(onLocalWake(ctx, wakeSoon));
     // An empty payload comes after LISTEN reconnects: what was notified meanwhile was missed.
     ctx.database
       .listen(WAKE_CHANNEL, (tag) => {
@@ -298,6 +338,7 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
     async stop() {
       stopping = true;
       ctx.health.workerHeartbeat = null;
+      if (wakeTimer) clearTimeout(wakeTimer);
       if (timer) clearInterval(timer);
       const bounded = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
       for (const unsubscribe of unsubscribes.splice(0)) await Promise.race([unsubscribe(), bounded(1000)]);

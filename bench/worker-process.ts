@@ -1,0 +1,32 @@
+#!/usr/bin/env node
+// One Waybill delivery worker in a process of its own (`waybill worker` as a deployment runs it),
+// for the scale-out part of bench/webhooks.ts: it opens the benchmark's schema, says it is ready,
+// starts claiming on "go" and stops on "stop".
+import pino from 'pino';
+import { buildContext } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { openDatabase } from '../src/db/database.ts';
+import { systemClock } from '../src/lib/clock.ts';
+import { type DeliveryWorker, startDeliveryWorker } from '../src/modules/webhooks/worker.ts';
+
+const [url, schema] = process.argv.slice(2);
+const config = loadConfig({
+  WAYBILL_DATABASE_URL: url as string,
+  WAYBILL_SECRET_KEY: '00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff',
+  WAYBILL_DEMO: '0',
+  WAYBILL_WEBHOOK_ALLOW_PRIVATE: '127.0.0.0/8',
+});
+const database = await openDatabase(config, { schema: schema as string, poolSize: 10 });
+const ctx = buildContext({ config, database, clock: systemClock, logger: pino({ level: 'warn' }) });
+let worker: DeliveryWorker | null = null;
+process.on('disconnect', () => process.exit(0));
+process.on('message', async (command: 'go' | 'stop') => {
+  if (command === 'go') worker = startDeliveryWorker(ctx, { pollMs: 200 });
+  else {
+    await worker?.stop();
+    await database.close();
+    process.send?.('stopped');
+    process.exit(0);
+  }
+});
+process.send?.('ready');
