@@ -2,6 +2,8 @@
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import pino from 'pino';
 import { buildApp, buildContext } from './app.ts';
 import { LISTEN_USAGE, listenCommand } from './cli/listen.ts';
@@ -97,6 +99,21 @@ function freePort(host: string): Promise<number> {
   });
 }
 
+/**
+ * A first start on the embedded database runs initdb in WebAssembly instances of their own, closed
+ * once the folder is made; their memory (hundreds of MB) goes back only when V8 collects them,
+ * which an idle process may not do for a long time. One full collection once started gives it back.
+ */
+function releaseStartupMemory(): void {
+  try {
+    setFlagsFromString('--expose-gc');
+    const collect = runInNewContext('gc') as () => void;
+    setTimeout(collect, 1000).unref();
+  } catch {
+    // Without it the memory still goes back, whenever V8 next collects.
+  }
+}
+
 async function serve(given: Readonly<Config>, withWorker: boolean): Promise<void> {
   const config = given.port === 0 ? loadConfig(undefined, await freePort(given.host)) : given;
   const { ctx } = await open(config);
@@ -114,6 +131,7 @@ async function serve(given: Readonly<Config>, withWorker: boolean): Promise<void
   const workers = withWorker ? startWorkers(ctx) : null;
   const operations = await startOperations(ctx);
   console.log(`Waybill listening on ${url.origin}`);
+  if (ctx.database.engine === 'pglite') releaseStartupMemory();
   if (config.demo) console.log(`Demo sign-ins: ${url.origin}/signin (see README.md for the accounts)`);
   onShutdown(async () => {
     // Not ready at once; stop taking work and let requests in flight finish; then let go of the database.

@@ -113,11 +113,28 @@ export async function openDatabase(
   return openPGlite(config.database.dataDir, options);
 }
 
+/**
+ * PGlite's memory (issue 10, `npm start` under 400 MB idle): PostgreSQL's defaults are sized for a
+ * server of its own (128 MB of shared buffers, in the WebAssembly memory here, which never shrinks).
+ * One process with one connection needs far less.
+ */
+const PGLITE_MEMORY = {
+  startParams: [
+    ...PGlite.defaultStartParams,
+    '-c',
+    'shared_buffers=16MB',
+    '-c',
+    'work_mem=4MB',
+    '-c',
+    'maintenance_work_mem=16MB',
+  ],
+};
+
 async function openPGlite(dataDir: string | null, options: DatabaseOptions): Promise<DatabaseHandle> {
-  const pglite = await PGlite.create(
-    dataDir ?? undefined,
-    options.loadDataDir ? { loadDataDir: options.loadDataDir } : {},
-  );
+  const pglite = await PGlite.create(dataDir ?? undefined, {
+    ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+    ...PGLITE_MEMORY,
+  });
   const db = new Kysely<Database>({ dialect: new SerializedPGliteDialect({ pglite }) });
   return {
     async prepared<Row>(query: CompiledQuery) {
