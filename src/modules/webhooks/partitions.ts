@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
+import type { Db } from '../../db/database.ts';
 import { DAY } from '../../lib/clock.ts';
 
 /** Day partitions made ahead of the clock, so that the default partition stays empty. */
@@ -7,6 +8,20 @@ const DAYS_AHEAD = 3;
 const PREFIX = 'webhook_attempts_p';
 // Partitions are made and dropped by one process at a time (the key is arbitrary but fixed).
 const LOCK_KEY = 7_316_204_551;
+/**
+ * Dropping a day locks the whole log: one waiting behind a long read would hold every write behind
+ * it. It gives up instead, and the next run (an hour later) tries again.
+ */
+const DDL_LOCK_TIMEOUT = '2s';
+
+/** One change to the log's partitions: alone among processes, and never waiting long for a lock. */
+async function partitionChange(ctx: AppContext, change: (trx: Db) => Promise<void>): Promise<void> {
+  await ctx.db.transaction().execute(async (trx) => {
+    await sql`SELECT pg_advisory_xact_lock(${LOCK_KEY})`.execute(trx);
+    await sql`SELECT set_config('lock_timeout', ${DDL_LOCK_TIMEOUT}, true)`.execute(trx);
+    await change(trx);
+  });
+}
 
 /** The start (UTC midnight) of the day `time` falls in. */
 export function dayOf(time: Date): Date {
@@ -44,8 +59,7 @@ export async function createAttemptDay(ctx: AppContext, day: Date): Promise<void
   const name = sql.id(nameOf(day));
   const from = day.toISOString();
   const to = new Date(day.getTime() + DAY).toISOString();
-  await ctx.db.transaction().execute(async (trx) => {
-    await sql`SELECT pg_advisory_xact_lock(${LOCK_KEY})`.execute(trx);
+  await partitionChange(ctx, async (trx) => {
     const exists = await sql<{ oid: string | null }>`SELECT to_regclass(${nameOf(day)})::text AS oid`.execute(
       trx,
     );
@@ -88,8 +102,7 @@ export async function maintainAttemptPartitions(
   for (const name of existing) {
     const day = dayFromName(name);
     if (!day || day.getTime() + DAY > cutoff.getTime()) continue;
-    await ctx.db.transaction().execute(async (trx) => {
-      await sql`SELECT pg_advisory_xact_lock(${LOCK_KEY})`.execute(trx);
+    await partitionChange(ctx, async (trx) => {
       await sql`DROP TABLE IF EXISTS ${sql.id(name)}`.execute(trx);
     });
     dropped.push(name);
