@@ -95,19 +95,32 @@ export async function maintainAttemptPartitions(
     const day = new Date(today.getTime() + ahead * DAY);
     // A day already past the cutoff would only be dropped again.
     if (day.getTime() + DAY <= cutoff.getTime() || existing.has(nameOf(day))) continue;
-    await createAttemptDay(ctx, day);
-    created.push(nameOf(day));
+    // A day not made now is made by the next run; meanwhile the default partition takes its rows.
+    if (await tried(ctx, `making ${nameOf(day)}`, () => createAttemptDay(ctx, day)))
+      created.push(nameOf(day));
   }
   const dropped: string[] = [];
   for (const name of existing) {
     const day = dayFromName(name);
     if (!day || day.getTime() + DAY > cutoff.getTime()) continue;
-    await partitionChange(ctx, async (trx) => {
-      await sql`DROP TABLE IF EXISTS ${sql.id(name)}`.execute(trx);
-    });
-    dropped.push(name);
+    const drop = () =>
+      partitionChange(ctx, async (trx) => {
+        await sql`DROP TABLE IF EXISTS ${sql.id(name)}`.execute(trx);
+      });
+    if (await tried(ctx, `dropping ${name}`, drop)) dropped.push(name);
   }
   return { created, dropped };
+}
+
+/** Runs one partition change; one that fails (a lock not had in time) is logged and left to the next run. */
+async function tried(ctx: AppContext, what: string, change: () => Promise<void>): Promise<boolean> {
+  try {
+    await change();
+    return true;
+  } catch (err) {
+    ctx.log.warn({ err }, `attempt log partitions: ${what} failed; the next run tries again`);
+    return false;
+  }
 }
 
 /** Removes the default partition's rows older than `cutoff` (the few no day partition took). */
