@@ -49,7 +49,7 @@ export const WALK_TARGETS = 64;
 
 /**
  * Claims due deliveries in one statement (ARCHITECTURE.md step 3), target by target (decision
- * 0014): a walk over the targets with pending deliveries, one index descent each, in id order
+ * 0016): a walk over the targets with pending deliveries, one index descent each, in id order
  * from where the previous claim stopped, so that every target gets its turn; then, for each
  * target with room here, its oldest due rows, up to that room. A target that is full (a stuck
  * endpoint whose slots are all held) costs one descent: its waiting rows are never read, however

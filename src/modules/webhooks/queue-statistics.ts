@@ -11,8 +11,9 @@ const CHANGED_SHARE = 0.1;
 
 /**
  * Keeps the planner's statistics of the delivery queue current on PostgreSQL. The claim orders
- * the due rows by time and takes a few dozen; the planner walks the due index in order only when
- * it knows the queue is long. After a burst (thousands of events into a quiet queue) its
+ * each target's due rows by time and takes a few dozen; the planner walks the queue index in order
+ * only when it knows the queue is long (measured with the claim by due time alone, before
+ * decision 0016). After a burst (thousands of events into a quiet queue) its
  * statistics still say the queue is nearly empty until autovacuum analyzes the table, which it
  * looks at once a minute at most, and meanwhile every claim reads and sorts the whole backlog
  * (measured: 12 ms a claim at 10,000 due rows instead of under 1 ms). So the worker looks at

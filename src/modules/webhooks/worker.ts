@@ -65,8 +65,8 @@ function outcomeOf(attempt: FinishedAttempt): DeliveryOutcome {
 }
 
 const CLAIM_RETRY_FIRST_MS = 500;
-const PGLITE_WAKE_DELAY_MS = 10;
 const CLAIM_RETRY_MAX_MS = 5_000;
+const PGLITE_WAKE_DELAY_MS = 10;
 
 /**
  * The delivery worker (ARCHITECTURE.md "How an event flows", steps 3 and 4): claims due deliveries
