@@ -622,6 +622,7 @@ async function main() {
     // the next drain's claims read past until autovacuum comes by: every side starts vacuumed, so
     // that the figure is about fairness, not about which side ran after which.
     const vacuumed = async () => {
+      await sql`VACUUM webhook_queue`.execute(ctx.db);
       await sql`VACUUM webhook_deliveries`.execute(ctx.db);
     };
     for (let round = 0; round < 3; round++) {
@@ -642,7 +643,7 @@ async function main() {
         await ctx.db
           .updateTable('webhook_deliveries')
           .set({ status: 'cancelled' })
-          .where('status', '=', 'pending')
+          .where('id', 'in', (eb) => eb.selectFrom('webhook_queue').select('delivery_id'))
           .execute();
       }
     }

@@ -12,6 +12,7 @@ import * as webhookListeners from './0010_webhook_listeners.ts';
 import * as deliveryQueueStorage from './0011_delivery_queue_storage.ts';
 import * as attemptPartitions from './0012_attempt_partitions.ts';
 import * as claimByTarget from './0013_claim_by_target.ts';
+import * as deliveryQueue from './0014_delivery_queue.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -28,4 +29,5 @@ export const migrations: Record<string, Migration> = {
   '0011_delivery_queue_storage': deliveryQueueStorage,
   '0012_attempt_partitions': attemptPartitions,
   '0013_claim_by_target': claimByTarget,
+  '0014_delivery_queue': deliveryQueue,
 };

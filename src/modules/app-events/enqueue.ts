@@ -80,8 +80,6 @@ export async function enqueueAppEvents(
       next_attempt_at: options.due ? now : null,
       last_status_code: null,
       last_attempt_at: null,
-      locked_by: null,
-      locked_until: null,
       created_at: now,
       updated_at: now,
     };

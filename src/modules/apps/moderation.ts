@@ -39,21 +39,26 @@ async function cancelStale(trx: Trx, appId: string, now: Date): Promise<void> {
     .updateTable('webhook_deliveries')
     .set({ status: 'cancelled', next_attempt_at: null, updated_at: now })
     .where('status', '=', 'pending')
-    .where('next_attempt_at', 'is not', null)
     .where('created_at', '<', new Date(now.getTime() - HELD_WINDOW_MS))
-    .where('endpoint_id', 'in', (eb) =>
+    // Through the queue: the log's own rows of these targets are mostly history.
+    .where('id', 'in', (eb) =>
       eb
-        .selectFrom('webhook_endpoints')
-        .select('id')
-        .where((inner) =>
-          inner.or([
-            inner('app_id', '=', appId),
-            inner(
-              'installation_id',
-              'in',
-              inner.selectFrom('installations').select('id').where('app_id', '=', appId),
+        .selectFrom('webhook_queue')
+        .select('delivery_id')
+        .where('endpoint_id', 'in', (targets) =>
+          targets
+            .selectFrom('webhook_endpoints')
+            .select('id')
+            .where((inner) =>
+              inner.or([
+                inner('app_id', '=', appId),
+                inner(
+                  'installation_id',
+                  'in',
+                  inner.selectFrom('installations').select('id').where('app_id', '=', appId),
+                ),
+              ]),
             ),
-          ]),
         ),
     )
     .execute();

@@ -224,7 +224,7 @@ export class WaybillMetrics {
         SELECT count(*) FILTER (WHERE next_attempt_at <= ${now}) AS due,
           count(*) FILTER (WHERE next_attempt_at > ${now}) AS scheduled,
           min(next_attempt_at) FILTER (WHERE next_attempt_at <= ${now}) AS oldest_due
-        FROM webhook_deliveries WHERE status = 'pending'`.execute(this.#deps.db);
+        FROM webhook_queue`.execute(this.#deps.db);
       const row = rows[0];
       if (!row) return { due: 0, scheduled: 0, oldestDueAgeSeconds: 0 };
       const oldest = row.oldest_due === null ? null : new Date(row.oldest_due);

@@ -49,7 +49,8 @@ export const WALK_TARGETS = 64;
 
 /**
  * Claims due deliveries in one statement (ARCHITECTURE.md step 3), target by target (decision
- * 0016): a walk over the targets with pending deliveries, one index descent each, in id order
+ * 0016), from the queue kept apart from the log (webhook_queue, decision 0017): a walk over the
+ * targets with pending deliveries, one index descent each, in id order
  * from where the previous claim stopped, so that every target gets its turn; then, for each
  * target with room here, its oldest due rows, up to that room. A target that is full (a stuck
  * endpoint whose slots are all held) costs one descent: its waiting rows are never read, however
@@ -66,11 +67,9 @@ export async function claimDue(db: Db, request: ClaimRequest): Promise<Claimed> 
     ? sql`SELECT id AS endpoint_id, row_number() OVER (ORDER BY id) AS n
         FROM unnest(${request.targets}::text[]) AS t(id) WHERE id > ${request.after}`
     : sql`WITH RECURSIVE walk(endpoint_id, n) AS (
-          SELECT (SELECT min(d.endpoint_id) FROM webhook_deliveries d
-            WHERE d.status = 'pending' AND d.endpoint_id > ${request.after}), 1
+          SELECT (SELECT min(q.endpoint_id) FROM webhook_queue q WHERE q.endpoint_id > ${request.after}), 1
           UNION ALL
-          SELECT (SELECT min(d.endpoint_id) FROM webhook_deliveries d
-            WHERE d.status = 'pending' AND d.endpoint_id > w.endpoint_id), w.n + 1
+          SELECT (SELECT min(q.endpoint_id) FROM webhook_queue q WHERE q.endpoint_id > w.endpoint_id), w.n + 1
           FROM walk w WHERE w.endpoint_id IS NOT NULL AND w.n < ${visits}
         )
         SELECT endpoint_id, n FROM walk WHERE endpoint_id IS NOT NULL`;
@@ -84,25 +83,26 @@ export async function claimDue(db: Db, request: ClaimRequest): Promise<Claimed> 
         AS room(endpoint_id, left_over) ON room.endpoint_id = w.endpoint_id
       WHERE COALESCE(room.left_over, ${request.perEndpoint}) > 0
     ), chosen AS (
-      SELECT c.id
+      SELECT c.delivery_id
       FROM ready r CROSS JOIN LATERAL (
-        SELECT d.id FROM webhook_deliveries d
-        WHERE d.endpoint_id = r.endpoint_id AND d.status = 'pending'
-          AND d.next_attempt_at <= ${at}::timestamptz
-          AND (d.locked_until IS NULL OR d.locked_until < ${at}::timestamptz)
-        ORDER BY d.next_attempt_at
+        SELECT q.delivery_id FROM webhook_queue q
+        WHERE q.endpoint_id = r.endpoint_id AND q.next_attempt_at <= ${at}::timestamptz
+          AND (q.locked_until IS NULL OR q.locked_until < ${at}::timestamptz)
+        ORDER BY q.next_attempt_at
         LIMIT r.room
-        FOR UPDATE OF d SKIP LOCKED
+        FOR UPDATE OF q SKIP LOCKED
       ) c
       LIMIT ${limit}
-    ), claimed AS (
-      UPDATE webhook_deliveries d
+    ), leased AS (
+      UPDATE webhook_queue q
       SET locked_by = ${request.workerId}, locked_until = ${request.leaseUntil.toISOString()}::timestamptz
-      FROM chosen, delivery_targets t
-      WHERE d.id = chosen.id AND t.id = d.endpoint_id
-      RETURNING d.id, d.endpoint_id, d.event_id, d.event_type, d.payload, d.status, d.attempt_count,
+      FROM chosen WHERE q.delivery_id = chosen.delivery_id
+      RETURNING q.delivery_id
+    ), claimed AS (
+      SELECT d.id, d.endpoint_id, d.event_id, d.event_type, d.payload, d.status, d.attempt_count,
         d.next_attempt_at, t.kind, t.url, t.secret_sealed, t.previous_secret_sealed, t.previous_secret_expires_at,
         t.failing_since
+      FROM leased l JOIN webhook_deliveries d ON d.id = l.delivery_id JOIN delivery_targets t ON t.id = d.endpoint_id
     ), progress AS (
       SELECT max(endpoint_id) AS walked_to, count(*) < ${visits} AS walk_ended FROM walked
     )

@@ -24,10 +24,12 @@ export async function disableEndpoint(
   if (Number(disabled.numUpdatedRows) === 0) return null;
   const cancelled = await db
     .updateTable('webhook_deliveries')
-    .set({ status: 'cancelled', next_attempt_at: null, locked_by: null, locked_until: null, updated_at: now })
-    .where('endpoint_id', '=', endpointId)
+    .set({ status: 'cancelled', next_attempt_at: null, updated_at: now })
+    // Through the queue: the log's own rows of the endpoint are mostly history.
+    .where('id', 'in', (eb) =>
+      eb.selectFrom('webhook_queue').select('delivery_id').where('endpoint_id', '=', endpointId),
+    )
     .where('status', '=', 'pending')
-    .where('next_attempt_at', 'is not', null)
     .executeTakeFirst();
   return Number(cancelled.numUpdatedRows);
 }

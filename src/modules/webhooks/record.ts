@@ -104,8 +104,6 @@ async function writeAttempts(
       attempt_count = d.attempt_count + 1,
       last_status_code = v.code,
       last_attempt_at = v.at,
-      locked_by = NULL,
-      locked_until = NULL,
       updated_at = v.at
     FROM unnest(
       ${changes.map((c) => c.id)}::text[],
@@ -119,19 +117,31 @@ async function writeAttempts(
   `.execute(db);
 }
 
-type Streak = Map<string, 'ok' | 'failing' | 'gone'>;
+/**
+ * What a batch says of an endpoint's failure streak: `restarted` when it holds both a 2xx and a
+ * failure. Attempts of one batch were in flight together, so their order says nothing: the 2xx
+ * ends the old streak, and the failure begins a new one now.
+ */
+type Streak = Map<string, 'ok' | 'failing' | 'restarted' | 'gone'>;
 
-/** Per endpoint, the last outcome of the batch decides its streak; a 2xx matters only to a failing one. */
+/** Per endpoint, what the batch's outcomes say together; a 2xx alone matters only to a failing one. */
 function streaksOf(attempts: readonly FinishedAttempt[]): Streak {
-  const streak: Streak = new Map();
+  const seen = new Map<string, { ok: boolean; failed: boolean; gone: boolean; wasFailing: boolean }>();
   for (const a of attempts) {
     const endpointId = a.delivery.endpoint_id;
+    const facts = seen.get(endpointId) ?? { ok: false, failed: false, gone: false, wasFailing: false };
     if (isSuccess(a.result)) {
-      if (a.endpointFailing === false) streak.delete(endpointId);
-      else streak.set(endpointId, 'ok');
-    } else if (isGone(a)) streak.set(endpointId, 'gone');
-    else if (a.trigger === 'scheduled' && streak.get(endpointId) !== 'gone')
-      streak.set(endpointId, 'failing');
+      facts.ok = true;
+      facts.wasFailing ||= a.endpointFailing !== false;
+    } else if (isGone(a)) facts.gone = true;
+    else if (a.trigger === 'scheduled') facts.failed = true;
+    seen.set(endpointId, facts);
+  }
+  const streak: Streak = new Map();
+  for (const [endpointId, facts] of seen) {
+    if (facts.gone) streak.set(endpointId, 'gone');
+    else if (facts.failed) streak.set(endpointId, facts.ok ? 'restarted' : 'failing');
+    else if (facts.ok && facts.wasFailing) streak.set(endpointId, 'ok');
   }
   return streak;
 }
@@ -165,6 +175,15 @@ async function applyStreaks(
       .set({ failing_since: null })
       .where('id', 'in', ok)
       .where('failing_since', 'is not', null)
+      .execute();
+  }
+  const restarted = ids('restarted');
+  if (restarted.length > 0) {
+    await trx
+      .updateTable('webhook_endpoints')
+      .set({ failing_since: now })
+      .where('id', 'in', restarted)
+      .where('enabled', '=', true)
       .execute();
   }
   for (const id of ids('gone')) {

@@ -53,7 +53,7 @@ export async function replayFailed(
   const now = ctx.clock.now();
   const result = await ctx.db
     .updateTable('webhook_deliveries')
-    .set({ status: 'pending', next_attempt_at: now, locked_by: null, locked_until: null, updated_at: now })
+    .set({ status: 'pending', next_attempt_at: now, updated_at: now })
     .where('endpoint_id', '=', endpointId)
     .where('status', 'in', ['failed', 'cancelled'])
     .where('created_at', '>=', addMs(now, -BULK_REPLAY_WINDOW_MS))

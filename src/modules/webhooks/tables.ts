@@ -66,11 +66,21 @@ export interface WebhookDeliveriesTable {
   next_attempt_at: Date | null;
   last_status_code: number | null;
   last_attempt_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/**
+ * The queue: one row per pending delivery with a time set, kept by triggers on the delivery log
+ * (migration 0014, decision 0017). Written by the claim (the lease) alone; read by the claim.
+ */
+export interface WebhookQueueTable {
+  delivery_id: string;
+  endpoint_id: string;
+  next_attempt_at: Date;
   /** The lease of the worker that claimed it: no lock is held while the request is in flight. */
   locked_by: string | null;
   locked_until: Date | null;
-  created_at: Date;
-  updated_at: Date;
 }
 
 export interface WebhookAttemptsTable {
@@ -90,6 +100,7 @@ export interface WebhookAttemptsTable {
 export interface WebhooksTables {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  webhook_queue: WebhookQueueTable;
   webhook_attempts: WebhookAttemptsTable;
   delivery_targets: DeliveryTargetsView;
 }

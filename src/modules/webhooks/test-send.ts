@@ -58,8 +58,6 @@ export async function sendTestMessage(
       next_attempt_at: null,
       last_status_code: null,
       last_attempt_at: null,
-      locked_by: null,
-      locked_until: null,
       created_at: now,
       updated_at: now,
     })

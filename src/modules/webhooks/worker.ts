@@ -273,9 +273,9 @@ export function startDeliveryWorker(ctx: AppContext, options: WorkerOptions = {}
     const ids = slots.drainQueued();
     if (ids.length === 0) return;
     await ctx.db
-      .updateTable('webhook_deliveries')
+      .updateTable('webhook_queue')
       .set({ locked_by: null, locked_until: null })
-      .where('id', 'in', ids)
+      .where('delivery_id', 'in', ids)
       .where('locked_by', '=', id)
       .execute();
   }

@@ -82,7 +82,14 @@ describe("a receiver's answer never breaks the delivery log", () => {
       const expected = strangeAnswers[name];
       const [delivery] = await deliveriesOf(w, endpointId);
       expect(delivery?.attempt_count, name).toBe(1);
-      expect(delivery?.locked_by, name).toBeNull();
+      const queued = await w.ctx.db
+        .selectFrom('webhook_queue')
+        .select('locked_by')
+        .where('delivery_id', '=', delivery?.id ?? '')
+        .executeTakeFirst();
+      // Retried: back in line with no lease; delivered: out of the queue.
+      expect(queued?.locked_by ?? null, name).toBeNull();
+      expect(queued !== undefined, name).toBe(delivery?.status === 'pending');
       expect(delivery?.last_status_code, name).toBe(expected?.status);
       expect(delivery?.status, name).toBe((expected?.status ?? 0) < 300 ? 'succeeded' : 'pending');
       const stored = await w.ctx.db

@@ -51,7 +51,7 @@ function countBy(rows: ReadonlyArray<{ endpoint_id: string }>): Record<string, n
 async function finishAll(): Promise<void> {
   await w.ctx.db
     .updateTable('webhook_deliveries')
-    .set({ status: 'succeeded', locked_by: null, locked_until: null })
+    .set({ status: 'succeeded' })
     .where('status', '=', 'pending')
     .execute();
 }
