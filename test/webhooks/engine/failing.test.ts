@@ -139,6 +139,41 @@ describe('the 3-day rule', () => {
     };
   });
 
+  it('starts the streak again when one batch holds a 2xx and a failure, whichever came last', async () => {
+    const company = await createCompany(w);
+    const endpoint = await insertEndpoint(w, { tenantId: company.tenantId, url: receiver.url });
+    const worker = testWorker(w);
+    const started = w.clock.now();
+    receiver.answer = (_m, res) => {
+      res.statusCode = 503;
+      res.end();
+    };
+    const failing = await createShipment(w, company.liveToken);
+    await worker.tick();
+    expect(new Date((await endpointRow(w, endpoint.id)).failing_since as Date).getTime()).toBe(
+      started.getTime(),
+    );
+    // An hour on, the failing message's retry and a new message go out in one claim: one fails, one succeeds.
+    receiver.answer = (message, res) => {
+      res.statusCode = message.body.includes(failing.id) ? 503 : 200;
+      res.end();
+    };
+    w.clock.set(new Date(started.getTime() + HOUR));
+    await createShipment(w, company.liveToken);
+    await worker.tick();
+    await worker.stop();
+    const attempted = await deliveriesOf(w, endpoint.id);
+    expect(attempted.map((d) => d.attempt_count)).toEqual([2, 1]);
+    const row = await endpointRow(w, endpoint.id);
+    // Not the old streak (the 2xx ended it), not none (a failure came with it): a new one, from now.
+    expect(new Date(row.failing_since as Date).getTime()).toBe(started.getTime() + HOUR);
+    expect(row.enabled).toBe(true);
+    receiver.answer = (_m, res) => {
+      res.statusCode = 503;
+      res.end();
+    };
+  });
+
   it('lets any 2xx end the streak', async () => {
     const company = await createCompany(w);
     const endpoint = await insertEndpoint(w, { tenantId: company.tenantId, url: receiver.url });
