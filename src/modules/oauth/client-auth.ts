@@ -23,21 +23,22 @@ function formDecode(value: string): string {
  */
 export function basicCredentials(header: string | undefined): Presented | null {
   if (!header || !/^basic /i.test(header)) return null;
-  const malformed = new OAuthError('invalid_client', 'malformed Basic credentials');
+  // Made only when thrown: an Error captures its stack, a cost every token request paid (issue 10).
+  const malformed = () => new OAuthError('invalid_client', 'malformed Basic credentials');
   const encoded = header.slice(6).trim();
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(encoded)) throw malformed;
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(encoded)) throw malformed();
   let clientId: string;
   let secret: string;
   try {
     const decoded = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(encoded, 'base64'));
     const colon = decoded.indexOf(':');
-    if (colon < 1) throw malformed;
+    if (colon < 1) throw malformed();
     clientId = formDecode(decoded.slice(0, colon));
     secret = formDecode(decoded.slice(colon + 1));
   } catch {
-    throw malformed;
+    throw malformed();
   }
-  if (textFault(clientId, 'line') || textFault(secret, 'line')) throw malformed;
+  if (textFault(clientId, 'line') || textFault(secret, 'line')) throw malformed();
   return { clientId, secret };
 }
 
