@@ -1,6 +1,7 @@
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DAY, HOUR } from '../../../src/lib/clock.ts';
+import { type FinishedAttempt, recordAttempts } from '../../../src/modules/webhooks/record.ts';
 import { call, createCompany, createShipment } from '../../support/api.ts';
 import { freePort, startWaybill, type TestWaybill } from '../../support/harness.ts';
 import {
@@ -140,38 +141,37 @@ describe('the 3-day rule', () => {
   });
 
   it('starts the streak again when one batch holds a 2xx and a failure, whichever came last', async () => {
-    const company = await createCompany(w);
-    const endpoint = await insertEndpoint(w, { tenantId: company.tenantId, url: receiver.url });
-    const worker = testWorker(w);
-    const started = w.clock.now();
-    receiver.answer = (_m, res) => {
-      res.statusCode = 503;
-      res.end();
-    };
-    const failing = await createShipment(w, company.liveToken);
-    await worker.tick();
-    expect(new Date((await endpointRow(w, endpoint.id)).failing_since as Date).getTime()).toBe(
-      started.getTime(),
-    );
-    // An hour on, the failing message's retry and a new message go out in one claim: one fails, one succeeds.
-    receiver.answer = (message, res) => {
-      res.statusCode = message.body.includes(failing.id) ? 503 : 200;
-      res.end();
-    };
-    w.clock.set(new Date(started.getTime() + HOUR));
-    await createShipment(w, company.liveToken);
-    await worker.tick();
-    await worker.stop();
-    const attempted = await deliveriesOf(w, endpoint.id);
-    expect(attempted.map((d) => d.attempt_count)).toEqual([2, 1]);
-    const row = await endpointRow(w, endpoint.id);
-    // Not the old streak (the 2xx ended it), not none (a failure came with it): a new one, from now.
-    expect(new Date(row.failing_since as Date).getTime()).toBe(started.getTime() + HOUR);
-    expect(row.enabled).toBe(true);
-    receiver.answer = (_m, res) => {
-      res.statusCode = 503;
-      res.end();
-    };
+    // One batch, written as the recorder writes it: both attempts were in flight together.
+    for (const order of ['failure last', '2xx last'] as const) {
+      const company = await createCompany(w);
+      const endpoint = await insertEndpoint(w, { tenantId: company.tenantId, url: receiver.url });
+      await createShipment(w, company.liveToken);
+      await createShipment(w, company.liveToken);
+      const started = w.clock.now();
+      await w.ctx.db
+        .updateTable('webhook_endpoints')
+        .set({ failing_since: new Date(started.getTime() - HOUR) })
+        .where('id', '=', endpoint.id)
+        .execute();
+      const [first, second] = await deliveriesOf(w, endpoint.id);
+      if (!first || !second) throw new Error('two deliveries expected');
+      const attempt = (delivery: typeof first, status: number): FinishedAttempt => ({
+        delivery,
+        trigger: 'scheduled',
+        attemptedAt: started,
+        headers: {},
+        result: { status_code: status, response_head: null, duration_ms: 1, error: null },
+        endpointFailing: true,
+        targetKind: 'endpoint',
+      });
+      const failed = attempt(first, 503);
+      const answered = attempt(second, 200);
+      await recordAttempts(w.ctx, order === 'failure last' ? [answered, failed] : [failed, answered]);
+      const row = await endpointRow(w, endpoint.id);
+      // Not the old streak (the 2xx ended it), not none (a failure came with it): a new one, from now.
+      expect(new Date(row.failing_since as Date).getTime(), order).toBe(started.getTime());
+      expect(row.enabled, order).toBe(true);
+    }
   });
 
   it('lets any 2xx end the streak', async () => {
