@@ -50,11 +50,10 @@ export const WALK_TARGETS = 64;
 /**
  * Claims due deliveries in one statement (ARCHITECTURE.md step 3), target by target (decision
  * 0016), from the queue kept apart from the log (webhook_queue, decision 0017): a walk over the
- * targets with pending deliveries, one index descent each, in id order
- * from where the previous claim stopped, so that every target gets its turn; then, for each
- * target with room here, its oldest due rows, up to that room. A target that is full (a stuck
- * endpoint whose slots are all held) costs one descent: its waiting rows are never read, however
- * many there are. Rows are locked with FOR UPDATE SKIP LOCKED, so workers never claim the same
+ * targets with pending deliveries, one index descent each, in id order from where the previous
+ * claim stopped, so that every target gets its turn; then, for each target with room here, its
+ * oldest due rows, up to that room. A target that is full (a stuck endpoint whose slots are all
+ * held) costs one descent: its waiting rows are never read, however many there are. Rows are locked with FOR UPDATE SKIP LOCKED, so workers never claim the same
  * row, and leased until `leaseUntil`. The statement commits at once: no lock is held while sending.
  */
 export async function claimDue(db: Db, request: ClaimRequest): Promise<Claimed> {

@@ -146,13 +146,6 @@ function streaksOf(attempts: readonly FinishedAttempt[]): Streak {
   return streak;
 }
 
-/**
- * Applies the streaks: clears them on 2xx, disables on 410 and after 3 days of failure. An app's
- * events target is never disabled: its deliveries are retried for three days and fail alone.
- * A delivery that used all its attempts while the endpoint never answered 2xx since that
- * delivery's first attempt disables it then (about 68.6 h): no later failure may ever come to
- * reach the 72 h mark.
- */
 /** What the streaks did: endpoints disabled for failing (to be told), and counts for the metrics. */
 interface StreakEffects {
   failingDisabled: string[];
@@ -160,6 +153,13 @@ interface StreakEffects {
   cancelled: Map<string, number>;
 }
 
+/**
+ * Applies the streaks: clears them on 2xx, starts them again on a 2xx beside a failure, disables
+ * on 410 and after 3 days of failure. An app's events target is never disabled: its deliveries
+ * are retried for three days and fail alone. A delivery that used all its attempts while the
+ * endpoint never answered 2xx since that delivery's first attempt disables it then (about 68.6 h):
+ * no later failure may ever come to reach the 72 h mark.
+ */
 async function applyStreaks(
   trx: Db,
   streak: Streak,

@@ -2,7 +2,7 @@ import type { Agent } from 'undici';
 import type { AppContext } from '../../context.ts';
 import { isDatabaseUnavailable } from '../../db/database.ts';
 import { randomBase62 } from '../../lib/ids.ts';
-import type { DeliveryKind, DeliveryOutcome } from '../operations/metrics.ts';
+import type { DeliveryOutcome } from '../operations/metrics.ts';
 import { type ClaimedRow, claimDue, endpointOf } from './claim.ts';
 import { onLocalWake, WAKE_CHANNEL, wakeTag } from './fanout.ts';
 import { buildMessage, storedHeaders } from './message.ts';
@@ -12,7 +12,6 @@ import { AttemptRecorder } from './recorder.ts';
 import { type Jitter, MAX_ATTEMPTS } from './schedule.ts';
 import { DEADLINE_MS, guardedAgent, isSuccess, sendMessage, type Transport } from './sender.ts';
 import { SendSlots } from './slots.ts';
-import type { TargetKind } from './tables.ts';
 
 export interface WorkerOptions {
   /** Poll interval in real milliseconds, the fallback when a wake-up is missed; 0 turns it off. */
