@@ -13,6 +13,7 @@ import * as deliveryQueueStorage from './0011_delivery_queue_storage.ts';
 import * as attemptPartitions from './0012_attempt_partitions.ts';
 import * as claimByTarget from './0013_claim_by_target.ts';
 import * as deliveryQueue from './0014_delivery_queue.ts';
+import * as claimAndRecordFunctions from './0015_claim_and_record_functions.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   '0012_attempt_partitions': attemptPartitions,
   '0013_claim_by_target': claimByTarget,
   '0014_delivery_queue': deliveryQueue,
+  '0015_claim_and_record_functions': claimAndRecordFunctions,
 };

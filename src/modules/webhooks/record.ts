@@ -72,48 +72,34 @@ function changeFor(attempt: FinishedAttempt, jitter: Jitter): DeliveryChange {
     : { ...base, status: 'failed', nextAt: null, exhausted: true };
 }
 
-/** Attempt rows and delivery changes in one statement: atomic without a transaction of its own. */
+/**
+ * Attempt rows and delivery changes in one call: atomic without a transaction of its own. The
+ * statements are those of the database function webhook_record_attempts (migration 0015,
+ * decision 0018), planned once per connection.
+ */
 async function writeAttempts(
   db: Db,
   attempts: readonly FinishedAttempt[],
   changes: readonly DeliveryChange[],
 ) {
   await sql`
-    WITH attempts AS (
-      INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, attempted_at, duration_ms, status_code, error,
-        response_body, trigger, request_headers)
-      SELECT a.id, a.delivery_id, a.endpoint_id, a.attempted_at, a.duration_ms, a.status_code, a.error,
-        decode(a.response_body, 'hex'), a.trigger, a.request_headers::jsonb
-      FROM unnest(
-        ${attempts.map(() => newId('att'))}::text[],
-        ${attempts.map((a) => a.delivery.id)}::text[],
-        ${attempts.map((a) => a.delivery.endpoint_id)}::text[],
-        ${attempts.map((a) => a.attemptedAt.toISOString())}::timestamptz[],
-        ${attempts.map((a) => a.result.duration_ms)}::int[],
-        ${attempts.map((a) => a.result.status_code)}::int[],
-        ${attempts.map((a) => a.result.error)}::text[],
-        ${attempts.map((a) => hexOf(a.result.response_head))}::text[],
-        ${attempts.map((a) => a.trigger)}::text[],
-        ${attempts.map((a) => JSON.stringify(a.headers))}::text[]
-      ) AS a(id, delivery_id, endpoint_id, attempted_at, duration_ms, status_code, error, response_body, trigger,
-        request_headers)
-    )
-    UPDATE webhook_deliveries AS d SET
-      status = COALESCE(v.status, d.status),
-      next_attempt_at = CASE WHEN v.status IS NULL THEN d.next_attempt_at ELSE v.next_at END,
-      attempt_count = d.attempt_count + 1,
-      last_status_code = v.code,
-      last_attempt_at = v.at,
-      updated_at = v.at
-    FROM unnest(
+    SELECT webhook_record_attempts(
+      ${attempts.map(() => newId('att'))}::text[],
+      ${attempts.map((a) => a.delivery.id)}::text[],
+      ${attempts.map((a) => a.delivery.endpoint_id)}::text[],
+      ${attempts.map((a) => a.attemptedAt.toISOString())}::timestamptz[],
+      ${attempts.map((a) => a.result.duration_ms)}::int[],
+      ${attempts.map((a) => a.result.status_code)}::int[],
+      ${attempts.map((a) => a.result.error)}::text[],
+      ${attempts.map((a) => hexOf(a.result.response_head))}::text[],
+      ${attempts.map((a) => a.trigger)}::text[],
+      ${attempts.map((a) => JSON.stringify(a.headers))}::text[],
       ${changes.map((c) => c.id)}::text[],
       ${changes.map((c) => c.status)}::text[],
       ${changes.map((c) => c.nextAt?.toISOString() ?? null)}::timestamptz[],
       ${changes.map((c) => c.code)}::int[],
       ${changes.map((c) => c.at.toISOString())}::timestamptz[],
-      ${changes.map((c) => c.onlyPending)}::boolean[]
-    ) AS v(id, status, next_at, code, at, only_pending)
-    WHERE d.id = v.id AND (NOT v.only_pending OR d.status = 'pending')
+      ${changes.map((c) => c.onlyPending)}::boolean[])
   `.execute(db);
 }
 
