@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { Agent, buildConnector, request } from 'undici';
 import type { AppContext } from '../../context.ts';
 import { checkConnection, GuardRefusal } from './guard.ts';
@@ -113,21 +114,35 @@ export function errorCode(error: unknown, timedOut: boolean): SendError {
  * body that stops short of it (it never ends, or the connection breaks) keeps what arrived: the
  * status line is the answer, the body is only logged.
  */
-export async function readHead(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of body) {
+export function readHead(body: Readable): Promise<Buffer> {
+  // Events rather than an async iterator: one iterator per answer was 3% of a worker's CPU.
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      body.off('data', onData);
+      // Destroying a body read to its end is a no-op; one cut short closes its socket.
+      body.destroy();
+      const head = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+      resolve(head.subarray(0, RESPONSE_LIMIT));
+    };
+    const onData = (chunk: Buffer) => {
       chunks.push(chunk);
       size += chunk.length;
-      if (size >= RESPONSE_LIMIT) break;
-    }
-  } catch {
-    // Cut short by the deadline or the peer: what arrived is what is logged.
-  }
-  // Leaving the loop early destroys the stream; undici then closes that socket.
-  body.destroy();
-  return Buffer.concat(chunks).subarray(0, RESPONSE_LIMIT);
+      if (size >= RESPONSE_LIMIT) finish();
+    };
+    body.on('data', onData);
+    body.once('end', finish);
+    // Cut short by the deadline or the peer: what arrived is what is logged. The listener stays,
+    // so that an error after the end is never unhandled.
+    body.on('error', finish);
+    body.once('close', finish);
+    // Already over before we listened: its events will not come again.
+    if (body.destroyed || body.readableEnded) finish();
+  });
 }
 
 /** One POST: never follows a redirect, never asks for compression, never waits past the deadline. */
