@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // One Waybill delivery worker in a process of its own (`waybill worker` as a deployment runs it),
 // for the scale-out part of bench/webhooks.ts: it opens the benchmark's schema, says it is ready,
-// starts claiming on "go" and stops on "stop".
+// starts claiming on "go", stops claiming on "pause" (and says so) and exits on "stop".
 import pino from 'pino';
 import { buildContext } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
@@ -20,9 +20,13 @@ const database = await openDatabase(config, { schema: schema as string, poolSize
 const ctx = buildContext({ config, database, clock: systemClock, logger: pino({ level: 'warn' }) });
 let worker: DeliveryWorker | null = null;
 process.on('disconnect', () => process.exit(0));
-process.on('message', async (command: 'go' | 'stop') => {
+process.on('message', async (command: 'go' | 'pause' | 'stop') => {
   if (command === 'go') worker = startDeliveryWorker(ctx, { pollMs: 200 });
-  else {
+  else if (command === 'pause') {
+    await worker?.stop();
+    worker = null;
+    process.send?.('paused');
+  } else {
     await worker?.stop();
     await database.close();
     process.send?.('stopped');
