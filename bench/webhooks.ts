@@ -14,7 +14,7 @@
  * each with its attempt, spread over the last 30 days (the attempt log's day partitions made for
  * them), are written before anything is measured: the queue must not slow down as the log fills.
  */
-import { fork } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
@@ -278,15 +278,7 @@ async function workerProcesses(
   await insertEvents(ctx, tenantId, warmUp, 500);
   for (const child of children) child.send('go');
   await waitFor(async () => (await succeeded(ctx, [endpointId])) === warmUp, 10);
-  await Promise.all(
-    children.map(
-      (child) =>
-        new Promise<void>((resolve) => {
-          child.once('message', () => resolve());
-          child.send('pause');
-        }),
-    ),
-  );
+  await tellAll(children, 'pause', 'message');
   await insertEvents(ctx, tenantId, count, 500);
   const before = sink.received.count;
   const started = performance.now();
@@ -294,16 +286,21 @@ async function workerProcesses(
   await waitFor(() => sink.received.count - before >= count, 10);
   await waitFor(async () => (await succeeded(ctx, [endpointId])) === count + warmUp, 10);
   const seconds = (performance.now() - started) / 1000;
-  await Promise.all(
+  await tellAll(children, 'stop', 'exit');
+  return count / seconds;
+}
+
+/** Sends each worker process a command and waits for each to answer (`message`) or exit. */
+function tellAll(children: ChildProcess[], command: 'pause' | 'stop', until: 'message' | 'exit') {
+  return Promise.all(
     children.map(
       (child) =>
         new Promise<void>((resolve) => {
-          child.once('exit', () => resolve());
-          child.send('stop');
+          child.once(until, () => resolve());
+          child.send(command);
         }),
     ),
   );
-  return count / seconds;
 }
 
 /** The same signed bodies POSTed straight with undici, `inFlight` at once to one endpoint. */
