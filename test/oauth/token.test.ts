@@ -1,6 +1,7 @@
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashSecret, newSecret } from '../../src/lib/ids.ts';
+import { spendAndIssueGrouped } from '../../src/modules/oauth/tokens.ts';
 import { type CompanyFixture, call, createCompany } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 import {
@@ -291,6 +292,118 @@ describe('the token endpoint', () => {
     ]);
     expect(results.map((r) => r.status).sort()).toEqual([200, 400]);
     expect(results.find((r) => r.status === 400)?.body.error).toBe('invalid_grant');
+  });
+
+  /** The same verifier but for its last character. */
+  const otherVerifier = (verifier: string) => `${verifier.slice(0, -1)}${verifier.endsWith('A') ? 'B' : 'A'}`;
+
+  it('refreshes and code exchanges that arrive together each get their own tokens; a bad one among them fails alone', async () => {
+    // One installation per app (approving again replaces the earlier tokens): a response mixed up
+    // with another request's would show another installation.
+    const apps = [await registerApp(w), await registerApp(w), await registerApp(w, { kind: 'public' })];
+    const held = await Promise.all(
+      apps.map(async (a) => ({ app: a, tokens: await obtainTokens(w, as, a, company.owner) })),
+    );
+    const refreshOf = (a: TestApp, token: string) =>
+      a.clientSecret
+        ? postForm(
+            w,
+            '/oauth/token',
+            { grant_type: 'refresh_token', refresh_token: token },
+            {
+              authorization: basic(a.clientId, a.clientSecret),
+            },
+          )
+        : postForm(w, '/oauth/token', {
+            grant_type: 'refresh_token',
+            refresh_token: token,
+            client_id: a.clientId,
+          });
+    const codeApps = [await registerApp(w), await registerApp(w), await registerApp(w)];
+    const codes = await Promise.all(codeApps.map(async (a) => ({ app: a, ...(await freshCode(a)) })));
+    const [wrongSecret, ...results] = await Promise.all([
+      postForm(
+        w,
+        '/oauth/token',
+        { grant_type: 'refresh_token', refresh_token: held[0]?.tokens.refresh_token as string },
+        {
+          authorization: basic(apps[0]?.clientId as string, 'aps_wrong'),
+        },
+      ),
+      ...held.map(({ app: a, tokens }) => refreshOf(a, tokens.refresh_token as string)),
+      ...codes.map(({ app: a, code, verifier }, index) =>
+        postForm(w, '/oauth/token', codeForm(code, index === 2 ? otherVerifier(verifier) : verifier), {
+          authorization: basic(a.clientId, a.clientSecret as string),
+        }),
+      ),
+    ]);
+    expectOAuthError(wrongSecret as never, 401, 'invalid_client');
+    const refreshed = results.slice(0, held.length);
+    const exchanged = results.slice(held.length);
+    for (const [index, response] of refreshed.entries()) {
+      expect(response.status).toBe(200);
+      expect(response.body.installation_id).toBe(held[index]?.tokens.installation_id);
+    }
+    expect(exchanged.map((r) => r.status)).toEqual([200, 200, 400]);
+    expect(exchanged[2]?.body.error).toBe('invalid_grant');
+    const issued = [...refreshed, ...exchanged.slice(0, 2)];
+    expect(new Set(issued.map((r) => r.body.access_token)).size).toBe(issued.length);
+    for (const response of issued) {
+      expect(
+        (await call(w, 'GET', '/v1/shipments', { token: response.body.access_token as string })).status,
+      ).toBe(200);
+    }
+    // Each new refresh token is its holder's: it refreshes again, once.
+    for (const [index, response] of refreshed.entries()) {
+      const again = await refreshOf(held[index]?.app as TestApp, response.body.refresh_token as string);
+      expect(again.status).toBe(200);
+      expect(again.body.installation_id).toBe(held[index]?.tokens.installation_id);
+    }
+  });
+
+  it('grants spent in one grouped statement each get their own tokens, and a bad one among them gets none', async () => {
+    // Called in one tick: the first two go alone (two lanes), the other five share one statement.
+    const apps = [
+      await registerApp(w),
+      await registerApp(w),
+      await registerApp(w),
+      await registerApp(w),
+      await registerApp(w, { kind: 'public' }),
+      await registerApp(w),
+    ];
+    const held = [];
+    for (const a of apps) held.push({ app: a, tokens: await obtainTokens(w, as, a, company.owner) });
+    const presentedOf = (a: TestApp, secret = a.clientSecret) => ({ clientId: a.clientId, secret });
+    const last = held.at(-1) as (typeof held)[number];
+    const proofs = [
+      ...held.slice(0, -1).map(({ app: a, tokens }) => ({
+        grantHash: hashSecret(tokens.refresh_token as string),
+        presented: presentedOf(a),
+      })),
+      // The last app's token with a wrong secret: spent by nobody.
+      {
+        grantHash: hashSecret(last.tokens.refresh_token as string),
+        presented: presentedOf(last.app, 'aps_wrong'),
+      },
+    ];
+    const answers = await Promise.all(
+      proofs.map((proof) => spendAndIssueGrouped(w.ctx, 'refresh_token', proof)),
+    );
+    expect(answers.at(-1)).toBeNull();
+    for (const [index, answer] of answers.slice(0, -1).entries()) {
+      expect(answer?.installation_id).toBe(held[index]?.tokens.installation_id);
+      expect((await call(w, 'GET', '/v1/shipments', { token: answer?.access_token as string })).status).toBe(
+        200,
+      );
+    }
+    // The wrong secret spent nothing: the token still refreshes with the right one.
+    const right = await postForm(
+      w,
+      '/oauth/token',
+      { grant_type: 'refresh_token', refresh_token: last.tokens.refresh_token as string },
+      { authorization: basic(last.app.clientId, last.app.clientSecret as string) },
+    );
+    expect(right.status).toBe(200);
   });
 
   it('a refresh token of another app is invalid_grant and revokes nothing', async () => {

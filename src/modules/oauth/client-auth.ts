@@ -1,6 +1,4 @@
-import { type RawBuilder, sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
-import { hashSecret } from '../../lib/ids.ts';
 import { textFault } from '../../lib/text.ts';
 import { type AppRecord, findAppByClientId, verifyClientSecret } from '../apps/registry.ts';
 import { OAuthError } from './errors.ts';
@@ -85,17 +83,4 @@ export async function authenticateClient(ctx: AppContext, presented: Presented):
   if (!verifyClientSecret(app, presented.secret))
     throw new OAuthError('invalid_client', 'wrong client secret');
   return app;
-}
-
-/**
- * The same client authentication as one SQL condition on `apps` (alias a), for the token endpoint's
- * one-statement fast path. It compares SHA-256 hashes, as every token lookup does; a request it does
- * not let through goes the full way, through authenticateClient and its precise errors.
- */
-export function clientProven(presented: Presented): RawBuilder<unknown> {
-  const proof =
-    presented.secret === null
-      ? sql`a.kind = 'public'`
-      : sql`a.kind = 'confidential' AND a.client_secret_hash = ${hashSecret(presented.secret)}`;
-  return sql`a.id = ${presented.clientId} AND a.status <> 'suspended' AND ${proof}`;
 }

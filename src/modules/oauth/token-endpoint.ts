@@ -12,9 +12,10 @@ interface Grant {
   /** Every check in order, with its precise error. */
   run(ctx: AppContext, client: AppRecord, params: OAuthParams): Promise<TokenResponse>;
   /**
-   * The whole request as ONE statement (client proof, grant checks, spend, issue), or null without
-   * side effects when anything is off; `run` then explains why. A valid request's answer is the same
-   * either way: this only saves round trips to the database.
+   * The whole request as ONE statement (client proof, grant checks, spend, issue), shared with the
+   * requests of the same grant that arrive with it, or null without side effects when anything is
+   * off; `run` then explains why. A valid request's answer is the same either way: this only saves
+   * round trips to the database.
    */
   fast(ctx: AppContext, presented: Presented, params: OAuthParams): Promise<TokenResponse | null>;
 }

@@ -3,11 +3,17 @@ import type { AppContext } from '../../../context.ts';
 import { constantTimeEqual, sha256Base64url } from '../../../lib/crypto.ts';
 import { hashSecret } from '../../../lib/ids.ts';
 import type { AppRecord } from '../../apps/registry.ts';
-import { clientProven, type Presented } from '../client-auth.ts';
+import type { Presented } from '../client-auth.ts';
 import { OAuthError } from '../errors.ts';
 import { type OAuthParams, requireParam } from '../params.ts';
 import { CODE_VERIFIER, verifierMatches } from '../pkce.ts';
-import { approverStillMember, revokeForReuse, spendAndIssue, type TokenResponse } from '../tokens.ts';
+import {
+  approverStillMember,
+  revokeForReuse,
+  spendAndIssue,
+  spendAndIssueGrouped,
+  type TokenResponse,
+} from '../tokens.ts';
 
 const invalidGrant = (reuseDetected = false) =>
   new OAuthError('invalid_grant', 'the code is invalid, expired, spent or not yours', { reuseDetected });
@@ -76,8 +82,9 @@ export async function authorizationCodeGrant(
 }
 
 /**
- * The happy path of a code exchange as one statement (see GRANTS in token-endpoint.ts): the PKCE
- * check compares S256(verifier) with the stored challenge, hashes both.
+ * The happy path of a code exchange, in one statement with the exchanges that arrive with it (see
+ * GRANTS in token-endpoint.ts and spendAndIssueGrouped): the PKCE check compares S256(verifier)
+ * with the stored challenge, hashes both.
  */
 export async function authorizationCodeFastPath(
   ctx: AppContext,
@@ -88,15 +95,10 @@ export async function authorizationCodeFastPath(
   const redirectUri = params.get('redirect_uri');
   const verifier = params.get('code_verifier');
   if (!code || !redirectUri || !verifier || code.length > 512 || !CODE_VERIFIER.test(verifier)) return null;
-  const now = ctx.clock.now();
-  return spendAndIssue(
-    ctx,
-    sql`UPDATE oauth_codes SET used_at = ${now} FROM apps a
-      WHERE oauth_codes.code_hash = ${hashSecret(code)} AND oauth_codes.used_at IS NULL
-        AND oauth_codes.expires_at > ${now} AND oauth_codes.redirect_uri = ${redirectUri}
-        AND oauth_codes.code_challenge = ${sha256Base64url(verifier)}
-        AND a.id = oauth_codes.app_id AND ${clientProven(presented)}
-        AND ${approverStillMember('oauth_codes')}
-      RETURNING oauth_codes.app_id, oauth_codes.installation_id, oauth_codes.user_id, oauth_codes.scopes`,
-  );
+  return spendAndIssueGrouped(ctx, 'authorization_code', {
+    grantHash: hashSecret(code),
+    presented,
+    redirectUri,
+    challenge: sha256Base64url(verifier),
+  });
 }

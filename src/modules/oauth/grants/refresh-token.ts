@@ -2,10 +2,16 @@ import { sql } from 'kysely';
 import type { AppContext } from '../../../context.ts';
 import { hashSecret } from '../../../lib/ids.ts';
 import type { AppRecord } from '../../apps/registry.ts';
-import { clientProven, type Presented } from '../client-auth.ts';
+import type { Presented } from '../client-auth.ts';
 import { OAuthError } from '../errors.ts';
 import { type OAuthParams, requireParam } from '../params.ts';
-import { approverStillMember, revokeForReuse, spendAndIssue, type TokenResponse } from '../tokens.ts';
+import {
+  approverStillMember,
+  revokeForReuse,
+  spendAndIssue,
+  spendAndIssueGrouped,
+  type TokenResponse,
+} from '../tokens.ts';
 
 const invalidGrant = (reuseDetected = false) =>
   new OAuthError('invalid_grant', 'the refresh token is invalid, expired, spent or revoked: approve again', {
@@ -51,7 +57,10 @@ export async function refreshTokenGrant(
   throw invalidGrant();
 }
 
-/** The happy path of a refresh as one statement (see GRANTS in token-endpoint.ts). */
+/**
+ * The happy path of a refresh, in one statement with the refreshes that arrive with it (see GRANTS
+ * in token-endpoint.ts and spendAndIssueGrouped).
+ */
 export async function refreshTokenFastPath(
   ctx: AppContext,
   presented: Presented,
@@ -59,14 +68,5 @@ export async function refreshTokenFastPath(
 ): Promise<TokenResponse | null> {
   const token = params.get('refresh_token');
   if (token === undefined || token.length > 512 || params.has('scope')) return null;
-  const now = ctx.clock.now();
-  return spendAndIssue(
-    ctx,
-    sql`UPDATE oauth_tokens SET used_at = ${now} FROM apps a
-      WHERE oauth_tokens.token_hash = ${hashSecret(token)} AND oauth_tokens.kind = 'refresh'
-        AND oauth_tokens.used_at IS NULL AND oauth_tokens.revoked_at IS NULL AND oauth_tokens.expires_at > ${now}
-        AND a.id = oauth_tokens.app_id AND ${clientProven(presented)}
-        AND ${approverStillMember('oauth_tokens')}
-      RETURNING oauth_tokens.app_id, oauth_tokens.installation_id, oauth_tokens.user_id, oauth_tokens.scopes`,
-  );
+  return spendAndIssueGrouped(ctx, 'refresh_token', { grantHash: hashSecret(token), presented });
 }
