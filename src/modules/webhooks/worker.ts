@@ -67,9 +67,10 @@ const CLAIM_RETRY_FIRST_MS = 500;
 const CLAIM_RETRY_MAX_MS = 5_000;
 const PGLITE_WAKE_DELAY_MS = 10;
 /**
- * On PGlite a claim costs about 3 ms before its first row (planned every time, in WebAssembly, on
- * the one connection everything else waits for): fewer, larger claims, and more held ahead.
- * Measured: 4.5 ms for 32 rows against 12.5 ms for 150 (docs/performance.md).
+ * On PGlite every statement runs in WebAssembly on the one connection everything else waits for,
+ * and a claim has a fixed cost before its first row: fewer, larger claims, and more held ahead.
+ * Measured before the claim became a function (decision 0018): 4.5 ms for 32 rows against
+ * 12.5 ms for 150 (docs/performance.md).
  */
 const PGLITE_BATCH = 256;
 const PGLITE_HELD_PER_SLOT = 8;

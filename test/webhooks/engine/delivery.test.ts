@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { call, createCompany, createShipment } from '../../support/api.ts';
-import { deliveriesOf, insertEndpoint, testWorker, useWaybillAndReceiver, verify } from './support.ts';
+import {
+  deliveriesOf,
+  insertEndpoint,
+  queueOf,
+  testWorker,
+  useWaybillAndReceiver,
+  verify,
+} from './support.ts';
 
 describe('delivery through the worker', () => {
   const env = useWaybillAndReceiver();
@@ -35,11 +42,6 @@ describe('delivery through the worker', () => {
     const deliveries = await deliveriesOf(w, endpoint.id);
     expect(deliveries.map((d) => d.status)).toEqual(['succeeded', 'succeeded']);
     expect(deliveries.every((d) => d.attempt_count === 1)).toBe(true);
-    const queued = await w.ctx.db
-      .selectFrom('webhook_queue')
-      .select('delivery_id')
-      .where('endpoint_id', '=', endpoint.id)
-      .execute();
-    expect(queued).toHaveLength(0);
+    expect(await queueOf(w, endpoint.id)).toHaveLength(0);
   });
 });

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { call, createCompany, createShipment } from '../../support/api.ts';
-import { advance, deliveriesOf, insertEndpoint, testWorker, useWaybillAndReceiver } from './support.ts';
+import {
+  advance,
+  deliveriesOf,
+  insertEndpoint,
+  queueOf,
+  testWorker,
+  useWaybillAndReceiver,
+} from './support.ts';
 
 /**
  * The queue is kept apart from the delivery log by triggers (migration 0014, decision 0017): a
@@ -9,22 +16,13 @@ import { advance, deliveriesOf, insertEndpoint, testWorker, useWaybillAndReceive
 describe('the queue follows the delivery log', () => {
   const env = useWaybillAndReceiver();
 
-  async function queueOf(endpointId: string) {
-    return env.w.ctx.db
-      .selectFrom('webhook_queue')
-      .selectAll()
-      .where('endpoint_id', '=', endpointId)
-      .orderBy('next_attempt_at')
-      .execute();
-  }
-
   /** The log's pending deliveries with a time set, as the queue should hold them. */
   async function expectQueueToMatchLog(endpointId: string) {
     const pending = (await deliveriesOf(env.w, endpointId))
       .filter((d) => d.status === 'pending' && d.next_attempt_at !== null)
       .map((d) => ({ id: d.id, at: new Date(d.next_attempt_at as Date).getTime() }))
       .sort((x, y) => x.id.localeCompare(y.id));
-    const queued = (await queueOf(endpointId))
+    const queued = (await queueOf(env.w, endpointId))
       .map((q) => ({ id: q.delivery_id, at: new Date(q.next_attempt_at).getTime() }))
       .sort((x, y) => x.id.localeCompare(y.id));
     expect(queued).toEqual(pending);
@@ -50,7 +48,7 @@ describe('the queue follows the delivery log', () => {
     const worker = testWorker(w);
     await worker.tick();
     // Both failed: still pending, due later, and no worker holds them any more.
-    const retried = await queueOf(endpoint.id);
+    const retried = await queueOf(env.w, endpoint.id);
     expect(retried).toHaveLength(2);
     expect(retried.every((q) => q.locked_by === null && q.locked_until === null)).toBe(true);
     expect(retried.every((q) => new Date(q.next_attempt_at).getTime() > w.clock.now().getTime())).toBe(true);
@@ -100,6 +98,6 @@ describe('the queue follows the delivery log', () => {
       token: company.liveToken,
     });
     expect(deleted.status).toBe(204);
-    expect(await queueOf(endpointId)).toHaveLength(0);
+    expect(await queueOf(env.w, endpointId)).toHaveLength(0);
   });
 });

@@ -129,6 +129,16 @@ export async function deliveriesOf(w: TestWaybill, endpointId: string) {
     .execute();
 }
 
+/** The queue's rows of a target (webhook_queue: pending deliveries with a time set), soonest first. */
+export async function queueOf(w: TestWaybill, endpointId: string) {
+  return w.ctx.db
+    .selectFrom('webhook_queue')
+    .selectAll()
+    .where('endpoint_id', '=', endpointId)
+    .orderBy('next_attempt_at')
+    .execute();
+}
+
 /** The attempts as stored, with the answer's head as text (stored as the bytes received). */
 export async function attemptsOf(w: TestWaybill, deliveryId: string) {
   const rows = await w.ctx.db
