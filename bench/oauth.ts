@@ -14,6 +14,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { freePort } from '../test/support/harness.ts';
 import { ensureDatabase } from './peers/database.ts';
+import { PostgresCpuMeter, ProcessCpuMeter, withAppName } from './peers/server-cpu.ts';
 import type { TokenServer } from './waybill-side.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
@@ -63,7 +64,14 @@ async function measure(
   return result.requests.total / ((finished - started) / 1000);
 }
 
-async function tokenGrant(side: TokenServer, grant: 'authorization_code' | 'refresh_token'): Promise<number> {
+/** A token side's rate, and the CPU each of its requests cost: its server process, its PostgreSQL. */
+interface GrantFigures {
+  rate: number;
+  serverUs: number | null;
+  databaseUs: number | null;
+}
+
+async function tokenGrant(side: Side, grant: 'authorization_code' | 'refresh_token'): Promise<GrantFigures> {
   const headers = {
     'content-type': 'application/x-www-form-urlencoded',
     authorization: `Basic ${Buffer.from(`${side.clientId}:${side.clientSecret}`).toString('base64')}`,
@@ -87,7 +95,15 @@ async function tokenGrant(side: TokenServer, grant: 'authorization_code' | 'refr
   const probe = await fetch(`${side.url}${side.tokenPath}`, { method: 'POST', headers, body: next() });
   if (probe.status !== 200) throw new Error(`${side.url}: ${probe.status} ${await probe.text()}`);
   await measure(side.url, side.tokenPath, WARMUP, headers, next);
-  return measure(side.url, side.tokenPath, REQUESTS, headers, next);
+  const server = side.pid ? new ProcessCpuMeter(side.pid) : null;
+  const database = side.appName ? postgresMeter : null;
+  server?.start();
+  await database?.start(side.appName as string);
+  const rate = await measure(side.url, side.tokenPath, REQUESTS, headers, next);
+  const serverSeconds = server?.available ? server.stop().total : null;
+  const databaseSeconds = database ? (await database.stop()).backends : null;
+  const perRequest = (seconds: number | null) => (seconds === null ? null : (seconds * 1e6) / REQUESTS);
+  return { rate, serverUs: perRequest(serverSeconds), databaseUs: perRequest(databaseSeconds) };
 }
 
 async function metadata(url: string, path: string): Promise<number> {
@@ -95,14 +111,22 @@ async function metadata(url: string, path: string): Promise<number> {
   return measure(url, path, REQUESTS * 3, {});
 }
 
-type Side = TokenServer & { metadataPath: string };
+type Side = TokenServer & {
+  metadataPath: string;
+  pid: number | undefined;
+  /** The application_name of its PostgreSQL connections (the CPU meter's key), when on PostgreSQL. */
+  appName: string | null;
+};
 
 /** Starts one server in a child process (bench/side-process.ts) and talks to it over IPC. */
 async function startSide(which: 'waybill' | 'oidc-provider' | 'oidc-provider-pg'): Promise<Side> {
+  const url =
+    which === 'oidc-provider-pg' ? providerPostgresUrl : which === 'waybill' ? postgresUrl : undefined;
+  const appName = url ? `waybill-bench-oauth-${which}` : null;
   const child = fork(new URL('./side-process.ts', import.meta.url), [
     which,
     String(await freePort()),
-    (which === 'oidc-provider-pg' ? providerPostgresUrl : postgresUrl) ?? '',
+    url && appName ? withAppName(url, appName) : '',
   ]);
   const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   let nextId = 0;
@@ -134,6 +158,8 @@ async function startSide(which: 'waybill' | 'oidc-provider' | 'oidc-provider-pg'
     mintCodes: (n, challenge) => ask<string[]>({ cmd: 'mintCodes', n, challenge }),
     mintRefreshTokens: (n) => ask<string[]>({ cmd: 'mintRefreshTokens', n }),
     close: () => ask<void>({ cmd: 'close' }),
+    pid: child.pid,
+    appName,
   };
 }
 
@@ -163,15 +189,36 @@ const onPostgres = commitMode
     })
   : null;
 const engine = postgresUrl ? 'PostgreSQL' : 'PGlite';
+// PostgreSQL's CPU for each side's own connections (application_name), when the server is readable here.
+let postgresMeter: PostgresCpuMeter | null = null;
+if (commitMode) {
+  const meter = new PostgresCpuMeter(providerPostgresUrl);
+  await meter.open();
+  if (meter.available) postgresMeter = meter;
+  else await meter.close();
+}
 const cell = (value: number | null) => (value === null ? '     -' : value.toFixed(0).padStart(6));
 const ratio = (a: number, b: number | null) => (b === null ? '   -' : (a / b).toFixed(2));
-async function row(label: string, measureSide: (side: Side) => Promise<number>) {
+const rateOf = (figures: number | GrantFigures) => (typeof figures === 'number' ? figures : figures.rate);
+/** CPU µs per request of a side: its server process, plus its PostgreSQL backends when it has some. */
+function cpuCell(figures: number | GrantFigures | null): string {
+  if (figures === null || typeof figures === 'number' || figures.serverUs === null) return '-';
+  const database = figures.databaseUs === null ? '' : ` + PostgreSQL ${figures.databaseUs.toFixed(0)}`;
+  return `${figures.serverUs.toFixed(0)}${database} µs`;
+}
+async function row(label: string, measureSide: (side: Side) => Promise<number | GrantFigures>) {
   const a = await measureSide(ours);
   const b = await measureSide(inMemory);
   const c = onPostgres ? await measureSide(onPostgres) : null;
+  const [ra, rb, rc] = [rateOf(a), rateOf(b), c === null ? null : rateOf(c)];
   console.log(
-    `${label.padEnd(26)} Waybill ${cell(a)}   oidc-provider memory ${cell(b)}   oidc-provider PostgreSQL ${cell(c)} req/s   Waybill/memory ${ratio(a, b)}   Waybill/PostgreSQL ${ratio(a, c)}`,
+    `${label.padEnd(26)} Waybill ${cell(ra)}   oidc-provider memory ${cell(rb)}   oidc-provider PostgreSQL ${cell(rc)} req/s   Waybill/memory ${ratio(ra, rb)}   Waybill/PostgreSQL ${ratio(ra, rc)}`,
   );
+  if (typeof a !== 'number') {
+    console.log(
+      `${'  CPU per request'.padEnd(26)} Waybill ${cpuCell(a)}   oidc-provider memory ${cpuCell(b)}   oidc-provider PostgreSQL ${cpuCell(c)}   (server process; PostgreSQL: the side's own backends)`,
+    );
+  }
 }
 try {
   console.log(
@@ -189,4 +236,5 @@ try {
   await ours.close();
   await inMemory.close();
   await onPostgres?.close();
+  await postgresMeter?.close();
 }

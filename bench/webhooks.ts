@@ -40,7 +40,7 @@ import { ensureDatabase } from './peers/database.ts';
 import { makePoster } from './peers/deliver.ts';
 import { GRAPHILE_APP, type GraphileSide, startGraphileSide } from './peers/graphile-side.ts';
 import { ensurePeersInstalled } from './peers/install.ts';
-import { PostgresCpuMeter, ProcessCpuMeter, type ServerCpu } from './peers/server-cpu.ts';
+import { PostgresCpuMeter, ProcessCpuMeter, type ServerCpu, withAppName } from './peers/server-cpu.ts';
 
 const EVENTS = Number(process.env.WAYBILL_BENCH_EVENTS ?? 20_000);
 const ROUNDS = Math.max(1, Number(process.env.WAYBILL_BENCH_ROUNDS ?? 3));
@@ -573,12 +573,6 @@ async function throughputRounds(
   console.log(
     `[${engine}] (a) throughput: ${rate.toFixed(0)} deliveries/s through the engine vs raw ceiling ${raw.toFixed(0)} req/s (${((rate / raw) * 100).toFixed(1)}%), ${EVENTS} events, default settings`,
   );
-}
-
-function withAppName(url: string, name: string): string {
-  const parsed = new URL(url);
-  parsed.searchParams.set('application_name', name);
-  return parsed.toString();
 }
 
 async function main() {

@@ -12,6 +12,7 @@ import {
   type PeerPgModule,
   type PgPool,
 } from './install.ts';
+import { withAppName } from './server-cpu.ts';
 
 export const GRAPHILE_APP = 'waybill-bench-graphile-worker';
 
@@ -26,12 +27,6 @@ export interface GraphileSide {
   /** Queues `messages` (not timed), then runs a worker until all are done; returns the seconds. */
   drain(messages: QueuedMessage[], onStarted: () => Promise<void>, isDone: () => boolean): Promise<number>;
   close(): Promise<void>;
-}
-
-function withAppName(url: string, name: string): string {
-  const parsed = new URL(url);
-  parsed.searchParams.set('application_name', name);
-  return parsed.toString();
 }
 
 export async function startGraphileSide(

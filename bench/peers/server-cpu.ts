@@ -30,6 +30,13 @@ export function cpuTicks(pid: number): number | null {
   }
 }
 
+/** The URL with an application_name, so that the CPU meter tells a side's connections from the rest. */
+export function withAppName(url: string, name: string): string {
+  const parsed = new URL(url);
+  parsed.searchParams.set('application_name', name);
+  return parsed.toString();
+}
+
 export interface ServerCpu {
   /** CPU seconds of the side's own connections (client backends). */
   backends: number;
