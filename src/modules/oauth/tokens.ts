@@ -95,9 +95,13 @@ interface GroupedSpend extends GrantProof {
   refreshHash: string;
 }
 
-/** Grouped statements at once, and requests in one (ample for the token endpoint's pool of 10). */
+/**
+ * One grouped statement at a time per grant type, a second only beside one stalled for
+ * GROUP_STALL_MS (a lock wait); and requests in one (ample for the token endpoint's pool of 10).
+ */
 const GROUP_LANES = 2;
 const GROUP_MAX = 64;
+const GROUP_STALL_MS = 25;
 
 const groupsByContext = new WeakMap<
   AppContext,
@@ -107,7 +111,7 @@ const groupsByContext = new WeakMap<
 function groupsOf(ctx: AppContext): Record<ReuseKind, CallGroups<GroupedSpend, IssuedRow | null>> {
   let groups = groupsByContext.get(ctx);
   if (!groups) {
-    const options = { lanes: GROUP_LANES, max: GROUP_MAX };
+    const options = { lanes: GROUP_LANES, max: GROUP_MAX, stallMs: GROUP_STALL_MS };
     groups = {
       authorization_code: new CallGroups((spends) => spendGroup(ctx, 'authorization_code', spends), options),
       refresh_token: new CallGroups((spends) => spendGroup(ctx, 'refresh_token', spends), options),
