@@ -438,6 +438,17 @@ interface Figures {
   rates: number[];
   /** Server CPU seconds per 1,000 deliveries, one per round (empty when it cannot be read). */
   cpu: ServerCpu[];
+  /** This process's CPU µs per delivery (the side's own work and the receiver's), one per round. */
+  nodeUs: number[];
+}
+
+/** Starts metering this process's CPU; the returned function gives µs per delivery of `count`. */
+function meterThisProcess(): (count: number) => number {
+  const before = process.cpuUsage();
+  return (count) => {
+    const spent = process.cpuUsage(before);
+    return (spent.user + spent.system) / count;
+  };
 }
 
 function cpuLine(server: string, figures: Figures): string {
@@ -463,23 +474,38 @@ async function throughputRounds(
     background: (cpu.background / EVENTS) * 1000,
     total: (cpu.total / EVENTS) * 1000,
   });
-  const raw64: Figures = { rates: [], cpu: [] };
-  const raw8: Figures = { rates: [], cpu: [] };
-  const waybill: Figures = { rates: [], cpu: [] };
-  const many: Figures = { rates: [], cpu: [] };
-  const graphile: Figures = { rates: [], cpu: [] };
-  const bull: Figures = { rates: [], cpu: [] };
+  const figures = (): Figures => ({ rates: [], cpu: [], nodeUs: [] });
+  const [raw64, raw8, waybill, many, graphile, bull] = [
+    figures(),
+    figures(),
+    figures(),
+    figures(),
+    figures(),
+    figures(),
+  ];
+  let node = meterThisProcess();
+  const startNode = () => {
+    node = meterThisProcess();
+  };
   const redisMeter = peers.bull?.pid ? new ProcessCpuMeter(peers.bull.pid) : null;
   let bodyBytes = 0;
   // A warm-up for the receiver, undici and the JIT, so that the first raw round is not the slowest.
   await rawCeiling(sink.url, Math.min(EVENTS, 5000), PEER_CONCURRENCY);
   for (let round = 0; round < ROUNDS; round++) {
-    raw64.rates.push(await rawCeiling(sink.url, EVENTS, PEER_CONCURRENCY));
-    raw8.rates.push(await rawCeiling(sink.url, EVENTS, PER_ENDPOINT));
+    for (const [raw, inFlight] of [
+      [raw64, PEER_CONCURRENCY],
+      [raw8, PER_ENDPOINT],
+    ] as const) {
+      startNode();
+      raw.rates.push(await rawCeiling(sink.url, EVENTS, inFlight));
+      raw.nodeUs.push(node(EVENTS));
+    }
 
     const a = await throughput(ctx, sink, null, EVENTS, async () => {
       await waybillMeter?.start(WAYBILL_APP);
+      startNode();
     });
+    waybill.nodeUs.push(node(EVENTS));
     if (waybillMeter) waybill.cpu.push(per1000(await waybillMeter.stop()));
     await a.worker.stop();
     waybill.rates.push(a.rate);
@@ -491,9 +517,11 @@ async function throughputRounds(
       EVENTS,
       async () => {
         await waybillMeter?.start(WAYBILL_APP);
+        startNode();
       },
       MANY_ENDPOINTS,
     );
+    many.nodeUs.push(node(EVENTS));
     if (waybillMeter) many.cpu.push(per1000(await waybillMeter.stop()));
     await spread.worker.stop();
     many.rates.push(spread.rate);
@@ -506,9 +534,11 @@ async function throughputRounds(
         messages,
         async () => {
           await peers.pgMeter?.start(GRAPHILE_APP);
+          startNode();
         },
         () => sink.arrivals.size - before >= EVENTS,
       );
+      graphile.nodeUs.push(node(EVENTS));
       if (peers.pgMeter?.available) graphile.cpu.push(per1000(await peers.pgMeter.stop()));
       else await peers.pgMeter?.stop();
       graphile.rates.push(EVENTS / seconds);
@@ -516,7 +546,9 @@ async function throughputRounds(
     if (peers.bull) {
       const seconds = await peers.bull.drain(peerMessages(EVENTS, newTenantId()), async () => {
         redisMeter?.start();
+        startNode();
       });
+      bull.nodeUs.push(node(EVENTS));
       if (redisMeter?.available) bull.cpu.push(per1000(redisMeter.stop()));
       bull.rates.push(EVENTS / seconds);
     }
@@ -528,13 +560,13 @@ async function throughputRounds(
     if (figures.rates.length === 0) return;
     const rate = median(figures.rates);
     console.log(
-      `[${engine}]   ${label.padEnd(58)} ${rate.toFixed(0).padStart(6)} msg/s ${((rate / ceiling) * 100).toFixed(1).padStart(5)}%${
+      `[${engine}]   ${label.padEnd(58)} ${rate.toFixed(0).padStart(6)} msg/s ${((rate / ceiling) * 100).toFixed(1).padStart(5)}%   Node ${median(figures.nodeUs).toFixed(0)} µs per delivery${
         server ? cpuLine(server, figures) : ''
       }   (rounds ${figures.rates.map((r) => r.toFixed(0)).join(', ')})`,
     );
   };
   console.log(
-    `[${engine}] throughput: ${EVENTS} messages of ${bodyBytes} bytes, signed, queued first then drained into one local receiver in this process (every side runs in this process too); median of ${ROUNDS} round${ROUNDS > 1 ? 's' : ''}; share of the better raw ceiling; server CPU from /proc (utime+stime) during the drain`,
+    `[${engine}] throughput: ${EVENTS} messages of ${bodyBytes} bytes, signed, queued first then drained into one local receiver in this process (every side runs in this process too); median of ${ROUNDS} round${ROUNDS > 1 ? 's' : ''}; share of the better raw ceiling; Node: this process's CPU during the drain (the side and the receiver); server CPU from /proc (utime+stime) during the drain`,
   );
   row(`raw ceiling: undici keep-alive, ${PEER_CONCURRENCY} in flight`, raw64);
   row(`raw ceiling: undici keep-alive, ${PER_ENDPOINT} in flight`, raw8);
