@@ -1,5 +1,6 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, RouteGenericInterface } from 'fastify';
 import type { AppContext } from '../context.ts';
+import { AppError } from '../lib/errors.ts';
 import type { TenantAccess } from '../modules/accounts/access.ts';
 import {
   type CustomerAccount,
@@ -92,6 +93,35 @@ export async function requirePageUser(
     return null;
   }
   return user;
+}
+
+/**
+ * A page handler for the signed-in person (a redirect to sign in otherwise), given its CSRF token.
+ * An AppError the handler throws becomes the page `refused` sends, when it sends one (it answers
+ * undefined to let the error through, to the error handler).
+ */
+export function signedInPage<R extends RouteGenericInterface>(
+  ctx: AppContext,
+  refused: (error: AppError, csrf: string, reply: FastifyReply) => FastifyReply | undefined,
+  handler: (
+    userId: string,
+    csrf: string,
+    request: FastifyRequest<R>,
+    reply: FastifyReply,
+  ) => Promise<unknown>,
+) {
+  return async (request: FastifyRequest<R>, reply: FastifyReply) => {
+    const user = await requirePageUser(ctx, request, reply);
+    if (!user) return reply;
+    const csrf = reply.generateCsrf();
+    try {
+      return await handler(user.userId, csrf, request, reply);
+    } catch (error) {
+      const page = error instanceof AppError ? refused(error, csrf, reply) : undefined;
+      if (page === undefined) throw error;
+      return page;
+    }
+  };
 }
 
 /**

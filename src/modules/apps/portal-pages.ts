@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteGenericInterface } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { AppError, type FieldError } from '../../lib/errors.ts';
-import { requirePageUser } from '../../web/dashboard.ts';
+import { signedInPage } from '../../web/dashboard.ts';
 import { html } from '../../web/html.ts';
 import { sendPage } from '../../web/layout.ts';
 import {
@@ -46,7 +46,9 @@ function fieldErrors(error: AppError): FieldError[] {
   return errors && errors.length > 0 ? errors : [{ path: '/app', message: error.message }];
 }
 
-function notFound(reply: FastifyReply, csrf: string) {
+/** The page for an app that is not the signed-in person's (or does not exist); other errors go on. */
+export function appNotFound(error: AppError, csrf: string, reply: FastifyReply) {
+  if (error.code !== 'app.not_found') return undefined;
   return sendPage(reply, portalPage({ csrf }, 'No such app', html`<h1>No such app</h1>`), 404);
 }
 
@@ -57,26 +59,14 @@ export function portalPages(ctx: AppContext): FastifyPluginAsync {
     const post = { ...hide, preValidation: app.csrfProtection };
 
     /** Runs a page for the signed-in person; an app that is not theirs is a 404 page. */
-    const page =
-      <R extends RouteGenericInterface>(
-        handler: (
-          userId: string,
-          csrf: string,
-          request: FastifyRequest<R>,
-          reply: FastifyReply,
-        ) => Promise<unknown>,
-      ) =>
-      async (request: FastifyRequest<R>, reply: FastifyReply) => {
-        const user = await requirePageUser(ctx, request, reply);
-        if (!user) return reply;
-        const csrf = reply.generateCsrf();
-        try {
-          return await handler(user.userId, csrf, request, reply);
-        } catch (error) {
-          if (error instanceof AppError && error.code === 'app.not_found') return notFound(reply, csrf);
-          throw error;
-        }
-      };
+    const page = <R extends RouteGenericInterface>(
+      handler: (
+        userId: string,
+        csrf: string,
+        request: FastifyRequest<R>,
+        reply: FastifyReply,
+      ) => Promise<unknown>,
+    ) => signedInPage<R>(ctx, appNotFound, handler);
 
     const showDetail = (
       reply: FastifyReply,

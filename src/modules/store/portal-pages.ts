@@ -2,11 +2,10 @@ import { readFileSync } from 'node:fs';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteGenericInterface } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { AppError, type FieldError } from '../../lib/errors.ts';
-import { requirePageUser } from '../../web/dashboard.ts';
-import { html } from '../../web/html.ts';
+import { signedInPage } from '../../web/dashboard.ts';
 import { sendPage } from '../../web/layout.ts';
 import { isScope, SCOPES } from '../accounts/roles.ts';
-import { portalPage } from '../apps/portal-views.ts';
+import { appNotFound } from '../apps/portal-pages.ts';
 import { type App, getApp } from '../apps/service.ts';
 import type { Check } from './checks.ts';
 import {
@@ -117,29 +116,24 @@ export function portalStorePages(ctx: AppContext): FastifyPluginAsync {
     );
 
     /** A page of the signed-in person's app; another person's app is a 404 page. */
-    const page =
-      <R extends RouteGenericInterface & { Params: { id: string } }>(
-        handler: (
-          found: App,
-          userId: string,
-          csrf: string,
-          request: FastifyRequest<R>,
-          reply: FastifyReply,
-        ) => Promise<unknown>,
-      ) =>
-      async (request: FastifyRequest<R>, reply: FastifyReply) => {
-        const user = await requirePageUser(ctx, request, reply);
-        if (!user) return reply;
-        const csrf = reply.generateCsrf();
-        let found: App;
-        try {
-          found = await getApp(ctx, user.userId, (request.params as { id: string }).id);
-        } catch (error) {
-          if (!(error instanceof AppError) || error.code !== 'app.not_found') throw error;
-          return sendPage(reply, portalPage({ csrf }, 'No such app', html`<h1>No such app</h1>`), 404);
-        }
-        return handler(found, user.userId, csrf, request, reply);
-      };
+    const page = <R extends RouteGenericInterface & { Params: { id: string } }>(
+      handler: (
+        found: App,
+        userId: string,
+        csrf: string,
+        request: FastifyRequest<R>,
+        reply: FastifyReply,
+      ) => Promise<unknown>,
+    ) =>
+      signedInPage<R>(ctx, appNotFound, async (userId, csrf, request, reply) =>
+        handler(
+          await getApp(ctx, userId, (request.params as { id: string }).id),
+          userId,
+          csrf,
+          request,
+          reply,
+        ),
+      );
 
     const FLASHES: Record<string, string> = {
       submitted: 'Submitted for review. The automated checks ran; their results are below.',

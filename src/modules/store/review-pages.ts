@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteGenericInterface } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../lib/errors.ts';
-import { requirePageUser } from '../../web/dashboard.ts';
+import { signedInPage } from '../../web/dashboard.ts';
 import { html } from '../../web/html.ts';
 import { sendPage } from '../../web/layout.ts';
 import { type ModerationAction, moderateApp } from '../apps/moderation.ts';
@@ -41,6 +41,16 @@ const DONE: Record<string, string> = {
 const MODERATION_ACTIONS: readonly ModerationAction[] = ['suspend', 'delist', 'reinstate'];
 type ModerationRoute = { Params: { id: string; action: string }; Body: Form };
 
+/** What the console answers to a refused action or a missing submission; a 5xx goes on. */
+function refusedPage(error: AppError, csrf: string, reply: FastifyReply) {
+  if (error.status >= 500) return undefined;
+  const heading =
+    error.status === 403 ? 'Not allowed' : error.status === 404 ? 'Not found' : 'That did not work';
+  const body = html`<section class="card narrow"><h1>${heading}</h1><p>${error.message}</p>
+<p><a class="button secondary" href="/dashboard">Back to the dashboard</a></p></section>`;
+  return sendPage(reply, consolePage({ csrf }, heading, body), error.status);
+}
+
 /** The review console (reviewers only): the queue, a submission beside the live app, start and decide. */
 export function reviewPages(ctx: AppContext): FastifyPluginAsync {
   return async (app) => {
@@ -48,31 +58,18 @@ export function reviewPages(ctx: AppContext): FastifyPluginAsync {
     const post = { ...hide, preValidation: app.csrfProtection };
 
     /** A console page: signed in, then a reviewer (403 page otherwise), then the handler. */
-    const page =
-      <R extends RouteGenericInterface>(
-        handler: (
-          reviewerId: string,
-          csrf: string,
-          request: FastifyRequest<R>,
-          reply: FastifyReply,
-        ) => Promise<unknown>,
-      ) =>
-      async (request: FastifyRequest<R>, reply: FastifyReply) => {
-        const user = await requirePageUser(ctx, request, reply);
-        if (!user) return reply;
-        const csrf = reply.generateCsrf();
-        try {
-          await requireReviewer(ctx, user.userId);
-          return await handler(user.userId, csrf, request, reply);
-        } catch (error) {
-          if (!(error instanceof AppError) || error.status >= 500) throw error;
-          const heading =
-            error.status === 403 ? 'Not allowed' : error.status === 404 ? 'Not found' : 'That did not work';
-          const body = html`<section class="card narrow"><h1>${heading}</h1><p>${error.message}</p>
-<p><a class="button secondary" href="/dashboard">Back to the dashboard</a></p></section>`;
-          return sendPage(reply, consolePage({ csrf }, heading, body), error.status);
-        }
-      };
+    const page = <R extends RouteGenericInterface>(
+      handler: (
+        reviewerId: string,
+        csrf: string,
+        request: FastifyRequest<R>,
+        reply: FastifyReply,
+      ) => Promise<unknown>,
+    ) =>
+      signedInPage<R>(ctx, refusedPage, async (userId, csrf, request, reply) => {
+        await requireReviewer(ctx, userId);
+        return handler(userId, csrf, request, reply);
+      });
 
     app.get<QueueRoute>(
       '/review',
