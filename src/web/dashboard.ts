@@ -95,20 +95,23 @@ export async function requirePageUser(
   return user;
 }
 
+/** A page's work for the signed-in person, given the page's CSRF token. */
+export type PageHandler<R extends RouteGenericInterface> = (
+  userId: string,
+  csrf: string,
+  request: FastifyRequest<R>,
+  reply: FastifyReply,
+) => Promise<unknown>;
+
 /**
- * A page handler for the signed-in person (a redirect to sign in otherwise), given its CSRF token.
- * An AppError the handler throws becomes the page `refused` sends, when it sends one (it answers
- * undefined to let the error through, to the error handler).
+ * A page for the signed-in person (a redirect to sign in otherwise). An AppError the handler throws
+ * becomes the page `refused` sends, when it sends one (it answers undefined to let the error
+ * through, to the error handler).
  */
 export function signedInPage<R extends RouteGenericInterface>(
   ctx: AppContext,
   refused: (error: AppError, csrf: string, reply: FastifyReply) => FastifyReply | undefined,
-  handler: (
-    userId: string,
-    csrf: string,
-    request: FastifyRequest<R>,
-    reply: FastifyReply,
-  ) => Promise<unknown>,
+  handler: PageHandler<R>,
 ) {
   return async (request: FastifyRequest<R>, reply: FastifyReply) => {
     const user = await requirePageUser(ctx, request, reply);

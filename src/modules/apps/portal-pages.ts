@@ -1,7 +1,7 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteGenericInterface } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, RouteGenericInterface } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { AppError, type FieldError } from '../../lib/errors.ts';
-import { signedInPage } from '../../web/dashboard.ts';
+import { type PageHandler, signedInPage } from '../../web/dashboard.ts';
 import { html } from '../../web/html.ts';
 import { sendPage } from '../../web/layout.ts';
 import {
@@ -59,14 +59,8 @@ export function portalPages(ctx: AppContext): FastifyPluginAsync {
     const post = { ...hide, preValidation: app.csrfProtection };
 
     /** Runs a page for the signed-in person; an app that is not theirs is a 404 page. */
-    const page = <R extends RouteGenericInterface>(
-      handler: (
-        userId: string,
-        csrf: string,
-        request: FastifyRequest<R>,
-        reply: FastifyReply,
-      ) => Promise<unknown>,
-    ) => signedInPage<R>(ctx, appNotFound, handler);
+    const page = <R extends RouteGenericInterface>(handler: PageHandler<R>) =>
+      signedInPage<R>(ctx, appNotFound, handler);
 
     const showDetail = (
       reply: FastifyReply,

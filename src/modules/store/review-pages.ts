@@ -1,7 +1,7 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteGenericInterface } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, RouteGenericInterface } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../lib/errors.ts';
-import { signedInPage } from '../../web/dashboard.ts';
+import { type PageHandler, signedInPage } from '../../web/dashboard.ts';
 import { html } from '../../web/html.ts';
 import { sendPage } from '../../web/layout.ts';
 import { type ModerationAction, moderateApp } from '../apps/moderation.ts';
@@ -58,14 +58,7 @@ export function reviewPages(ctx: AppContext): FastifyPluginAsync {
     const post = { ...hide, preValidation: app.csrfProtection };
 
     /** A console page: signed in, then a reviewer (403 page otherwise), then the handler. */
-    const page = <R extends RouteGenericInterface>(
-      handler: (
-        reviewerId: string,
-        csrf: string,
-        request: FastifyRequest<R>,
-        reply: FastifyReply,
-      ) => Promise<unknown>,
-    ) =>
+    const page = <R extends RouteGenericInterface>(handler: PageHandler<R>) =>
       signedInPage<R>(ctx, refusedPage, async (userId, csrf, request, reply) => {
         await requireReviewer(ctx, userId);
         return handler(userId, csrf, request, reply);
