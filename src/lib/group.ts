@@ -64,7 +64,7 @@ export class CallGroups<In, Out> {
       if (this.#allStalled()) void this.#lane();
       else this.#watchForStall();
     }, wait);
-    this.#stallTimer.unref?.();
+    this.#stallTimer.unref();
   }
 
   async #lane(): Promise<void> {

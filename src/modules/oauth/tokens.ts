@@ -45,24 +45,40 @@ export async function spendAndIssue(
   const now = ctx.clock.now();
   const access = newSecret('atk_live_');
   const refresh = newSecret('atr_');
-  const accessExpires = addMs(now, ACCESS_TOKEN_LIFETIME_MS);
-  const refreshExpires = addMs(now, REFRESH_TOKEN_LIFETIME_MS);
   const statement = sql<IssuedRow>`
     WITH spent AS (${spend}),
-    issued AS (
-      INSERT INTO oauth_tokens (id, token_hash, kind, app_id, installation_id, user_id, scopes, created_at, expires_at)
-      SELECT t.id, t.token_hash, t.kind, s.app_id, s.installation_id, s.user_id, s.scopes, ${now}, t.expires_at
-      FROM spent s CROSS JOIN (VALUES
-        (${newId('grt')}, ${hashSecret(access)}, 'access', ${accessExpires}::timestamptz),
-        (${newId('grt')}, ${hashSecret(refresh)}, 'refresh', ${refreshExpires}::timestamptz)
-      ) AS t (id, token_hash, kind, expires_at)
-      RETURNING 1
-    )
-    SELECT s.installation_id, s.scopes, i.tenant_id, i.customer_account_id
-    FROM spent s JOIN installations i ON i.id = s.installation_id`;
+    ${issueForSpent(now, {
+      accessId: sql`${newId('grt')}`,
+      accessHash: sql`${hashSecret(access)}`,
+      refreshId: sql`${newId('grt')}`,
+      refreshHash: sql`${hashSecret(refresh)}`,
+    })}`;
   // The text is the same for every call of a grant type: prepared once per connection.
   const [row] = await ctx.database.prepared<IssuedRow>(statement.compile(ctx.db));
   return row ? responseOf(row, access, refresh) : null;
+}
+
+/**
+ * The tail both spends share: for each grant `spent` returned, its new access and refresh token
+ * (ids and hashes from `pair`, values or `spent` columns), and the row of its answer, with
+ * `spent`'s own `extra` columns first.
+ */
+function issueForSpent(
+  now: Date,
+  pair: Record<'accessId' | 'accessHash' | 'refreshId' | 'refreshHash', RawBuilder<unknown>>,
+  extra: RawBuilder<unknown> = sql``,
+): RawBuilder<unknown> {
+  return sql`issued AS (
+      INSERT INTO oauth_tokens (id, token_hash, kind, app_id, installation_id, user_id, scopes, created_at, expires_at)
+      SELECT t.id, t.token_hash, t.kind, s.app_id, s.installation_id, s.user_id, s.scopes, ${now}, t.expires_at
+      FROM spent s CROSS JOIN LATERAL (VALUES
+        (${pair.accessId}, ${pair.accessHash}, 'access', ${addMs(now, ACCESS_TOKEN_LIFETIME_MS)}::timestamptz),
+        (${pair.refreshId}, ${pair.refreshHash}, 'refresh', ${addMs(now, REFRESH_TOKEN_LIFETIME_MS)}::timestamptz)
+      ) AS t (id, token_hash, kind, expires_at)
+      RETURNING 1
+    )
+    SELECT ${extra} s.installation_id, s.scopes, i.tenant_id, i.customer_account_id
+    FROM spent s JOIN installations i ON i.id = s.installation_id`;
 }
 
 function responseOf(row: IssuedRow, access: string, refresh: string): TokenResponse {
@@ -183,17 +199,16 @@ async function spendGroup(
         refresh_id, refresh_hash, n)
     ),
     spent AS (${spend}),
-    issued AS (
-      INSERT INTO oauth_tokens (id, token_hash, kind, app_id, installation_id, user_id, scopes, created_at, expires_at)
-      SELECT t.id, t.token_hash, t.kind, s.app_id, s.installation_id, s.user_id, s.scopes, ${now}, t.expires_at
-      FROM spent s CROSS JOIN LATERAL (VALUES
-        (s.access_id, s.access_hash, 'access', ${addMs(now, ACCESS_TOKEN_LIFETIME_MS)}::timestamptz),
-        (s.refresh_id, s.refresh_hash, 'refresh', ${addMs(now, REFRESH_TOKEN_LIFETIME_MS)}::timestamptz)
-      ) AS t (id, token_hash, kind, expires_at)
-      RETURNING 1
-    )
-    SELECT s.n, s.installation_id, s.scopes, i.tenant_id, i.customer_account_id
-    FROM spent s JOIN installations i ON i.id = s.installation_id`;
+    ${issueForSpent(
+      now,
+      {
+        accessId: sql`s.access_id`,
+        accessHash: sql`s.access_hash`,
+        refreshId: sql`s.refresh_id`,
+        refreshHash: sql`s.refresh_hash`,
+      },
+      sql`s.n,`,
+    )}`;
   let rows: (IssuedRow & { n: number })[];
   try {
     // One text per grant type, whatever the group's size: prepared once per connection.
