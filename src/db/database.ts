@@ -11,6 +11,7 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
+import { initializeInChild, PGLITE_OPTIONS } from './pglite.ts';
 import type { Database } from './schema.ts';
 
 // COUNT(*) and other int8 values as numbers; ours never pass 2^53.
@@ -43,7 +44,7 @@ export interface DatabaseOptions {
   loadDataDir?: Blob;
   poolSize?: number;
   /** Where lost connections are reported (they are not errors of any request). */
-  log?: { warn(object: object, message: string): void };
+  log?: { info(object: object, message: string): void; warn(object: object, message: string): void };
 }
 
 /**
@@ -113,27 +114,19 @@ export async function openDatabase(
   return openPGlite(config.database.dataDir, options);
 }
 
-/**
- * PGlite's memory (issue 10, `npm start` under 400 MB idle): PostgreSQL's defaults are sized for a
- * server of its own (128 MB of shared buffers, in the WebAssembly memory here, which never shrinks).
- * One process with one connection needs far less.
- */
-const PGLITE_MEMORY = {
-  startParams: [
-    ...PGlite.defaultStartParams,
-    '-c',
-    'shared_buffers=16MB',
-    '-c',
-    'work_mem=4MB',
-    '-c',
-    'maintenance_work_mem=16MB',
-  ],
-};
-
 async function openPGlite(dataDir: string | null, options: DatabaseOptions): Promise<DatabaseHandle> {
+  if (dataDir !== null && !options.loadDataDir) {
+    const started = performance.now();
+    const outcome = await initializeInChild(dataDir);
+    const ms = Math.round(performance.now() - started);
+    if (outcome === 'created')
+      options.log?.info({ dataDir, ms }, 'cluster created by initdb in a child process');
+    else if (outcome !== 'present')
+      options.log?.warn({ dataDir, why: outcome }, 'cluster to be created in this process');
+  }
   const pglite = await PGlite.create(dataDir ?? undefined, {
     ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
-    ...PGLITE_MEMORY,
+    ...PGLITE_OPTIONS,
   });
   const db = new Kysely<Database>({ dialect: new SerializedPGliteDialect({ pglite }) });
   return {

@@ -1,4 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -173,16 +181,49 @@ describe.skipIf(engine === 'postgres')('the waybill command', () => {
   });
 
   it(
-    'migrate works on a folder, twice',
+    'migrate works on a folder, twice; the first run creates the cluster in a child process, in place',
     async () => {
       const folder = mkdtempSync(join(tmpdir(), 'waybill-cli-'));
+      // What a first start killed halfway would have left: a build beside the folder, its process gone.
+      const abandoned = join(folder, '.pglite.initdb-999999');
+      mkdirSync(abandoned);
+      writeFileSync(join(abandoned, 'PG_VERSION'), '17');
       try {
         for (let i = 0; i < 2; i++) {
-          const run = waybill(['migrate'], { WAYBILL_DATABASE_URL: join(folder, 'pglite') });
+          const run = waybill(['migrate'], {
+            WAYBILL_DATABASE_URL: join(folder, 'pglite'),
+            WAYBILL_LOG_LEVEL: 'info',
+          });
           const code = await run.exited;
           expect(code, run.stderr()).toBe(0);
           expect(run.stdout()).toContain('Migrations are up to date');
+          expect(run.stdout().includes('cluster created by initdb in a child process')).toBe(i === 0);
+          expect(run.stdout()).not.toContain('cluster to be created in this process');
         }
+        expect(existsSync(join(folder, 'pglite', 'PG_VERSION'))).toBe(true);
+        // The child builds beside the folder and renames into place: nothing of it, or of the
+        // abandoned build, is left over.
+        expect(readdirSync(folder).sort()).toEqual(['pglite', 'secret.key']);
+      } finally {
+        rmSync(folder, { recursive: true, force: true });
+      }
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'a folder that holds other files and no cluster is left as it is, and the cluster made in process',
+    async () => {
+      const folder = mkdtempSync(join(tmpdir(), 'waybill-cli-'));
+      try {
+        mkdirSync(join(folder, 'pglite'));
+        writeFileSync(join(folder, 'pglite', 'notes.txt'), 'mine');
+        const run = waybill(['migrate'], { WAYBILL_DATABASE_URL: join(folder, 'pglite') });
+        expect(await run.exited, run.stderr()).toBe(0);
+        expect(run.stdout()).toContain('cluster to be created in this process');
+        expect(run.stdout()).toContain('the folder is not empty and holds no cluster');
+        expect(readFileSync(join(folder, 'pglite', 'notes.txt'), 'utf8')).toBe('mine');
+        expect(existsSync(join(folder, 'pglite', 'PG_VERSION'))).toBe(true);
       } finally {
         rmSync(folder, { recursive: true, force: true });
       }
