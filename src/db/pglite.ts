@@ -56,8 +56,9 @@ function isRunning(pid: number): boolean {
 /**
  * Creates the cluster of a new data folder in a short-lived child process, in WebAssembly's
  * baseline tier (`--liftoff-only`). In this process, initdb's hot functions would be handed to
- * V8's optimising compiler, and one of them (PostgreSQL's parser) takes about 600 MB of compiler
- * memory on top of initdb's own: a first `npm start` peaked at 1.2 GB. In the child, initdb peaks
+ * V8's optimising compiler, and one of them (104 KB of WebAssembly, hot from PostgreSQL's first
+ * seconds) takes about 600 MB of compiler memory, on top of initdb's own: a first `npm start`
+ * peaked at 1.2 GB. In the child, initdb peaks
  * at about 560 MB, runs faster (nothing competes for the two cores with the compiler), and its
  * memory is returned when it exits, before this process opens the folder as on any restart.
  *
