@@ -51,6 +51,8 @@ const pgUrl = process.env.WAYBILL_BENCH_DATABASE_URL;
 const peersUrl = process.env.WAYBILL_BENCH_PEERS_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/bench';
 const redisAddress = process.env.WAYBILL_BENCH_REDIS ?? '127.0.0.1:6379';
 const WAYBILL_APP = 'waybill-bench-waybill';
+/** The scale-out part's worker processes. */
+const WORKERS_APP = 'waybill-bench-workers';
 const HISTORY = Number(process.env.WAYBILL_BENCH_HISTORY ?? (pgUrl ? 1_000_000 : 0));
 /** Endpoints of the many-endpoints round: every event goes to each of them. */
 const MANY_ENDPOINTS = 100;
@@ -252,6 +254,14 @@ async function throughput(
  * Deliveries per second of a backlog of `count` events drained by `processes` worker processes
  * of their own (bench/worker-process.ts) on the same PostgreSQL schema: scale-out.
  */
+interface ScaleOutRound {
+  rate: number;
+  /** The worker processes' CPU µs per delivery, all of them together. */
+  workersUs: number;
+  /** Their PostgreSQL backends' CPU µs per delivery, or null when not readable here. */
+  postgresUs: number | null;
+}
+
 async function workerProcesses(
   ctx: AppContext,
   sink: Sink,
@@ -259,12 +269,17 @@ async function workerProcesses(
   schema: string,
   count: number,
   processes: number,
-): Promise<number> {
+  postgresMeter: PostgresCpuMeter | null,
+): Promise<ScaleOutRound> {
   const tenantId = await newTenant(ctx);
   const endpointId = await addEndpoint(ctx, tenantId, sink.url);
   const children = await Promise.all(
     Array.from({ length: processes }, async () => {
-      const child = fork(new URL('./worker-process.ts', import.meta.url), [url, schema]);
+      // Their own application_name: the benchmark's polling connections are not theirs to count.
+      const child = fork(new URL('./worker-process.ts', import.meta.url), [
+        withAppName(url, WORKERS_APP),
+        schema,
+      ]);
       await new Promise<void>((resolve, reject) => {
         child.once('message', () => resolve());
         child.once('exit', (code) => reject(new Error(`worker process exited with ${code}`)));
@@ -280,14 +295,23 @@ async function workerProcesses(
   await waitFor(async () => (await succeeded(ctx, [endpointId])) === warmUp, 10);
   await tellAll(children, 'pause', 'message');
   await insertEvents(ctx, tenantId, count, 500);
+  const meters = children.map((child) => new ProcessCpuMeter(child.pid as number));
+  for (const meter of meters) meter.start();
+  await postgresMeter?.start(WORKERS_APP);
   const before = sink.received.count;
   const started = performance.now();
   for (const child of children) child.send('go');
   await waitFor(() => sink.received.count - before >= count, 10);
   await waitFor(async () => (await succeeded(ctx, [endpointId])) === count + warmUp, 10);
   const seconds = (performance.now() - started) / 1000;
+  const workersSeconds = meters.reduce((sum, meter) => sum + meter.stop().total, 0);
+  const postgresSeconds = postgresMeter ? (await postgresMeter.stop()).backends : null;
   await tellAll(children, 'stop', 'exit');
-  return count / seconds;
+  return {
+    rate: count / seconds,
+    workersUs: (workersSeconds * 1e6) / count,
+    postgresUs: postgresSeconds === null ? null : (postgresSeconds * 1e6) / count,
+  };
 }
 
 /** Sends each worker process a command and waits for each to answer (`message`) or exit. */
@@ -696,14 +720,19 @@ async function main() {
     );
     if (pgUrl && schema && waybillUrl) {
       // Each side its own processes, alternated, best of 2: one worker process against two.
-      let one = 0;
-      let two = 0;
+      const none: ScaleOutRound = { rate: 0, workersUs: 0, postgresUs: null };
+      let one = none;
+      let two = none;
+      const better = (a: ScaleOutRound, b: ScaleOutRound) => (b.rate > a.rate ? b : a);
       for (let round = 0; round < 2; round++) {
-        one = Math.max(one, await workerProcesses(ctx, sink, waybillUrl, schema, EVENTS, 1));
-        two = Math.max(two, await workerProcesses(ctx, sink, waybillUrl, schema, EVENTS, 2));
+        one = better(one, await workerProcesses(ctx, sink, waybillUrl, schema, EVENTS, 1, waybillMeter));
+        two = better(two, await workerProcesses(ctx, sink, waybillUrl, schema, EVENTS, 2, waybillMeter));
       }
+      // CPU per delivery says whether a second process adds work (contention) or only shares it.
+      const cpu = (r: ScaleOutRound) =>
+        `${r.workersUs.toFixed(0)}${r.postgresUs === null ? '' : ` + PostgreSQL ${r.postgresUs.toFixed(0)}`} µs`;
       console.log(
-        `[${engine}] (e) scale-out: ${one.toFixed(0)} deliveries/s with one worker process, ${two.toFixed(0)} with two (${(two / one).toFixed(2)} times, target >= 1.6; ${EVENTS} events, each worker its own process, warmed up by ${WARM_UP_EVENTS} deliveries, best of 2)`,
+        `[${engine}] (e) scale-out: ${one.rate.toFixed(0)} deliveries/s with one worker process, ${two.rate.toFixed(0)} with two (${(two.rate / one.rate).toFixed(2)} times, target >= 1.6; ${EVENTS} events, each worker its own process, warmed up by ${WARM_UP_EVENTS} deliveries, best of 2); CPU per delivery: one process ${cpu(one)}, two ${cpu(two)}`,
       );
     }
   } finally {
