@@ -122,7 +122,7 @@ async function openPGlite(dataDir: string | null, options: DatabaseOptions): Pro
     if (outcome === 'created')
       options.log?.info({ dataDir, ms }, 'cluster created by initdb in a child process');
     else if (outcome !== 'present')
-      options.log?.warn({ dataDir, why: outcome }, 'cluster to be created in this process');
+      options.log?.warn({ dataDir, why: outcome.failed }, 'cluster to be created in this process');
   }
   const pglite = await PGlite.create(dataDir ?? undefined, {
     ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),

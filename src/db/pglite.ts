@@ -66,10 +66,12 @@ function isRunning(pid: number): boolean {
  * halfway leaves no half-made cluster behind. If the child cannot do it, returns why, and the
  * caller's PGlite runs initdb itself, as it always could.
  */
-export async function initializeInChild(dataDir: string): Promise<'present' | 'created' | string> {
+export async function initializeInChild(
+  dataDir: string,
+): Promise<'present' | 'created' | { failed: string }> {
   if (holdsCluster(dataDir)) return 'present';
   if (existsSync(dataDir) && readdirSync(dataDir).length > 0)
-    return 'the folder is not empty and holds no cluster';
+    return { failed: 'the folder is not empty and holds no cluster' };
   removeAbandonedBuilds(dataDir);
   const building = join(dirname(dataDir), `${buildPrefix(dataDir)}${process.pid}`);
   const child = spawn(process.execPath, ['--liftoff-only', INITDB_SCRIPT, building], {
@@ -91,6 +93,6 @@ export async function initializeInChild(dataDir: string): Promise<'present' | 'c
     return 'created';
   } catch (error) {
     rmSync(building, { recursive: true, force: true });
-    return (error as Error).message;
+    return { failed: (error as Error).message };
   }
 }
