@@ -59,7 +59,7 @@ function isRunning(pid: number): boolean {
  * V8's optimising compiler, and one of them (104 KB of WebAssembly, hot from PostgreSQL's first
  * seconds) takes about 600 MB of compiler memory, on top of initdb's own: a first `npm start`
  * peaked at 1.2 GB. In the child, initdb peaks
- * at about 560 MB, runs faster (nothing competes for the two cores with the compiler), and its
+ * at 550 to 620 MB, runs faster (nothing competes for the two cores with the compiler), and its
  * memory is returned when it exits, before this process opens the folder as on any restart.
  *
  * The child builds the cluster beside the folder and renames it into place, so a child killed
