@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
@@ -26,6 +26,12 @@ const INITDB_SCRIPT = fileURLToPath(new URL('./pglite-initdb.ts', import.meta.ur
 /** Whether a data folder already holds a cluster (every cluster has a PG_VERSION file). */
 function holdsCluster(dataDir: string): boolean {
   return existsSync(join(dataDir, 'PG_VERSION'));
+}
+
+/** The line of a child's stderr that names its error (a stack trace's first line), if any. */
+function firstError(stderr: string): string | undefined {
+  const lines = stderr.split('\n').map((line) => line.trim());
+  return lines.find((line) => /^[A-Za-z]*Error\b/.test(line)) ?? lines.findLast((line) => line !== '');
 }
 
 function buildPrefix(dataDir: string): string {
@@ -72,6 +78,8 @@ export async function initializeInChild(
   if (holdsCluster(dataDir)) return 'present';
   if (existsSync(dataDir) && readdirSync(dataDir).length > 0)
     return { failed: 'the folder is not empty and holds no cluster' };
+  // PGlite makes the folder but not its parents.
+  mkdirSync(dirname(dataDir), { recursive: true });
   removeAbandonedBuilds(dataDir);
   const building = join(dirname(dataDir), `${buildPrefix(dataDir)}${process.pid}`);
   const child = spawn(process.execPath, ['--liftoff-only', INITDB_SCRIPT, building], {
@@ -87,7 +95,7 @@ export async function initializeInChild(
   });
   try {
     if (code !== 0 || !holdsCluster(building))
-      throw new Error(stderr.trim() || `initdb child exited with ${code}`);
+      throw new Error(firstError(stderr) ?? `initdb child exited with ${code}`);
     rmSync(dataDir, { recursive: true, force: true });
     renameSync(building, dataDir);
     return 'created';

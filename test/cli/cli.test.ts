@@ -212,6 +212,28 @@ describe.skipIf(engine === 'postgres')('the waybill command', () => {
   );
 
   it(
+    'a folder whose parents do not exist yet is made, parents included',
+    async () => {
+      const folder = mkdtempSync(join(tmpdir(), 'waybill-cli-'));
+      try {
+        const dataDir = join(folder, 'a', 'b', 'pglite');
+        // With a key given, nothing else makes the parents (the key file would be beside the folder).
+        const run = waybill(['migrate'], {
+          WAYBILL_DATABASE_URL: dataDir,
+          WAYBILL_SECRET_KEY: '00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff',
+          WAYBILL_LOG_LEVEL: 'info',
+        });
+        expect(await run.exited, run.stderr()).toBe(0);
+        expect(run.stdout()).toContain('cluster created by initdb in a child process');
+        expect(existsSync(join(dataDir, 'PG_VERSION'))).toBe(true);
+      } finally {
+        rmSync(folder, { recursive: true, force: true });
+      }
+    },
+    TIMEOUT,
+  );
+
+  it(
     'a folder that holds other files and no cluster is left as it is, and the cluster made in process',
     async () => {
       const folder = mkdtempSync(join(tmpdir(), 'waybill-cli-'));
