@@ -42,7 +42,6 @@ function buildPrefix(dataDir: string): string {
 function removeAbandonedBuilds(dataDir: string): void {
   const prefix = buildPrefix(dataDir);
   const parent = dirname(dataDir);
-  if (!existsSync(parent)) return;
   for (const name of readdirSync(parent)) {
     if (!name.startsWith(prefix)) continue;
     const pid = Number(name.slice(prefix.length));
@@ -64,9 +63,9 @@ function isRunning(pid: number): boolean {
  * baseline tier (`--liftoff-only`). In this process, initdb's hot functions would be handed to
  * V8's optimising compiler, and one of them (104 KB of WebAssembly, hot from PostgreSQL's first
  * seconds) takes about 600 MB of compiler memory, on top of initdb's own: a first `npm start`
- * peaked at 1.2 GB. In the child, initdb peaks
- * at 550 to 620 MB, runs faster (nothing competes for the two cores with the compiler), and its
- * memory is returned when it exits, before this process opens the folder as on any restart.
+ * peaked at 1.2 GB. In the child, initdb peaks at 550 to 620 MB, runs faster (nothing competes
+ * for the two cores with the compiler), and its memory is returned when it exits, before this
+ * process opens the folder as on any restart.
  *
  * The child builds the cluster beside the folder and renames it into place, so a child killed
  * halfway leaves no half-made cluster behind. If the child cannot do it, returns why, and the
