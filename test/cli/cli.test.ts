@@ -34,6 +34,16 @@ function waitFor(run: Run, pattern: RegExp): Promise<RegExpExecArray> {
   });
 }
 
+/** Runs `body` with a fresh folder of its own, removed afterwards. */
+async function inTempFolder(body: (folder: string) => Promise<void>): Promise<void> {
+  const folder = mkdtempSync(join(tmpdir(), 'waybill-cli-'));
+  try {
+    await body(folder);
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
+}
+
 /** Connection refused means the server has stopped taking new connections: its shutdown began. */
 async function untilRefused(port: number): Promise<void> {
   for (;;) {
@@ -183,12 +193,11 @@ describe.skipIf(engine === 'postgres')('the waybill command', () => {
   it(
     'migrate works on a folder, twice; the first run creates the cluster in a child process, in place',
     async () => {
-      const folder = mkdtempSync(join(tmpdir(), 'waybill-cli-'));
-      // What a first start killed halfway would have left: a build beside the folder, its process gone.
-      const abandoned = join(folder, '.pglite.initdb-999999');
-      mkdirSync(abandoned);
-      writeFileSync(join(abandoned, 'PG_VERSION'), '17');
-      try {
+      await inTempFolder(async (folder) => {
+        // What a first start killed halfway would have left: a build beside the folder, its process gone.
+        const abandoned = join(folder, '.pglite.initdb-999999');
+        mkdirSync(abandoned);
+        writeFileSync(join(abandoned, 'PG_VERSION'), '17');
         for (let i = 0; i < 2; i++) {
           const run = waybill(['migrate'], {
             WAYBILL_DATABASE_URL: join(folder, 'pglite'),
@@ -204,9 +213,7 @@ describe.skipIf(engine === 'postgres')('the waybill command', () => {
         // The child builds beside the folder and renames into place: nothing of it, or of the
         // abandoned build, is left over.
         expect(readdirSync(folder).sort()).toEqual(['pglite', 'secret.key']);
-      } finally {
-        rmSync(folder, { recursive: true, force: true });
-      }
+      });
     },
     TIMEOUT,
   );
@@ -214,8 +221,7 @@ describe.skipIf(engine === 'postgres')('the waybill command', () => {
   it(
     'a folder whose parents do not exist yet is made, parents included',
     async () => {
-      const folder = mkdtempSync(join(tmpdir(), 'waybill-cli-'));
-      try {
+      await inTempFolder(async (folder) => {
         const dataDir = join(folder, 'a', 'b', 'pglite');
         // With a key given, nothing else makes the parents (the key file would be beside the folder).
         const run = waybill(['migrate'], {
@@ -226,9 +232,7 @@ describe.skipIf(engine === 'postgres')('the waybill command', () => {
         expect(await run.exited, run.stderr()).toBe(0);
         expect(run.stdout()).toContain('cluster created by initdb in a child process');
         expect(existsSync(join(dataDir, 'PG_VERSION'))).toBe(true);
-      } finally {
-        rmSync(folder, { recursive: true, force: true });
-      }
+      });
     },
     TIMEOUT,
   );
@@ -236,8 +240,7 @@ describe.skipIf(engine === 'postgres')('the waybill command', () => {
   it(
     'a folder that holds other files and no cluster is left as it is, and the cluster made in process',
     async () => {
-      const folder = mkdtempSync(join(tmpdir(), 'waybill-cli-'));
-      try {
+      await inTempFolder(async (folder) => {
         mkdirSync(join(folder, 'pglite'));
         writeFileSync(join(folder, 'pglite', 'notes.txt'), 'mine');
         const run = waybill(['migrate'], { WAYBILL_DATABASE_URL: join(folder, 'pglite') });
@@ -246,9 +249,7 @@ describe.skipIf(engine === 'postgres')('the waybill command', () => {
         expect(run.stdout()).toContain('the folder is not empty and holds no cluster');
         expect(readFileSync(join(folder, 'pglite', 'notes.txt'), 'utf8')).toBe('mine');
         expect(existsSync(join(folder, 'pglite', 'PG_VERSION'))).toBe(true);
-      } finally {
-        rmSync(folder, { recursive: true, force: true });
-      }
+      });
     },
     TIMEOUT,
   );
