@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
@@ -44,8 +45,8 @@ function removeAbandonedBuilds(dataDir: string): void {
   const parent = dirname(dataDir);
   for (const name of readdirSync(parent)) {
     if (!name.startsWith(prefix)) continue;
-    const pid = Number(name.slice(prefix.length));
-    if (pid === process.pid || !isRunning(pid)) rmSync(join(parent, name), { recursive: true, force: true });
+    const pid = Number.parseInt(name.slice(prefix.length), 10);
+    if (!isRunning(pid)) rmSync(join(parent, name), { recursive: true, force: true });
   }
 }
 
@@ -80,7 +81,10 @@ export async function initializeInChild(
   // PGlite makes the folder but not its parents.
   mkdirSync(dirname(dataDir), { recursive: true });
   removeAbandonedBuilds(dataDir);
-  const building = join(dirname(dataDir), `${buildPrefix(dataDir)}${process.pid}`);
+  const building = join(
+    dirname(dataDir),
+    `${buildPrefix(dataDir)}${process.pid}-${randomBytes(4).toString('hex')}`,
+  );
   const child = spawn(process.execPath, ['--liftoff-only', INITDB_SCRIPT, building], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -95,7 +99,13 @@ export async function initializeInChild(
   try {
     if (code !== 0 || !holdsCluster(building))
       throw new Error(firstError(stderr) ?? `initdb child exited with ${code}`);
-    rmSync(dataDir, { recursive: true, force: true });
+    // Another process may have made the folder's cluster meanwhile: never put ours over it.
+    if (holdsCluster(dataDir)) {
+      rmSync(building, { recursive: true, force: true });
+      return 'present';
+    }
+    // Empty (checked above); rmdir refuses, rather than deletes, anything that appeared since.
+    if (existsSync(dataDir)) rmdirSync(dataDir);
     renameSync(building, dataDir);
     return 'created';
   } catch (error) {

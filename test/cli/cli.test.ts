@@ -11,6 +11,7 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initializeInChild } from '../../src/db/pglite.ts';
 import { DEMO_PASSWORD, DEMO_PEOPLE } from '../../src/seed.ts';
 import type { Json } from '../support/api.ts';
 import { engine } from '../support/harness.ts';
@@ -232,6 +233,21 @@ describe.skipIf(engine === 'postgres')('the waybill command', () => {
         expect(await run.exited, run.stderr()).toBe(0);
         expect(run.stdout()).toContain('cluster created by initdb in a child process');
         expect(existsSync(join(dataDir, 'PG_VERSION'))).toBe(true);
+      });
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'two first starts at once on one folder: one makes the cluster, the other finds it and keeps its own out',
+    async () => {
+      await inTempFolder(async (folder) => {
+        const dataDir = join(folder, 'pglite');
+        // Both children build at once; whichever finishes second must not replace the first's cluster.
+        const outcomes = await Promise.all([initializeInChild(dataDir), initializeInChild(dataDir)]);
+        expect(outcomes.sort()).toEqual(['created', 'present']);
+        expect(existsSync(join(dataDir, 'PG_VERSION'))).toBe(true);
+        expect(readdirSync(folder)).toEqual(['pglite']);
       });
     },
     TIMEOUT,
