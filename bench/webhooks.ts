@@ -250,10 +250,6 @@ async function throughput(
   return { rate: expected / seconds, worker };
 }
 
-/**
- * Deliveries per second of a backlog of `count` events drained by `processes` worker processes
- * of their own (bench/worker-process.ts) on the same PostgreSQL schema: scale-out.
- */
 interface ScaleOutRound {
   rate: number;
   /** The worker processes' CPU µs per delivery, all of them together. */
@@ -261,6 +257,12 @@ interface ScaleOutRound {
   /** Their PostgreSQL backends' CPU µs per delivery, or null when not readable here. */
   postgresUs: number | null;
 }
+
+/**
+ * Deliveries per second of a backlog of `count` events drained by `processes` worker processes
+ * of their own (bench/worker-process.ts) on the same PostgreSQL schema (scale-out), and the CPU
+ * each delivery cost them and their PostgreSQL backends.
+ */
 
 async function workerProcesses(
   ctx: AppContext,

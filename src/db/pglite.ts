@@ -40,9 +40,8 @@ function buildPrefix(dataDir: string): string {
 }
 
 /** A cluster half built by a process that was killed during its first start is of no use to anyone. */
-function removeAbandonedBuilds(dataDir: string): void {
+function removeAbandonedBuilds(dataDir: string, parent: string): void {
   const prefix = buildPrefix(dataDir);
-  const parent = dirname(dataDir);
   for (const name of readdirSync(parent)) {
     if (!name.startsWith(prefix)) continue;
     const pid = Number.parseInt(name.slice(prefix.length), 10);
@@ -78,13 +77,11 @@ export async function initializeInChild(
   if (holdsCluster(dataDir)) return 'present';
   if (existsSync(dataDir) && readdirSync(dataDir).length > 0)
     return { failed: 'the folder is not empty and holds no cluster' };
+  const parent = dirname(dataDir);
   // PGlite makes the folder but not its parents.
-  mkdirSync(dirname(dataDir), { recursive: true });
-  removeAbandonedBuilds(dataDir);
-  const building = join(
-    dirname(dataDir),
-    `${buildPrefix(dataDir)}${process.pid}-${randomBytes(4).toString('hex')}`,
-  );
+  mkdirSync(parent, { recursive: true });
+  removeAbandonedBuilds(dataDir, parent);
+  const building = join(parent, `${buildPrefix(dataDir)}${process.pid}-${randomBytes(4).toString('hex')}`);
   const child = spawn(process.execPath, ['--liftoff-only', INITDB_SCRIPT, building], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });

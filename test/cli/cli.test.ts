@@ -45,6 +45,13 @@ async function inTempFolder(body: (folder: string) => Promise<void>): Promise<vo
   }
 }
 
+/** `waybill migrate` with `env`, which must succeed: its output. */
+async function migrate(env: Record<string, string>): Promise<string> {
+  const run = waybill(['migrate'], env);
+  expect(await run.exited, run.stderr()).toBe(0);
+  return run.stdout();
+}
+
 /** Connection refused means the server has stopped taking new connections: its shutdown began. */
 async function untilRefused(port: number): Promise<void> {
   for (;;) {
@@ -200,15 +207,13 @@ describe.skipIf(engine === 'postgres')('the waybill command', () => {
         mkdirSync(abandoned);
         writeFileSync(join(abandoned, 'PG_VERSION'), '17');
         for (let i = 0; i < 2; i++) {
-          const run = waybill(['migrate'], {
+          const output = await migrate({
             WAYBILL_DATABASE_URL: join(folder, 'pglite'),
             WAYBILL_LOG_LEVEL: 'info',
           });
-          const code = await run.exited;
-          expect(code, run.stderr()).toBe(0);
-          expect(run.stdout()).toContain('Migrations are up to date');
-          expect(run.stdout().includes('cluster created by initdb in a child process')).toBe(i === 0);
-          expect(run.stdout()).not.toContain('cluster to be created in this process');
+          expect(output).toContain('Migrations are up to date');
+          expect(output.includes('cluster created by initdb in a child process')).toBe(i === 0);
+          expect(output).not.toContain('cluster to be created in this process');
         }
         expect(existsSync(join(folder, 'pglite', 'PG_VERSION'))).toBe(true);
         // The child builds beside the folder and renames into place: nothing of it, or of the
@@ -225,13 +230,12 @@ describe.skipIf(engine === 'postgres')('the waybill command', () => {
       await inTempFolder(async (folder) => {
         const dataDir = join(folder, 'a', 'b', 'pglite');
         // With a key given, nothing else makes the parents (the key file would be beside the folder).
-        const run = waybill(['migrate'], {
+        const output = await migrate({
           WAYBILL_DATABASE_URL: dataDir,
           WAYBILL_SECRET_KEY: '00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff',
           WAYBILL_LOG_LEVEL: 'info',
         });
-        expect(await run.exited, run.stderr()).toBe(0);
-        expect(run.stdout()).toContain('cluster created by initdb in a child process');
+        expect(output).toContain('cluster created by initdb in a child process');
         expect(existsSync(join(dataDir, 'PG_VERSION'))).toBe(true);
       });
     },
@@ -259,10 +263,9 @@ describe.skipIf(engine === 'postgres')('the waybill command', () => {
       await inTempFolder(async (folder) => {
         mkdirSync(join(folder, 'pglite'));
         writeFileSync(join(folder, 'pglite', 'notes.txt'), 'mine');
-        const run = waybill(['migrate'], { WAYBILL_DATABASE_URL: join(folder, 'pglite') });
-        expect(await run.exited, run.stderr()).toBe(0);
-        expect(run.stdout()).toContain('cluster to be created in this process');
-        expect(run.stdout()).toContain('the folder is not empty and holds no cluster');
+        const output = await migrate({ WAYBILL_DATABASE_URL: join(folder, 'pglite') });
+        expect(output).toContain('cluster to be created in this process');
+        expect(output).toContain('the folder is not empty and holds no cluster');
         expect(readFileSync(join(folder, 'pglite', 'notes.txt'), 'utf8')).toBe('mine');
         expect(existsSync(join(folder, 'pglite', 'PG_VERSION'))).toBe(true);
       });
