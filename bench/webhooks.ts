@@ -87,8 +87,9 @@ async function receiver(): Promise<Sink> {
 }
 
 /**
- * A month of history: `count` succeeded deliveries with one attempt each, created evenly over the
- * last 30 days, on an endpoint of their own; the attempt log's day partitions are made for them.
+ * A month of history: `count` events, each with its succeeded delivery and one attempt, created
+ * evenly over the last 30 days, on an endpoint of their own; the attempt log's day partitions are
+ * made for them.
  */
 async function writeHistory(ctx: AppContext, count: number): Promise<number> {
   if (count <= 0) return 0;
@@ -102,14 +103,20 @@ async function writeHistory(ctx: AppContext, count: number): Promise<number> {
   const step = HISTORY_MS / count;
   for (let done = 0; done < count; done += 100_000) {
     const n = Math.min(100_000, count - done);
+    // As the fan-out writes them: the envelope with the event, none in the delivery (migration 0016).
     await sql`
-      WITH d AS (
+      WITH ev AS (
+        INSERT INTO events (id, tenant_id, livemode, type, shipment_id, customer_account_id, payload, created_at)
+        SELECT 'evt_hist' || g, ${tenantId}, true, 'shipment.status_changed', NULL, NULL, ${body},
+          to_timestamp((${now - HISTORY_MS} + g * ${step}::float8) / 1000)
+        FROM generate_series(${done}::int, ${done + n - 1}::int) AS g
+        RETURNING id, created_at
+      ), d AS (
         INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, status, attempt_count,
           next_attempt_at, last_status_code, last_attempt_at, created_at, updated_at)
-        SELECT 'dlv_hist' || g, ${endpointId}, 'evt_hist' || g, 'shipment.status_changed', ${body}, 'succeeded', 1,
-          NULL, 200, t, t, t
-        FROM generate_series(${done}::int, ${done + n - 1}::int) AS g,
-          LATERAL (SELECT to_timestamp((${now - HISTORY_MS} + g * ${step}::float8) / 1000) AS t) AS at
+        SELECT 'dlv_' || substr(ev.id, 5), ${endpointId}, ev.id, 'shipment.status_changed', NULL, 'succeeded', 1,
+          NULL, 200, ev.created_at, ev.created_at, ev.created_at
+        FROM ev
         RETURNING id, created_at
       )
       INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, attempted_at, duration_ms, status_code, error,
@@ -118,6 +125,7 @@ async function writeHistory(ctx: AppContext, count: number): Promise<number> {
         'scheduled', '{"webhook-id":"x","webhook-timestamp":"0","webhook-signature":"v1,x"}'::jsonb
       FROM d`.execute(ctx.db);
   }
+  await sql`ANALYZE events`.execute(ctx.db);
   await sql`ANALYZE webhook_deliveries`.execute(ctx.db);
   await sql`ANALYZE webhook_attempts`.execute(ctx.db);
   return (performance.now() - started) / 1000;

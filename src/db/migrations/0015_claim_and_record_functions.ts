@@ -9,7 +9,7 @@ import { runStatements } from './sql.ts';
  * a plan made without the values is the right one (`= ANY (ids)` by primary key, never a join
  * whose size the planner cannot see). One call is still one round trip and one transaction.
  */
-const CLAIM = `CREATE FUNCTION webhook_claim(p_worker text, p_now timestamptz, p_lease_until timestamptz, p_limit int,
+export const CLAIM = `CREATE FUNCTION webhook_claim(p_worker text, p_now timestamptz, p_lease_until timestamptz, p_limit int,
   p_per_endpoint int, p_room_ids text[], p_room_left int[], p_after text, p_visits int, p_targets text[])
 RETURNS TABLE (id text, endpoint_id text, event_id text, event_type text, payload text, status text,
   attempt_count int, next_attempt_at timestamptz, kind text, url text, secret_sealed text,

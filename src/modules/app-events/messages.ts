@@ -14,9 +14,10 @@ export interface EventMessage extends Omit<Delivery, 'endpoint_id'> {
   attempts: Attempt[];
 }
 
-function envelopeOf(payload: string): { tenant_id?: string; test?: boolean } {
+/** An app event's delivery holds its envelope (it has no event row). */
+function envelopeOf(payload: string | null): { tenant_id?: string; test?: boolean } {
   try {
-    return JSON.parse(payload) as { tenant_id?: string; test?: boolean };
+    return JSON.parse(payload ?? '{}') as { tenant_id?: string; test?: boolean };
   } catch {
     return {};
   }

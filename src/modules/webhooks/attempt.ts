@@ -2,7 +2,7 @@ import type { Agent } from 'undici';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../lib/errors.ts';
 import { mailEndpointDisabled } from './mail.ts';
-import { buildMessage, storedHeaders } from './message.ts';
+import { buildMessage, deliveryPayload, storedHeaders } from './message.ts';
 import { type FinishedAttempt, recordAttempts, type Trigger } from './record.ts';
 import {
   DEADLINE_MS,
@@ -65,7 +65,7 @@ export async function attemptDelivery(
       'd.endpoint_id',
       'd.event_id',
       'd.event_type',
-      'd.payload',
+      deliveryPayload('d').as('payload'),
       'd.status',
       'd.attempt_count',
       'd.next_attempt_at',

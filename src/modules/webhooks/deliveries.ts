@@ -4,7 +4,7 @@ import { AppError } from '../../lib/errors.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { requireScope, type TenantAccess } from '../accounts/access.ts';
 import { endpointVisible, findVisibleEndpoint } from './endpoints.ts';
-import { buildMessage } from './message.ts';
+import { buildMessage, deliveryPayload } from './message.ts';
 import { responseText } from './sender.ts';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './tables.ts';
 
@@ -76,10 +76,11 @@ export async function findVisibleDelivery(
   ctx: AppContext,
   access: TenantAccess,
   id: string,
-): Promise<{ delivery: WebhookDeliveriesTable; endpoint: WebhookEndpointsTable }> {
+): Promise<{ delivery: WebhookDeliveriesTable & { payload: string }; endpoint: WebhookEndpointsTable }> {
   const delivery = await ctx.db
-    .selectFrom('webhook_deliveries')
+    .selectFrom('webhook_deliveries as d')
     .selectAll()
+    .select(deliveryPayload('d').as('payload'))
     .where('id', '=', id)
     .executeTakeFirst();
   const endpoint = delivery

@@ -34,7 +34,8 @@ export function onLocalWake(ctx: AppContext, wake: () => void): () => void {
 
 /**
  * One delivery row per event and matching endpoint (ARCHITECTURE.md step 1), in the event's own
- * transaction and in one INSERT ... SELECT: enabled, same tenant and livemode, subscribed to the
+ * transaction and in one INSERT ... SELECT, without the payload, which stays with the event
+ * (migration 0016): enabled, same tenant and livemode, subscribed to the
  * type, in scope (a company endpoint gets every shipment of the company, a merchant endpoint only
  * its account's), and not belonging to a suspended app's installation.
  */
@@ -47,16 +48,16 @@ export async function fanOut(ctx: AppContext, trx: Trx, events: readonly StoredE
     SELECT
       -- dlv_ + 22 characters of [0-9A-Za-z] drawn from 256 random bits.
       'dlv_' || substr(translate(encode(uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()), 'base64'), '+/=', ''), 1, 22),
-      e.id, ev.id, ev.type, ev.payload, 'pending', 0, ${now.toISOString()}::timestamptz,
+      -- No payload: the delivery reads its event's (migration 0016).
+      e.id, ev.id, ev.type, NULL, 'pending', 0, ${now.toISOString()}::timestamptz,
       ${now.toISOString()}::timestamptz, ${now.toISOString()}::timestamptz
     FROM unnest(
       ${events.map((e) => e.id)}::text[],
       ${events.map((e) => e.type)}::text[],
       ${events.map((e) => e.tenantId)}::text[],
       ${events.map((e) => e.livemode)}::boolean[],
-      ${events.map((e) => e.customerAccountId)}::text[],
-      ${events.map((e) => e.payload)}::text[]
-    ) AS ev(id, type, tenant_id, livemode, customer_account_id, payload)
+      ${events.map((e) => e.customerAccountId)}::text[]
+    ) AS ev(id, type, tenant_id, livemode, customer_account_id)
     JOIN webhook_endpoints e
       ON e.tenant_id = ev.tenant_id
       AND e.livemode = ev.livemode

@@ -1,3 +1,4 @@
+import { type RawBuilder, sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
 import type { OutgoingMessage } from './sender.ts';
 import { secretsForSigning, signatureHeader } from './signing.ts';
@@ -11,15 +12,16 @@ export type SendingEndpoint = Pick<
 
 export type SendingDelivery = Pick<
   WebhookDeliveriesTable,
-  | 'id'
-  | 'endpoint_id'
-  | 'event_id'
-  | 'event_type'
-  | 'payload'
-  | 'status'
-  | 'attempt_count'
-  | 'next_attempt_at'
->;
+  'id' | 'endpoint_id' | 'event_id' | 'event_type' | 'status' | 'attempt_count' | 'next_attempt_at'
+> & { payload: string };
+
+/**
+ * The payload a delivery sends, in a query over `webhook_deliveries AS <alias>`: its own, or its
+ * event's (a shipment event's deliveries hold none; migration 0016).
+ */
+export function deliveryPayload(alias: string): RawBuilder<string> {
+  return sql<string>`COALESCE(${sql.ref(`${alias}.payload`)}, (SELECT ev.payload FROM events ev WHERE ev.id = ${sql.ref(`${alias}.event_id`)}))`;
+}
 
 export function userAgent(ctx: AppContext): string {
   return `Waybill-Webhooks/1.0 (+${ctx.config.webUrl}/docs/webhooks)`;

@@ -13,7 +13,8 @@ export type Trigger = 'scheduled' | 'replay' | 'test';
 
 /** One finished attempt, waiting to be written. */
 export interface FinishedAttempt {
-  delivery: SendingDelivery;
+  /** The delivery as claimed; its payload is not needed to record the attempt. */
+  delivery: Omit<SendingDelivery, 'payload'>;
   trigger: Trigger;
   attemptedAt: Date;
   headers: Record<string, string>;

@@ -59,8 +59,11 @@ export interface WebhookDeliveriesTable {
   /** The webhook-id: the event's id (test messages get an evt_ id of their own). */
   event_id: string;
   event_type: string;
-  /** The envelope as sent, byte for byte. */
-  payload: string;
+  /**
+   * The envelope as sent, byte for byte; null for a shipment event's delivery, which sends its
+   * event's (migration 0016): read it through `deliveryPayload`.
+   */
+  payload: string | null;
   status: 'pending' | 'succeeded' | 'failed' | 'cancelled';
   attempt_count: number;
   next_attempt_at: Date | null;
