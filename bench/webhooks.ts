@@ -680,7 +680,7 @@ async function main() {
     const historySeconds = await writeHistory(ctx, HISTORY);
     console.log(
       HISTORY > 0
-        ? `[${engine}] history present: ${HISTORY.toLocaleString('en')} old deliveries with their attempts over the last 30 days (written in ${historySeconds.toFixed(0)} s), kept for the whole run`
+        ? `[${engine}] history present: ${HISTORY.toLocaleString('en')} old events, each with its delivery and attempt, over the last 30 days (written in ${historySeconds.toFixed(0)} s), kept for the whole run`
         : `[${engine}] no history written (WAYBILL_BENCH_HISTORY=0)`,
     );
     await throughputRounds(ctx, engine, sink, waybillMeter, peers);
