@@ -488,9 +488,12 @@ function meterThisProcess(): (count: number) => number {
 function cpuLine(server: string, figures: Figures): string {
   if (figures.cpu.length === 0) return '';
   const per = (pick: (c: ServerCpu) => number) => median(figures.cpu.map(pick)).toFixed(3);
+  const wal = figures.cpu.every((c) => c.walBytes !== undefined)
+    ? `, WAL ${median(figures.cpu.map((c) => c.walBytes ?? 0)).toFixed(0)} bytes per delivery`
+    : '';
   return `   ${server} CPU ${per((c) => c.total)} s per 1,000 deliveries${
     server === 'PostgreSQL'
-      ? ` (its backends ${per((c) => c.backends)}, background ${per((c) => c.background)})`
+      ? ` (its backends ${per((c) => c.backends)}, background ${per((c) => c.background)})${wal}`
       : ''
   }`;
 }
@@ -507,6 +510,7 @@ async function throughputRounds(
     backends: (cpu.backends / EVENTS) * 1000,
     background: (cpu.background / EVENTS) * 1000,
     total: (cpu.total / EVENTS) * 1000,
+    ...(cpu.walBytes === undefined ? {} : { walBytes: cpu.walBytes / EVENTS }),
   });
   const figures = (): Figures => ({ rates: [], cpu: [], nodeUs: [] });
   const [raw64, raw8, waybill, many, graphile, bull] = [

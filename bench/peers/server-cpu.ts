@@ -43,6 +43,11 @@ export interface ServerCpu {
   /** CPU seconds of the server's background processes (WAL writer, checkpointer, autovacuum...). */
   background: number;
   total: number;
+  /**
+   * Bytes of WAL the whole server wrote meanwhile (PostgreSQL only; sides run one at a time, so
+   * it is the side's, with whatever autovacuum and checkpoints added). Independent of CPU speed.
+   */
+  walBytes?: number;
 }
 
 /**
@@ -58,6 +63,7 @@ export class PostgresCpuMeter {
   private timer: NodeJS.Timeout | null = null;
   private polling: Promise<void> | null = null;
   private appName = '';
+  private walStart = '';
   available = true;
 
   constructor(url: string) {
@@ -88,6 +94,8 @@ export class PostgresCpuMeter {
     this.base.clear();
     this.last.clear();
     await this.sample(appName, (pid, ticks) => this.base.set(pid, ticks));
+    const wal = await this.client.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn');
+    this.walStart = wal.rows[0]?.lsn ?? '';
     this.timer = setInterval(() => {
       this.polling ??= this.sample(appName, (pid, ticks, own) => this.last.set(pid, { ticks, own }))
         .catch(() => {})
@@ -111,8 +119,17 @@ export class PostgresCpuMeter {
       if (isOwn) own += spent;
       else background += spent;
     }
+    const wal = await this.client.query<{ bytes: string }>(
+      'SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::text AS bytes',
+      [this.walStart],
+    );
     const hz = clockTicks();
-    return { backends: own / hz, background: background / hz, total: (own + background) / hz };
+    return {
+      backends: own / hz,
+      background: background / hz,
+      total: (own + background) / hz,
+      walBytes: Number(wal.rows[0]?.bytes ?? 0),
+    };
   }
 
   async close(): Promise<void> {
