@@ -35,9 +35,9 @@ export function onLocalWake(ctx: AppContext, wake: () => void): () => void {
 /**
  * One delivery row per event and matching endpoint (ARCHITECTURE.md step 1), in the event's own
  * transaction and in one INSERT ... SELECT, without the payload, which stays with the event
- * (migration 0016): enabled, same tenant and livemode, subscribed to the
- * type, in scope (a company endpoint gets every shipment of the company, a merchant endpoint only
- * its account's), and not belonging to a suspended app's installation.
+ * (migration 0016): enabled, same tenant and livemode, subscribed to the type, in scope (a company
+ * endpoint gets every shipment of the company, a merchant endpoint only its account's), and not
+ * belonging to a suspended app's installation.
  */
 export async function fanOut(ctx: AppContext, trx: Trx, events: readonly StoredEvent[]): Promise<number> {
   if (events.length === 0) return 0;
