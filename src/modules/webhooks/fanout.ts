@@ -37,39 +37,22 @@ export function onLocalWake(ctx: AppContext, wake: () => void): () => void {
  * transaction and in one INSERT ... SELECT, without the payload, which stays with the event
  * (migration 0016): enabled, same tenant and livemode, subscribed to the type, in scope (a company
  * endpoint gets every shipment of the company, a merchant endpoint only its account's), and not
- * belonging to a suspended app's installation.
+ * belonging to a suspended app's installation. The statement is the database function
+ * webhook_fan_out (migration 0017), planned once per connection.
  */
 export async function fanOut(ctx: AppContext, trx: Trx, events: readonly StoredEvent[]): Promise<number> {
   if (events.length === 0) return 0;
-  const now = ctx.clock.now();
-  const result = await sql`
-    INSERT INTO webhook_deliveries
-      (id, endpoint_id, event_id, event_type, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
-    SELECT
-      -- dlv_ + 22 characters of [0-9A-Za-z] drawn from 256 random bits.
-      'dlv_' || substr(translate(encode(uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()), 'base64'), '+/=', ''), 1, 22),
-      -- No payload: the delivery reads its event's (migration 0016).
-      e.id, ev.id, ev.type, NULL, 'pending', 0, ${now.toISOString()}::timestamptz,
-      ${now.toISOString()}::timestamptz, ${now.toISOString()}::timestamptz
-    FROM unnest(
+  const result = await sql<{ inserted: number }>`
+    SELECT webhook_fan_out(
       ${events.map((e) => e.id)}::text[],
       ${events.map((e) => e.type)}::text[],
       ${events.map((e) => e.tenantId)}::text[],
       ${events.map((e) => e.livemode)}::boolean[],
-      ${events.map((e) => e.customerAccountId)}::text[]
-    ) AS ev(id, type, tenant_id, livemode, customer_account_id)
-    JOIN webhook_endpoints e
-      ON e.tenant_id = ev.tenant_id
-      AND e.livemode = ev.livemode
-      AND e.enabled
-      AND e.event_types @> jsonb_build_array(ev.type)
-      AND (e.customer_account_id IS NULL OR e.customer_account_id = ev.customer_account_id)
-    WHERE e.installation_id IS NULL OR NOT EXISTS (
-      SELECT 1 FROM installations i JOIN apps a ON a.id = i.app_id
-      WHERE i.id = e.installation_id AND a.status = 'suspended'
-    )
+      ${events.map((e) => e.customerAccountId)}::text[],
+      ${ctx.clock.now().toISOString()}::timestamptz
+    ) AS inserted
   `.execute(trx);
-  const inserted = Number(result.numAffectedRows ?? 0);
+  const inserted = Number(result.rows[0]?.inserted ?? 0);
   // Delivered at commit to every listening worker, in this process and others.
   if (inserted > 0) await notifyWorkers(ctx, trx);
   return inserted;

@@ -49,9 +49,10 @@ describe('payload by reference', () => {
     };
     const migrator = new Migrator({ db: w.ctx.db, provider: { getMigrations: async () => migrations } });
 
-    const down = await migrator.migrateDown();
+    const down = await migrator.migrateTo('0015_claim_and_record_functions');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
+      ['0017_fan_out_function', 'Success'],
       ['0016_delivery_payload_by_reference', 'Success'],
     ]);
     const payloads = await eventPayloads();
