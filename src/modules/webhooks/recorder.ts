@@ -143,15 +143,17 @@ export class AttemptRecorder {
   }
 
   // PGlite runs no autovacuum: dead row versions of a busy queue pile up in the claim's index and
-  // every claim wades through them, and the planner's statistics go stale (queue-statistics.ts).
-  // PostgreSQL's autovacuum does this on its own.
+  // every claim wades through them. PostgreSQL's autovacuum does this on its own. The queue's
+  // vacuum leaves out ANALYZE: it sampled every row of the queue each time, and a stuck endpoint's
+  // thousands of waiting rows made that a cost to everyone else (issue 10, fairness). VACUUM keeps
+  // the table's size current for the planner; queue-statistics.ts analyzes on a backlog.
   async #vacuumNowAndThen(recorded: number): Promise<void> {
     if (this.#ctx.database.engine !== 'pglite') return;
     this.#recordedSinceVacuum += recorded;
     this.#recordedSinceLogVacuum += recorded;
     if (this.#recordedSinceVacuum < VACUUM_EVERY) return;
     this.#recordedSinceVacuum = 0;
-    await sql`VACUUM (ANALYZE) webhook_queue`.execute(this.#ctx.db);
+    await sql`VACUUM webhook_queue`.execute(this.#ctx.db);
     if (this.#recordedSinceLogVacuum < VACUUM_LOG_EVERY) return;
     this.#recordedSinceLogVacuum = 0;
     await sql`VACUUM (ANALYZE) webhook_deliveries`.execute(this.#ctx.db);
