@@ -144,8 +144,8 @@ export class AttemptRecorder {
 
   // PGlite runs no autovacuum: dead row versions of a busy queue pile up in the claim's index and
   // every claim wades through them. PostgreSQL's autovacuum does this on its own. The queue's
-  // vacuum leaves out ANALYZE: it sampled every row of the queue each time, and a stuck endpoint's
-  // thousands of waiting rows made that a cost to everyone else (issue 10, fairness). VACUUM keeps
+  // vacuum leaves out ANALYZE: it read up to 30,000 rows of the queue each time, so a stuck
+  // endpoint's thousands of waiting rows made it a cost to everyone else (issue 10). VACUUM keeps
   // the table's size current for the planner; queue-statistics.ts analyzes on a backlog.
   async #vacuumNowAndThen(recorded: number): Promise<void> {
     if (this.#ctx.database.engine !== 'pglite') return;
