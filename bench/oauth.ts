@@ -18,6 +18,9 @@ import { PostgresCpuMeter, ProcessCpuMeter, withAppName } from './peers/server-c
 import type { TokenServer } from './waybill-side.ts';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+// The grants again with more clients at once: at 10, a side that commits each grant is bound by the
+// commit's round trip rather than by CPU (docs/performance.md); 0 leaves the second pass out.
+const BUSY_CONNECTIONS = Number(process.env.BENCH_BUSY_CONNECTIONS ?? 50);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 10000);
 const WARMUP = 300;
 const postgresUrl = process.env.WAYBILL_BENCH_DATABASE_URL;
@@ -35,12 +38,13 @@ async function measure(
   amount: number,
   headers: Record<string, string>,
   next?: () => string,
+  connections = CONNECTIONS,
 ) {
   const started = performance.now();
   let finished = started;
   const result = await autocannon({
     url,
-    connections: CONNECTIONS,
+    connections,
     amount,
     requests: [
       {
@@ -71,13 +75,17 @@ interface GrantFigures {
   databaseUs: number | null;
 }
 
-async function tokenGrant(side: Side, grant: 'authorization_code' | 'refresh_token'): Promise<GrantFigures> {
+async function tokenGrant(
+  side: Side,
+  grant: 'authorization_code' | 'refresh_token',
+  connections = CONNECTIONS,
+): Promise<GrantFigures> {
   const headers = {
     'content-type': 'application/x-www-form-urlencoded',
     authorization: `Basic ${Buffer.from(`${side.clientId}:${side.clientSecret}`).toString('base64')}`,
   };
   // autocannon may build a few requests it never sends; spare grants keep every one fresh.
-  const n = REQUESTS + WARMUP + 1 + CONNECTIONS * 4;
+  const n = REQUESTS + WARMUP + 1 + connections * 4;
   const items =
     grant === 'authorization_code' ? await side.mintCodes(n, challenge) : await side.mintRefreshTokens(n);
   const body = (item: string) =>
@@ -94,12 +102,12 @@ async function tokenGrant(side: Side, grant: 'authorization_code' | 'refresh_tok
   // One request by hand first, so a misconfigured side says why.
   const probe = await fetch(`${side.url}${side.tokenPath}`, { method: 'POST', headers, body: next() });
   if (probe.status !== 200) throw new Error(`${side.url}: ${probe.status} ${await probe.text()}`);
-  await measure(side.url, side.tokenPath, WARMUP, headers, next);
+  await measure(side.url, side.tokenPath, WARMUP, headers, next, connections);
   const server = side.pid ? new ProcessCpuMeter(side.pid) : null;
   const database = side.appName ? postgresMeter : null;
   server?.start();
   await database?.start(side.appName as string);
-  const rate = await measure(side.url, side.tokenPath, REQUESTS, headers, next);
+  const rate = await measure(side.url, side.tokenPath, REQUESTS, headers, next, connections);
   const serverSeconds = server?.available ? server.stop().total : null;
   const databaseSeconds = database ? (await database.stop()).backends : null;
   const perRequest = (seconds: number | null) => (seconds === null ? null : (seconds * 1e6) / REQUESTS);
@@ -137,7 +145,13 @@ async function startSide(which: 'waybill' | 'oidc-provider' | 'oidc-provider-pg'
       child.send({ id, ...message });
     });
   const info = await new Promise<Record<string, string>>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`${which} exited with ${code}`)));
+    child.once('exit', (code, signal) => {
+      const gone = new Error(`${which} exited with ${code ?? signal}`);
+      reject(gone);
+      // Whatever was asked of it since is never answered: fail it rather than wait forever.
+      for (const waiter of pending.values()) waiter.reject(gone);
+      pending.clear();
+    });
     child.on('message', (message: { ready?: boolean; id?: number; result?: unknown; error?: string }) => {
       if (message.ready) resolve(message as unknown as Record<string, string>);
       else if (message.id !== undefined) {
@@ -212,17 +226,17 @@ async function row(label: string, measureSide: (side: Side) => Promise<number | 
   const c = onPostgres ? await measureSide(onPostgres) : null;
   const [ra, rb, rc] = [rateOf(a), rateOf(b), c === null ? null : rateOf(c)];
   console.log(
-    `${label.padEnd(26)} Waybill ${cell(ra)}   oidc-provider memory ${cell(rb)}   oidc-provider PostgreSQL ${cell(rc)} req/s   Waybill/memory ${ratio(ra, rb)}   Waybill/PostgreSQL ${ratio(ra, rc)}`,
+    `${label.padEnd(40)} Waybill ${cell(ra)}   oidc-provider memory ${cell(rb)}   oidc-provider PostgreSQL ${cell(rc)} req/s   Waybill/memory ${ratio(ra, rb)}   Waybill/PostgreSQL ${ratio(ra, rc)}`,
   );
   if (typeof a !== 'number') {
     console.log(
-      `${'  CPU per request'.padEnd(26)} Waybill ${cpuCell(a)}   oidc-provider memory ${cpuCell(b)}   oidc-provider PostgreSQL ${cpuCell(c)}   (server process; PostgreSQL: the side's own backends)`,
+      `${'  CPU per request'.padEnd(40)} Waybill ${cpuCell(a)}   oidc-provider memory ${cpuCell(b)}   oidc-provider PostgreSQL ${cpuCell(c)}   (server process; PostgreSQL: the side's own backends)`,
     );
   }
 }
 try {
   console.log(
-    `OAuth benchmark: Waybill on ${engine} vs node-oidc-provider (in memory, and on PostgreSQL at ${new URL(providerPostgresUrl).host}${new URL(providerPostgresUrl).pathname}), ${CONNECTIONS} connections, ${REQUESTS} requests each`,
+    `OAuth benchmark: Waybill on ${engine} vs node-oidc-provider (in memory, and on PostgreSQL at ${new URL(providerPostgresUrl).host}${new URL(providerPostgresUrl).pathname}), ${CONNECTIONS} connections (then ${BUSY_CONNECTIONS} for the grants), ${REQUESTS} requests each`,
   );
   console.log(
     onPostgres
@@ -231,6 +245,13 @@ try {
   );
   await row('token authorization_code', (side) => tokenGrant(side, 'authorization_code'));
   await row('token refresh_token', (side) => tokenGrant(side, 'refresh_token'));
+  if (BUSY_CONNECTIONS > 0) {
+    const busy = `, ${BUSY_CONNECTIONS} connections`;
+    await row(`token authorization_code${busy}`, (side) =>
+      tokenGrant(side, 'authorization_code', BUSY_CONNECTIONS),
+    );
+    await row(`token refresh_token${busy}`, (side) => tokenGrant(side, 'refresh_token', BUSY_CONNECTIONS));
+  }
   await row('metadata document', (side) => metadata(side.url, side.metadataPath));
 } finally {
   await ours.close();

@@ -38,8 +38,8 @@ process.on('message', async (request: Request) => {
       send({ id: request.id, result: await side.mintRefreshTokens(request.n) });
     else {
       await side.close();
-      send({ id: request.id, result: null });
-      process.exit(0);
+      // Exit once the answer is out: an exit right after send() can drop it, and the driver would wait forever.
+      process.send?.({ id: request.id, result: null }, () => process.exit(0));
     }
   } catch (error) {
     send({ id: request.id, error: String(error) });

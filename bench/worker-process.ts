@@ -29,8 +29,8 @@ process.on('message', async (command: 'go' | 'pause' | 'stop') => {
   } else {
     await worker?.stop();
     await database.close();
-    process.send?.('stopped');
-    process.exit(0);
+    // Exit once the answer is out: an exit right after send() can drop it.
+    process.send?.('stopped', () => process.exit(0));
   }
 });
 process.send?.('ready');
