@@ -49,9 +49,25 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-/** `prefix_` + 22 base62 characters: about 131 bits, enough that ids are never guessed. */
+/** Characters of an id's time part: milliseconds since 1970 in base62, enough until the year 8900. */
+const TIME_CHARS = 8;
+
+/**
+ * `prefix_` + 22 base62 characters: the creation time in milliseconds (8), then 14 random (83 bits,
+ * enough that ids are never guessed). Ids made later sort later, so a table's primary key and the
+ * indexes that hold its ids (a delivery's attempts, an event's deliveries) grow at their right edge:
+ * the pages being written stay few and in memory however long the history grows, where random
+ * ids spread every insert over the whole index (issue 10: the embedded engine, with its small
+ * buffer cache, lost 12% of its delivery rate as the log grew to 320,000 rows; decision 0020).
+ */
 export function newId(prefix: IdPrefix): string {
-  return `${prefix}_${randomBase62(22)}`;
+  let time = Date.now();
+  let stamp = '';
+  for (let i = 0; i < TIME_CHARS; i++) {
+    stamp = ALPHABET[time % 62] + stamp;
+    time = Math.floor(time / 62);
+  }
+  return `${prefix}_${stamp}${randomBase62(22 - TIME_CHARS)}`;
 }
 
 export function newTenantId(): string {
