@@ -9,7 +9,7 @@ import { runStatements } from './sql.ts';
  * for each call's values (1.2 ms on PGlite); a plan made without the values is the right one (the
  * endpoints of each event's tenant, by index), so the function always uses that one: 0.65 ms.
  */
-const FAN_OUT = `CREATE FUNCTION webhook_fan_out(p_event_ids text[], p_types text[], p_tenants text[],
+export const FAN_OUT = `CREATE FUNCTION webhook_fan_out(p_event_ids text[], p_types text[], p_tenants text[],
   p_livemodes boolean[], p_accounts text[], p_now timestamptz)
 RETURNS int LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
 DECLARE

@@ -16,6 +16,7 @@ import * as deliveryQueue from './0014_delivery_queue.ts';
 import * as claimAndRecordFunctions from './0015_claim_and_record_functions.ts';
 import * as deliveryPayloadByReference from './0016_delivery_payload_by_reference.ts';
 import * as fanOutFunction from './0017_fan_out_function.ts';
+import * as timeOrderedDeliveryIds from './0018_time_ordered_delivery_ids.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '0015_claim_and_record_functions': claimAndRecordFunctions,
   '0016_delivery_payload_by_reference': deliveryPayloadByReference,
   '0017_fan_out_function': fanOutFunction,
+  '0018_time_ordered_delivery_ids': timeOrderedDeliveryIds,
 };

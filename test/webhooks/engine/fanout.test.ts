@@ -1,4 +1,6 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { idTime, newId } from '../../../src/lib/ids.ts';
 import { call, createCompany, createShipment } from '../../support/api.ts';
 import { startWaybill, type TestWaybill } from '../../support/harness.ts';
 import { deliveriesOf, insertEndpoint } from './support.ts';
@@ -65,5 +67,34 @@ describe('fan-out', () => {
       expect(delivery.status).toBe('pending');
       expect(delivery.id).toMatch(/^dlv_[0-9A-Za-z]{22}$/);
     }
+  });
+
+  it('gives deliveries ids that sort by creation time, as every id made in the process does', async () => {
+    // The database's encoding of a time (migration 0018) is the process's, character for character.
+    for (const ms of [
+      0,
+      1,
+      61,
+      62,
+      3843,
+      Date.UTC(2026, 10, 25, 12, 0, 0, 123),
+      Date.UTC(2099, 11, 31, 23, 59, 59, 999),
+    ]) {
+      const { rows } = await sql<{ stamp: string }>`SELECT waybill_id_time(${new Date(ms)}) AS stamp`.execute(
+        w.ctx.db,
+      );
+      expect(rows[0]?.stamp).toBe(idTime(ms));
+    }
+    const company = await createCompany(w);
+    const endpoint = await insertEndpoint(w, { tenantId: company.tenantId, url: 'http://127.0.0.1:9/hook' });
+    const before = newId('dlv');
+    await createShipment(w, company.liveToken);
+    const [delivery] = await deliveriesOf(w, endpoint.id);
+    const after = idTime(Date.now() + 1);
+    expect(delivery?.id).toMatch(/^dlv_[0-9A-Za-z]{22}$/);
+    // Made between the two: not before `before`'s millisecond, not after now.
+    const made = delivery?.id.slice(4, 12) ?? '';
+    expect(made >= before.slice(4, 12)).toBe(true);
+    expect(made <= after).toBe(true);
   });
 });

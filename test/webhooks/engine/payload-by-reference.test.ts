@@ -52,6 +52,7 @@ describe('payload by reference', () => {
     const down = await migrator.migrateTo('0015_claim_and_record_functions');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
+      ['0018_time_ordered_delivery_ids', 'Success'],
       ['0017_fan_out_function', 'Success'],
       ['0016_delivery_payload_by_reference', 'Success'],
     ]);
