@@ -705,6 +705,7 @@ async function main() {
     // one side the smallest tables.
     const fairCount = EVENTS;
     const best = { alone: 0, hole: 0, slow: 0 };
+    const rounds: Record<keyof typeof best, number[]> = { alone: [], hole: [], slow: [] };
     // Each drain leaves 20,000 dead entries in the queue's index (delivered or cancelled), which
     // the next drain's claims read past until autovacuum comes by: every side starts vacuumed, so
     // that the figure is about fairness, not about which side ran after which.
@@ -723,6 +724,7 @@ async function main() {
         await vacuumed();
         const drained = await throughput(ctx, sink, other?.url ?? null, fairCount);
         best[side] = Math.max(best[side], drained.rate);
+        rounds[side].push(drained.rate);
         other?.server.closeAllConnections();
         await drained.worker.stop();
         // The other endpoint's deliveries wait for retries; they must not weigh on the next round.
@@ -737,7 +739,7 @@ async function main() {
     }
     const drop = (beside: number) => ((1 - beside / best.alone) * 100).toFixed(1);
     console.log(
-      `[${engine}] (c) fairness: ${best.hole.toFixed(0)} deliveries/s beside an endpoint that never answers (drop ${drop(best.hole)}%), ${best.slow.toFixed(0)} beside one that answers after 9 s (drop ${drop(best.slow)}%), vs ${best.alone.toFixed(0)} alone (target <= 10%; ${fairCount} events, best of 3)`,
+      `[${engine}] (c) fairness: ${best.hole.toFixed(0)} deliveries/s beside an endpoint that never answers (drop ${drop(best.hole)}%), ${best.slow.toFixed(0)} beside one that answers after 9 s (drop ${drop(best.slow)}%), vs ${best.alone.toFixed(0)} alone (target <= 10%; ${fairCount} events, best of 3; rounds ${(['alone', 'hole', 'slow'] as const).map((side) => `${side} ${rounds[side].map((r) => r.toFixed(0)).join(', ')}`).join('; ')})`,
     );
     console.log(
       `[${engine}] (d) peak RSS of the worker process: ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB (receivers${pgUrl ? '' : ' and the embedded database'} in the same process)`,
