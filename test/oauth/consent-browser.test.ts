@@ -1,9 +1,10 @@
 import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CompanyFixture, call, createCompany } from '../support/api.ts';
 import { hasChromium, launchChromium } from '../support/browser.ts';
-import { freePort, startWaybill, type TestWaybill } from '../support/harness.ts';
+import { startWaybill, type TestWaybill } from '../support/harness.ts';
 import { authorizationRequest, PASSWORD, registerApp, type TestApp } from './support.ts';
 
 describe.skipIf(!hasChromium)('the consent page in Chromium', () => {
@@ -15,7 +16,7 @@ describe.skipIf(!hasChromium)('the consent page in Chromium', () => {
   const received: URL[] = [];
   beforeAll(async () => {
     w = await startWaybill();
-    const port = await freePort();
+    let port = 0;
     // The app's redirect receiver: a real local server that records what the browser brings back.
     receiver = createServer((request, response) => {
       const url = new URL(request.url ?? '/', `http://127.0.0.1:${port}`);
@@ -23,7 +24,8 @@ describe.skipIf(!hasChromium)('the consent page in Chromium', () => {
       if (url.pathname === '/callback') received.push(url);
       response.end('received');
     });
-    await new Promise<void>((resolve) => receiver.listen(port, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    port = (receiver.address() as AddressInfo).port;
     company = await createCompany(w);
     await call(w, 'POST', `/v1/companies/${company.tenantId}/customer-accounts`, {
       token: company.owner.token,

@@ -73,39 +73,51 @@ export async function dropTestSchemas(connectionString: string): Promise<void> {
  * with a manual clock. Tests talk to it over HTTP (app.inject or real requests to `url`).
  */
 export async function startWaybill(options: StartOptions = {}): Promise<TestWaybill> {
-  const port = await freePort();
   const postgresUrl = process.env.WAYBILL_TEST_DATABASE_URL;
   const onPostgres = engine === 'postgres';
   if (onPostgres && !postgresUrl) throw new Error('WAYBILL_TEST_DATABASE_URL is not set');
-  const config = loadConfig({
-    PORT: String(port),
-    WAYBILL_DATABASE_URL: onPostgres ? (postgresUrl as string) : 'memory:',
-    WAYBILL_SECRET_KEY: TEST_SECRET_KEY,
-    WAYBILL_DEMO: '0',
-    WAYBILL_REVIEWER_EMAILS: 'reviewer@example.test',
-    WAYBILL_WEBHOOK_ALLOW_PRIVATE: '127.0.0.0/8',
-    ...options.env,
-  });
+  const configAt = (port: number) =>
+    loadConfig({
+      PORT: String(port),
+      WAYBILL_DATABASE_URL: onPostgres ? (postgresUrl as string) : 'memory:',
+      WAYBILL_SECRET_KEY: TEST_SECRET_KEY,
+      WAYBILL_DEMO: '0',
+      WAYBILL_REVIEWER_EMAILS: 'reviewer@example.test',
+      WAYBILL_WEBHOOK_ALLOW_PRIVATE: '127.0.0.0/8',
+      ...options.env,
+    });
   const schema = onPostgres ? await createSchema() : null;
-  const database = await openDatabase(config, {
+  const database = await openDatabase(configAt(0), {
     ...(schema ? { schema } : {}),
     ...(onPostgres ? {} : { loadDataDir: new Blob([readFileSync(TEMPLATE_PATH)]) }),
   });
   await migrateToLatest(database.db);
   const clock = options.clock ?? new ManualClock('2026-11-21T12:00:00.000Z');
   const logger = pino({ level: process.env.WAYBILL_TEST_LOG ?? 'silent' });
-  const ctx = buildContext({ config, database, clock, logger });
-  const app = await buildApp(ctx);
-  await app.listen({ port, host: '127.0.0.1' });
-  return {
-    ctx,
-    app,
-    clock,
-    url: config.baseUrl,
-    schema,
-    async close() {
+  // The port is in the configuration (it is the OAuth issuer), so it is chosen before listening;
+  // a parallel test file can take it in between, and then another one is tried.
+  for (let attempt = 1; ; attempt++) {
+    const config = configAt(await freePort());
+    const ctx = buildContext({ config, database, clock, logger });
+    const app = await buildApp(ctx);
+    try {
+      await app.listen({ port: config.port, host: '127.0.0.1' });
+    } catch (error) {
       await app.close();
+      if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE' && attempt < 5) continue;
       await database.close();
-    },
-  };
+      throw error;
+    }
+    return {
+      ctx,
+      app,
+      clock,
+      url: config.baseUrl,
+      schema,
+      async close() {
+        await app.close();
+        await database.close();
+      },
+    };
+  }
 }

@@ -1,9 +1,10 @@
+import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DAY, HOUR } from '../../../src/lib/clock.ts';
 import { type FinishedAttempt, recordAttempts } from '../../../src/modules/webhooks/record.ts';
 import { call, createCompany, createShipment } from '../../support/api.ts';
-import { freePort, startWaybill, type TestWaybill } from '../../support/harness.ts';
+import { startWaybill, type TestWaybill } from '../../support/harness.ts';
 import {
   deliveriesOf,
   endpointRow,
@@ -24,7 +25,6 @@ describe('the 3-day rule', () => {
   let smtp: SMTPServer;
   const mails: Mail[] = [];
   beforeAll(async () => {
-    const port = await freePort();
     smtp = new SMTPServer({
       authOptional: true,
       disabledCommands: ['AUTH', 'STARTTLS'],
@@ -40,7 +40,8 @@ describe('the 3-day rule', () => {
         });
       },
     });
-    await new Promise<void>((resolve) => smtp.listen(port, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
+    const { port } = smtp.server.address() as AddressInfo;
     w = await startWaybill({ env: { WAYBILL_SMTP_URL: `smtp://127.0.0.1:${port}` } });
     receiver = await startReceiver((_m, res) => {
       res.statusCode = 503;
