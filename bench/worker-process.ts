@@ -6,8 +6,8 @@ import pino from 'pino';
 import { buildContext } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/database.ts';
+import { type DeliveryWorker, startDeliveryWorker } from '../src/delivery/worker.ts';
 import { systemClock } from '../src/lib/clock.ts';
-import { type DeliveryWorker, startDeliveryWorker } from '../src/modules/webhooks/worker.ts';
 
 const [url, schema] = process.argv.slice(2);
 const config = loadConfig({

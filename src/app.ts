@@ -11,6 +11,8 @@ import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import type { DatabaseHandle } from './db/database.ts';
+import { newDeliveryHooks } from './delivery/context.ts';
+import { registerDeliveryEngine } from './delivery/fanout.ts';
 import { registerBearerAuth } from './http/auth.ts';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './http/errors.ts';
 import { registerIdempotency } from './http/idempotency.ts';
@@ -35,8 +37,8 @@ import { privacyPages } from './modules/privacy/pages.ts';
 import { privacyRoutes } from './modules/privacy/routes.ts';
 import { registerShipmentModule, shipmentsRoutes } from './modules/shipments/routes.ts';
 import { storeModule } from './modules/store/plugin.ts';
-import { registerWebhookEngine } from './modules/webhooks/fanout.ts';
 import { webhookGuideRoutes } from './modules/webhooks/guide.ts';
+import { registerDisabledMail } from './modules/webhooks/mail.ts';
 import { mailboxPage } from './modules/webhooks/mailbox-page.ts';
 import { webhookPages } from './modules/webhooks/pages.ts';
 import { webhooksRoutes } from './modules/webhooks/routes.ts';
@@ -62,6 +64,7 @@ export function buildContext(options: BuildOptions): AppContext {
     eventSinks: [],
     tokenResolvers: new Map(),
     afterCommitHooks: [],
+    deliveryHooks: newDeliveryHooks(),
     health,
     metrics: new WaybillMetrics({
       db: options.database.db,
@@ -73,7 +76,8 @@ export function buildContext(options: BuildOptions): AppContext {
   registerAccountTokenResolvers(ctx);
   registerShipmentModule(ctx);
   registerOAuth(ctx);
-  registerWebhookEngine(ctx);
+  registerDeliveryEngine(ctx);
+  registerDisabledMail(ctx);
   registerUninstalledEvent(ctx);
   return ctx;
 }

@@ -1,8 +1,8 @@
-import type { Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { DatabaseHandle, Db } from './db/database.ts';
-import type { Database } from './db/schema.ts';
+import type { DeliveryContext, DeliveryHooks } from './delivery/context.ts';
+import type { EventSink } from './delivery/fanout.ts';
 import type { Clock } from './lib/clock.ts';
 import type { SecretBox } from './lib/crypto.ts';
 import type { SecretPrefix } from './lib/ids.ts';
@@ -10,22 +10,9 @@ import type { Principal } from './modules/accounts/access.ts';
 import type { HealthState } from './modules/operations/health.ts';
 import type { WaybillMetrics } from './modules/operations/metrics.ts';
 
-export type Trx = Transaction<Database>;
-
-/** A stored event, handed to whoever fans events out, inside the transaction that wrote it. */
-export interface StoredEvent {
-  id: string;
-  type: string;
-  tenantId: string;
-  livemode: boolean;
-  customerAccountId: string | null;
-  /** Set for app events: the installation the event concerns. */
-  installationId?: string | null;
-  payload: string;
-  createdAt: Date;
-}
-
-export type EventSink = (trx: Trx, events: readonly StoredEvent[]) => Promise<void>;
+// The engine's types, where the capabilities have always found them.
+export type { Trx } from './delivery/context.ts';
+export type { EventSink, StoredEvent } from './delivery/fanout.ts';
 
 export type TokenResolver = (ctx: AppContext, secret: string) => Promise<Principal | null>;
 
@@ -33,7 +20,7 @@ export type TokenResolver = (ctx: AppContext, secret: string) => Promise<Princip
  * What services need, built once by the composition root (src/app.ts). Services take this and
  * plain values; they never see Fastify.
  */
-export interface AppContext {
+export interface AppContext extends DeliveryContext {
   config: Readonly<Config>;
   db: Db;
   database: DatabaseHandle;
@@ -48,6 +35,8 @@ export interface AppContext {
   afterCommitHooks: Array<() => void>;
   /** Resolves a host name to its addresses (the webhook URL guard); tests inject their own. Default: DNS. */
   resolveHost?: (hostname: string) => Promise<string[]>;
+  /** What the capabilities hang on the delivery engine (the e-mail when an endpoint is disabled). */
+  deliveryHooks: DeliveryHooks;
   /** This context's Prometheus metrics (docs/operations.md); the engine and the HTTP hook feed them. */
   metrics: WaybillMetrics;
   /** What /readyz reads besides the database: shutting down, the worker's heartbeat. */

@@ -1,8 +1,18 @@
 import type { AppContext } from './context.ts';
-import { housekeeping, type Runner, startHousekeeping } from './jobs.ts';
+import { purgeWebhookHistory } from './delivery/retention.ts';
+import { startDeliveryWorker } from './delivery/worker.ts';
+import { type BackgroundJob, housekeeping, type Runner, startHousekeeping } from './jobs.ts';
+import { HOUR } from './lib/clock.ts';
 import { listenerSweepJob } from './modules/listeners/service.ts';
-import { webhookRetentionJob } from './modules/webhooks/retention.ts';
-import { startDeliveryWorker } from './modules/webhooks/worker.ts';
+
+/** Delivery history older than 30 days goes (spec 2.5 and 8). */
+const webhookRetentionJob: BackgroundJob = {
+  name: 'webhook-history',
+  everyMs: HOUR,
+  // Today's partition of the attempt log is made at start, before the first attempts are written.
+  atStart: true,
+  run: purgeWebhookHistory,
+};
 
 /** Everything that runs in the background of `waybill serve` and `waybill worker`. */
 export function startWorkers(ctx: AppContext): Runner {

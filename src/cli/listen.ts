@@ -7,9 +7,9 @@
  */
 import { parseArgs } from 'node:util';
 import { request, WebSocket } from 'undici';
-import type { MessageFrame, ResultFrame } from '../modules/listeners/protocol.ts';
 // The engine's own reading of an answer: the first 4 KB, then the connection is dropped.
-import { readHead } from '../modules/webhooks/sender.ts';
+import { readHead } from '../delivery/sender.ts';
+import type { MessageFrame, ResultFrame } from '../modules/listeners/protocol.ts';
 
 export const LISTEN_USAGE = `Usage: waybill listen --api <url> --token sk_test_... --forward-to <url> [--events a,b]
 

@@ -1,9 +1,9 @@
+import type { WebhooksTables } from '../delivery/tables.ts';
 import type { AccountsTables } from '../modules/accounts/tables.ts';
 import type { OAuthTables } from '../modules/oauth/tables.ts';
 import type { PrivacyTables } from '../modules/privacy/tables.ts';
 import type { ShipmentsTables } from '../modules/shipments/tables.ts';
 import type { StoreTables } from '../modules/store/tables.ts';
-import type { WebhooksTables } from '../modules/webhooks/tables.ts';
 
 /** Every table, gathered from the module that owns it. */
 export interface Database

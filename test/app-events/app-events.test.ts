@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/lib/ids.ts';
 import { install, issueAppTokens, registerApp } from '../apps/fixtures.ts';
+import { type Received, type Receiver, startReceiver, testWorker, verify } from '../delivery/support.ts';
 import {
   type CompanyFixture,
   call,
@@ -10,13 +11,6 @@ import {
   signUpPerson,
 } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
-import {
-  type Received,
-  type Receiver,
-  startReceiver,
-  testWorker,
-  verify,
-} from '../webhooks/engine/support.ts';
 
 let w: TestWaybill;
 let receiver: Receiver;

@@ -1,11 +1,11 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { install, registerApp } from '../apps/fixtures.ts';
+import { type Receiver, startReceiver, testWorker } from '../delivery/support.ts';
 import { PASSWORD } from '../oauth/support.ts';
 import { call, createCompany, type Person, signUpPerson } from '../support/api.ts';
 import { hasChromium, launchChromium } from '../support/browser.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
-import { type Receiver, startReceiver, testWorker } from '../webhooks/engine/support.ts';
 
 describe.skipIf(!hasChromium)('the app events page of the portal, in Chromium', () => {
   let w: TestWaybill;

@@ -1,10 +1,10 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/lib/clock.ts';
+import { type Receiver, startReceiver } from '../delivery/support.ts';
 import { type CompanyFixture, call, createCompany, createShipment, type Json } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
-import { type Receiver, startReceiver } from '../webhooks/engine/support.ts';
 import { type Run, waybill } from './support.ts';
 
 /**

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MINUTE } from '../../src/lib/clock.ts';
 import { sweepListeners } from '../../src/modules/listeners/service.ts';
 import { install, issueAppTokens, registerApp } from '../apps/fixtures.ts';
+import { verify } from '../delivery/support.ts';
 import { expectProblem } from '../http/expect.ts';
 import {
   type CompanyFixture,
@@ -13,7 +14,6 @@ import {
 } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
-import { verify } from '../webhooks/engine/support.ts';
 import { connectListener } from './support.ts';
 
 let w: TestWaybill;

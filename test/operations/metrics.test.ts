@@ -2,12 +2,12 @@ import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MINUTE } from '../../src/lib/clock.ts';
 import { type OperationsListener, startOperationsListener } from '../../src/modules/operations/listener.ts';
+import { testWorker } from '../delivery/support.ts';
 import { discover, insecure, obtainTokens, postForm, registerApp, type TestApp } from '../oauth/support.ts';
 import { type CompanyFixture, call, createCompany, createShipment } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 import { type Scrape, scrape } from '../support/metrics.ts';
 import { createEndpoint, type Receiver, startReceiver } from '../webhooks/api/support.ts';
-import { testWorker } from '../webhooks/engine/support.ts';
 
 let w: TestWaybill;
 let metrics: OperationsListener;

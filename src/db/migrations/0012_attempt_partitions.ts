@@ -7,7 +7,7 @@ const COLUMNS =
 /**
  * The attempt log in day partitions (issue 10, retention at scale; decision 0015). Thirty days of
  * attempts at thousands a second is billions of rows: retention drops whole days
- * (src/modules/webhooks/partitions.ts) instead of deleting rows one by one. A DEFAULT partition
+ * (src/delivery/partitions.ts) instead of deleting rows one by one. A DEFAULT partition
  * takes any row no day partition covers yet, so an insert never fails for want of a partition.
  *
  * The partition key must be part of the primary key, and a foreign key from a partitioned table

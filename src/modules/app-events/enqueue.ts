@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import type { AppContext, Trx } from '../../context.ts';
+import { notifyWorkers } from '../../delivery/fanout.ts';
 import { newId } from '../../lib/ids.ts';
 import { buildEnvelope } from '../shipments/events.ts';
-import { notifyWorkers } from '../webhooks/fanout.ts';
 
 /** Spec section 6: the events an app receives at its events URL. */
 export const APP_EVENT_TYPES = ['app.uninstalled', 'customer.data_request', 'customer.redact'] as const;

@@ -1,9 +1,9 @@
 import type { AppContext } from '../../context.ts';
 import { newestFirst } from '../../db/paging.ts';
+import { type AttemptOutcome, attemptDelivery } from '../../delivery/attempt.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { ownedAppRow } from '../apps/service.ts';
-import { type AttemptOutcome, attemptDelivery } from '../webhooks/attempt.ts';
 import { type Attempt, type Delivery, presentAttempt, presentDelivery } from '../webhooks/deliveries.ts';
 import { enqueueAppEvents, NO_COMPANY } from './enqueue.ts';
 

@@ -1,12 +1,12 @@
 import type { AppContext, Trx } from '../../context.ts';
 import { newestFirst } from '../../db/paging.ts';
+import { assertUrlAllowed } from '../../delivery/guard.ts';
 import { newSigningSecret } from '../../lib/crypto.ts';
 import { AppError, type FieldError, validationError } from '../../lib/errors.ts';
 import { hashSecret, newId, newSecret } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { isScope, SCOPES, type Scope } from '../accounts/roles.ts';
 import type { AppsTable } from '../oauth/tables.ts';
-import { assertUrlAllowed } from '../webhooks/guard.ts';
 import { jsonArray, toAppRecord } from './registry.ts';
 import { eventsUrlProblem, httpsUrlProblem, redirectUriErrors } from './urls.ts';
 

@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
+import { bareHost, needsAllowlist, urlShapeProblem } from '../../delivery/guard.ts';
 import type { FieldError } from '../../lib/errors.ts';
-import { bareHost, needsAllowlist, urlShapeProblem } from '../webhooks/guard.ts';
 
 /** Redirect URIs per app (spec section 8). */
 export const MAX_REDIRECT_URIS = 10;

@@ -1,6 +1,5 @@
 import type { WebSocket } from '@fastify/websocket';
 import type { AppContext } from '../../context.ts';
-import { randomBase62 } from '../../lib/ids.ts';
 import {
   notConnected,
   type OutgoingMessage,
@@ -8,8 +7,9 @@ import {
   type SendResult,
   setListenerTransport,
   type Transport,
-} from '../webhooks/sender.ts';
-import { type DeliveryWorker, startDeliveryWorker } from '../webhooks/worker.ts';
+} from '../../delivery/sender.ts';
+import { type DeliveryWorker, startDeliveryWorker } from '../../delivery/worker.ts';
+import { randomBase62 } from '../../lib/ids.ts';
 import { type MessageFrame, parseResult, type ReadyFrame, type ResultFrame } from './protocol.ts';
 import { touchListeners } from './service.ts';
 

@@ -2,7 +2,7 @@
  * The frames of a `waybill listen` connection (JSON text frames over a WebSocket; decision 0012).
  * Waybill sends `message`; the command answers each with `result` once its local receiver answered.
  */
-import type { SendError } from '../webhooks/sender.ts';
+import type { SendError } from '../../delivery/sender.ts';
 
 /** A message to forward: the headers and body exactly as an HTTP endpoint would get them. */
 export interface MessageFrame {

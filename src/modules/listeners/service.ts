@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.ts';
+import type { WebhookEndpointsTable } from '../../delivery/tables.ts';
 import type { BackgroundJob } from '../../jobs.ts';
 import { addMs, MINUTE } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
@@ -12,7 +13,6 @@ import {
   type WebhookEndpoint,
 } from '../webhooks/endpoints.ts';
 import { EVENT_TYPES } from '../webhooks/event-types.ts';
-import type { WebhookEndpointsTable } from '../webhooks/tables.ts';
 
 /**
  * How long a listener outlives its connection: a command that reconnects within it (a laptop

@@ -2,21 +2,9 @@ import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from '../../db/database.ts';
+import type { DeliveryKind, DeliveryMetrics, DeliveryOutcome } from '../../delivery/metrics.ts';
 import type { Clock } from '../../lib/clock.ts';
 import type { HealthState } from './health.ts';
-
-/** Where a delivery goes: a webhook endpoint, or an app's events URL. */
-export type DeliveryKind = 'endpoint' | 'app_event' | 'listener';
-
-/**
- * What became of one attempt or delivery:
- * - `succeeded`: the receiver answered 2xx; the delivery is done.
- * - `failed_attempt`: any other answer or none; the delivery is scheduled again.
- * - `failed`: the last attempt failed (schedule exhausted, or 410): the delivery is given up.
- * - `disabled`: the attempt disabled its endpoint (410 Gone, or the end of 3 days of failure).
- * - `cancelled`: a pending delivery cancelled because its endpoint was disabled.
- */
-export type DeliveryOutcome = 'succeeded' | 'failed_attempt' | 'failed' | 'disabled' | 'cancelled';
 
 export type GrantType = 'authorization_code' | 'refresh_token' | 'other';
 
@@ -70,7 +58,7 @@ export interface MetricsDeps {
  * per AppContext, so that test instances in one process do not add up. Label values are closed
  * sets: route patterns, kinds and outcomes, never ids.
  */
-export class WaybillMetrics {
+export class WaybillMetrics implements DeliveryMetrics {
   readonly registry = new Registry();
   readonly #deps: MetricsDeps;
   #processDefaults = false;

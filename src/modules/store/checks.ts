@@ -1,17 +1,17 @@
 import type { AppContext } from '../../context.ts';
-import { newSigningSecret } from '../../lib/crypto.ts';
-import { newId } from '../../lib/ids.ts';
-import { eventsSigningSecrets } from '../apps/secrets.ts';
-import { buildEnvelope } from '../shipments/events.ts';
-import { userAgent } from '../webhooks/message.ts';
+import { userAgent } from '../../delivery/message.ts';
 import {
   guardedAgent,
   type OutgoingMessage,
   responseText,
   type SendResult,
   sendMessage,
-} from '../webhooks/sender.ts';
-import { signatureHeader } from '../webhooks/signing.ts';
+} from '../../delivery/sender.ts';
+import { signatureHeader } from '../../delivery/signing.ts';
+import { newSigningSecret } from '../../lib/crypto.ts';
+import { newId } from '../../lib/ids.ts';
+import { eventsSigningSecrets } from '../apps/secrets.ts';
+import { buildEnvelope } from '../shipments/events.ts';
 import { justificationGaps, type Listing } from './listing.ts';
 
 export const CHECK_NAMES = [

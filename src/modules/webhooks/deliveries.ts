@@ -1,12 +1,16 @@
 import type { AppContext } from '../../context.ts';
 import { newestFirst } from '../../db/paging.ts';
+import { buildMessage, deliveryPayload } from '../../delivery/message.ts';
+import { responseText } from '../../delivery/sender.ts';
+import type {
+  WebhookAttemptsTable,
+  WebhookDeliveriesTable,
+  WebhookEndpointsTable,
+} from '../../delivery/tables.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { requireScope, type TenantAccess } from '../accounts/access.ts';
 import { endpointVisible, findVisibleEndpoint } from './endpoints.ts';
-import { buildMessage, deliveryPayload } from './message.ts';
-import { responseText } from './sender.ts';
-import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './tables.ts';
 
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'cancelled'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];

@@ -1,6 +1,10 @@
 import type { AppContext, Trx } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { newestFirst } from '../../db/paging.ts';
+import { assertUrlAllowed } from '../../delivery/guard.ts';
+import { disableEndpoint, enableEndpoint } from '../../delivery/lifecycle.ts';
+import { metricKind } from '../../delivery/record.ts';
+import type { WebhookEndpointsTable } from '../../delivery/tables.ts';
 import { addMs, DAY } from '../../lib/clock.ts';
 import { newSigningSecret } from '../../lib/crypto.ts';
 import { AppError, validationError } from '../../lib/errors.ts';
@@ -8,10 +12,6 @@ import { newId } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { canSee, requireScope, type TenantAccess } from '../accounts/access.ts';
 import { isEventType } from './event-types.ts';
-import { assertUrlAllowed } from './guard.ts';
-import { disableEndpoint, enableEndpoint } from './lifecycle.ts';
-import { metricKind } from './record.ts';
-import type { WebhookEndpointsTable } from './tables.ts';
 
 /** Spec section 8: up to 5 per company or merchant, up to 5 per app installation (each mode apart). */
 export const ENDPOINT_LIMIT = 5;

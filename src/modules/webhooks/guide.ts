@@ -1,12 +1,12 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppContext } from '../../context.ts';
+import { userAgent } from '../../delivery/message.ts';
+import { MAX_ATTEMPTS, RETRY_DELAYS_MS } from '../../delivery/schedule.ts';
+import { DEADLINE_MS, RESPONSE_LIMIT } from '../../delivery/sender.ts';
 import { HOUR, MINUTE, SECOND } from '../../lib/clock.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { layout, sendPage } from '../../web/layout.ts';
 import { EVENT_TYPES } from './event-types.ts';
-import { userAgent } from './message.ts';
-import { MAX_ATTEMPTS, RETRY_DELAYS_MS } from './schedule.ts';
-import { DEADLINE_MS, RESPONSE_LIMIT } from './sender.ts';
 
 function words(ms: number): string {
   if (ms >= HOUR) return `${ms / HOUR} h`;

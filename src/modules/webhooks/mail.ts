@@ -105,3 +105,15 @@ export async function mailEndpointDisabled(ctx: AppContext, endpointId: string):
     ].join('\n'),
   });
 }
+
+/** Spec 3.3: the 3-day disable is told by e-mail (a 410 is the receiver's own doing: no e-mail). */
+export function registerDisabledMail(ctx: AppContext): void {
+  ctx.deliveryHooks.endpointsDisabled.push(async (disabled) => {
+    for (const { endpointId, reason } of disabled) {
+      if (reason !== 'failing') continue;
+      await mailEndpointDisabled(ctx, endpointId).catch((err: unknown) =>
+        ctx.log.error({ err, endpointId }, 'disable e-mail failed'),
+      );
+    }
+  });
+}

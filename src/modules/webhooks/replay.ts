@@ -1,13 +1,13 @@
 import { sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
 import { runAfterCommit } from '../../context.ts';
+import { attemptDelivery } from '../../delivery/attempt.ts';
+import type { WebhookEndpointsTable } from '../../delivery/tables.ts';
 import { addMs, DAY } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { requireScope, type TenantAccess } from '../accounts/access.ts';
-import { attemptDelivery } from './attempt.ts';
 import { type Attempt, type DeliveryStatus, findVisibleDelivery, getDelivery } from './deliveries.ts';
 import { findVisibleEndpoint, updateEndpoint } from './endpoints.ts';
-import type { WebhookEndpointsTable } from './tables.ts';
 
 /** Spec section 8: bulk replay takes the failed (and cancelled) deliveries of the last 7 days. */
 export const BULK_REPLAY_WINDOW_MS = 7 * DAY;

@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
+import { FAILING_DISABLE_MS } from '../../delivery/schedule.ts';
 import { addMs, HOUR } from '../../lib/clock.ts';
 import { requireScope, type TenantAccess } from '../accounts/access.ts';
 import { findVisibleEndpoint } from './endpoints.ts';
-import { FAILING_DISABLE_MS } from './schedule.ts';
 
 export const STATS_WINDOWS = ['24h', '7d'] as const;
 export type StatsWindow = (typeof STATS_WINDOWS)[number];

@@ -1,8 +1,8 @@
 import type { AppContext } from '../../context.ts';
+import { attemptDelivery } from '../../delivery/attempt.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { requireScope, type TenantAccess } from '../accounts/access.ts';
-import { attemptDelivery } from './attempt.ts';
 import { eventTypesOf, findVisibleEndpoint } from './endpoints.ts';
 import { exampleEnvelope, isEventType } from './event-types.ts';
 

@@ -1,0 +1,105 @@
+import type { Agent } from 'undici';
+import { AppError } from '../lib/errors.ts';
+import type { DeliveryContext, DisabledEndpoint } from './context.ts';
+import { buildMessage, deliveryPayload, storedHeaders } from './message.ts';
+import { type FinishedAttempt, recordAttempts, type Trigger } from './record.ts';
+import {
+  DEADLINE_MS,
+  guardedAgent,
+  listenerTransport,
+  responseText,
+  type SendError,
+  type SenderOptions,
+  sendMessage,
+} from './sender.ts';
+
+export interface AttemptOutcome {
+  delivery_id: string;
+  status_code: number | null;
+  response_body: string | null;
+  duration_ms: number;
+  error: SendError | null;
+}
+
+/** One keep-alive agent per context for attempts made outside the worker (replays and test sends). */
+const agents = new WeakMap<DeliveryContext, { agent: Agent; options: SenderOptions }>();
+
+export function setSenderOptions(ctx: DeliveryContext, options: SenderOptions): void {
+  agents.set(ctx, { agent: guardedAgent(ctx, options), options });
+}
+
+function senderFor(ctx: DeliveryContext): { agent: Agent; options: SenderOptions } {
+  let sender = agents.get(ctx);
+  if (!sender) {
+    sender = { agent: guardedAgent(ctx), options: {} };
+    agents.set(ctx, sender);
+  }
+  return sender;
+}
+
+/** Hands the endpoints an attempt disabled to the capabilities' hooks, after the commit that did it. */
+export async function reportDisabled(
+  ctx: DeliveryContext,
+  disabled: readonly DisabledEndpoint[],
+): Promise<void> {
+  if (disabled.length === 0) return;
+  for (const hook of ctx.deliveryHooks.endpointsDisabled) {
+    await hook(disabled).catch((err: unknown) =>
+      ctx.log.error(
+        { err, endpointIds: disabled.map((d) => d.endpointId) },
+        'a hook on disabled endpoints failed',
+      ),
+    );
+  }
+}
+
+/**
+ * Makes one attempt of a delivery now, through the guard, and records it. `replay` and `test` do
+ * not touch the retry schedule: a successful replay succeeds the delivery, a failed one leaves it
+ * as it was; a test delivery ends succeeded or failed. The webhook-id stays the event's id.
+ */
+export async function attemptDelivery(
+  ctx: DeliveryContext,
+  deliveryId: string,
+  trigger: Trigger,
+): Promise<AttemptOutcome> {
+  const row = await ctx.db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('delivery_targets as e', 'e.id', 'd.endpoint_id')
+    .select([
+      'd.id',
+      'd.endpoint_id',
+      'd.event_id',
+      'd.event_type',
+      deliveryPayload('d').as('payload'),
+      'd.status',
+      'd.attempt_count',
+      'd.next_attempt_at',
+      'e.kind',
+      'e.url',
+      'e.secret_sealed',
+      'e.previous_secret_sealed',
+      'e.previous_secret_expires_at',
+    ])
+    .where('d.id', '=', deliveryId)
+    .executeTakeFirst();
+  if (!row) throw new AppError('webhook_delivery.not_found');
+  const now = ctx.clock.now();
+  const message = buildMessage(ctx, row, { ...row, id: row.endpoint_id }, now);
+  const sender = senderFor(ctx);
+  const result =
+    row.kind === 'listener'
+      ? await listenerTransport(ctx)(row.endpoint_id, message, sender.options.deadlineMs ?? DEADLINE_MS)
+      : await sendMessage(sender.agent, message, sender.options);
+  const finished: FinishedAttempt = {
+    delivery: row,
+    trigger,
+    attemptedAt: now,
+    headers: storedHeaders(message),
+    result,
+    targetKind: row.kind,
+  };
+  await reportDisabled(ctx, await recordAttempts(ctx, [finished]));
+  const { response_head, ...rest } = result;
+  return { delivery_id: row.id, ...rest, response_body: responseText(response_head) };
+}

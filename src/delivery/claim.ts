@@ -1,0 +1,77 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.ts';
+import type { SendingDelivery, SendingEndpoint } from './message.ts';
+import type { TargetKind } from './tables.ts';
+
+export interface ClaimedRow extends SendingDelivery {
+  kind: TargetKind;
+  /** Null for an app that has no events URL yet: the attempt fails and is retried. */
+  url: string | null;
+  secret_sealed: string;
+  previous_secret_sealed: string | null;
+  previous_secret_expires_at: Date | null;
+  failing_since: Date | null;
+}
+
+export function endpointOf(row: ClaimedRow): SendingEndpoint {
+  return { ...row, id: row.endpoint_id };
+}
+
+export interface ClaimRequest {
+  workerId: string;
+  now: Date;
+  leaseUntil: Date;
+  /** At most this many rows in all. */
+  limit: number;
+  /** At most this many rows of an endpoint not listed in `room`. */
+  perEndpoint: number;
+  /** Room left for endpoints with requests in flight here (0 = do not claim for it). */
+  room: ReadonlyMap<string, number>;
+  /**
+   * Only these targets (the listeners connected to this process); without it, every target but
+   * listeners, which only the process holding their connection can reach.
+   */
+  targets?: readonly string[];
+  /** The walk over targets starts after this target id ('' = from the first). */
+  after: string;
+  /** Targets visited at most (WALK_TARGETS). */
+  walkTargets?: number;
+}
+
+export interface Claimed {
+  rows: ClaimedRow[];
+  /** Where the next claim's walk starts: '' once this one reached the last target with work. */
+  next: string;
+}
+
+/** Targets visited per claim: enough to fill a batch, few enough that a claim stays short. */
+export const WALK_TARGETS = 64;
+
+/**
+ * Claims due deliveries in one call (ARCHITECTURE.md step 3), target by target (decision 0016),
+ * from the queue kept apart from the log (webhook_queue, decision 0017): a walk over the targets
+ * with pending deliveries, one index descent each, in id order from where the previous claim
+ * stopped, so that every target gets its turn; then, for each target with room here, its oldest
+ * due rows, up to that room. A target that is full (a stuck endpoint whose slots are all held)
+ * costs one descent: its waiting rows are never read, however many there are. Rows are locked
+ * with FOR UPDATE SKIP LOCKED, so workers never claim the same row, and leased until
+ * `leaseUntil`. The call commits at once: no lock is held while sending. The statements are those
+ * of the database function webhook_claim (migration 0015, decision 0018), planned once per
+ * connection.
+ */
+export async function claimDue(db: Db, request: ClaimRequest): Promise<Claimed> {
+  const partial = [...request.room];
+  const result = await sql<ClaimedRow & { walked_to: string | null; walk_ended: boolean }>`
+    SELECT * FROM webhook_claim(
+      ${request.workerId}::text, ${request.now.toISOString()}::timestamptz,
+      ${request.leaseUntil.toISOString()}::timestamptz, ${request.limit}::int, ${request.perEndpoint}::int,
+      ${partial.map(([id]) => id)}::text[], ${partial.map(([, n]) => n)}::int[], ${request.after}::text,
+      ${request.walkTargets ?? WALK_TARGETS}::int, ${request.targets ? [...request.targets] : null}::text[])
+  `.execute(db);
+  const progress = result.rows[0];
+  const rows = result.rows
+    .filter((row) => row.id !== null)
+    .map(({ walked_to: _w, walk_ended: _e, ...row }) => row);
+  const ended = progress?.walk_ended ?? true;
+  return { rows, next: ended || !progress?.walked_to ? '' : progress.walked_to };
+}

@@ -1,0 +1,59 @@
+import { type RawBuilder, sql } from 'kysely';
+import type { DeliveryContext } from './context.ts';
+import type { OutgoingMessage } from './sender.ts';
+import { secretsForSigning, signatureHeader } from './signing.ts';
+import type { DeliveryTargetsView, WebhookDeliveriesTable } from './tables.ts';
+
+/** The target columns a send needs (delivery_targets: an endpoint or an app's events URL). */
+export type SendingEndpoint = Pick<
+  DeliveryTargetsView,
+  'id' | 'url' | 'secret_sealed' | 'previous_secret_sealed' | 'previous_secret_expires_at'
+>;
+
+export type SendingDelivery = Pick<
+  WebhookDeliveriesTable,
+  'id' | 'endpoint_id' | 'event_id' | 'event_type' | 'status' | 'attempt_count' | 'next_attempt_at'
+> & { payload: string };
+
+/**
+ * The payload a delivery sends, in a query over `webhook_deliveries AS <alias>`: its own, or its
+ * event's (a shipment event's deliveries hold none; migration 0016).
+ */
+export function deliveryPayload(alias: string): RawBuilder<string> {
+  return sql<string>`COALESCE(${sql.ref(`${alias}.payload`)}, (SELECT ev.payload FROM events ev WHERE ev.id = ${sql.ref(`${alias}.event_id`)}))`;
+}
+
+export function userAgent(ctx: DeliveryContext): string {
+  return `Waybill-Webhooks/1.0 (+${ctx.config.webUrl}/docs/webhooks)`;
+}
+
+/**
+ * The message of spec 2.6: the stored payload is the body, byte for byte, and is what is signed;
+ * webhook-id is the event id, so every attempt and replay of one event carries the same id.
+ */
+export function buildMessage(
+  ctx: DeliveryContext,
+  delivery: SendingDelivery,
+  endpoint: SendingEndpoint,
+  now: Date,
+): OutgoingMessage {
+  const timestamp = Math.floor(now.getTime() / 1000);
+  const secrets = secretsForSigning(ctx, endpoint, now);
+  return {
+    url: endpoint.url ?? '',
+    body: delivery.payload,
+    headers: {
+      'content-type': 'application/json',
+      'user-agent': userAgent(ctx),
+      'webhook-id': delivery.event_id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signatureHeader(secrets, delivery.event_id, timestamp, delivery.payload),
+      'webhook-event': delivery.event_type,
+    },
+  };
+}
+
+/** The headers as stored with the attempt: the signature is kept, it proves nothing without the secret. */
+export function storedHeaders(message: OutgoingMessage): Record<string, string> {
+  return { ...message.headers };
+}

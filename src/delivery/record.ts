@@ -1,0 +1,253 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.ts';
+import { newId } from '../lib/ids.ts';
+import type { DeliveryContext, DisabledEndpoint } from './context.ts';
+import { disableEndpoint } from './lifecycle.ts';
+import type { SendingDelivery } from './message.ts';
+import type { DeliveryKind } from './metrics.ts';
+import { FAILING_DISABLE_MS, type Jitter, MAX_ATTEMPTS, nextAttemptAt } from './schedule.ts';
+import { isSuccess, type SendResult } from './sender.ts';
+import type { TargetKind } from './tables.ts';
+
+export type Trigger = 'scheduled' | 'replay' | 'test';
+
+/** One finished attempt, waiting to be written. */
+export interface FinishedAttempt {
+  /** The delivery as claimed; its payload is not needed to record the attempt. */
+  delivery: Omit<SendingDelivery, 'payload'>;
+  trigger: Trigger;
+  attemptedAt: Date;
+  headers: Record<string, string>;
+  result: SendResult;
+  /** Whether the endpoint had a failure streak when claimed (unknown: treated as yes). */
+  endpointFailing?: boolean;
+  /** An app's events target is retried on 410 too: only endpoints are gone for good. */
+  targetKind?: TargetKind;
+}
+
+/** The metrics' name for a target kind. */
+export function metricKind(kind: TargetKind | undefined): DeliveryKind {
+  if (kind === 'app_events') return 'app_event';
+  return kind === 'listener' ? 'listener' : 'endpoint';
+}
+
+function isGone(attempt: FinishedAttempt): boolean {
+  return attempt.result.status_code === 410 && attempt.targetKind !== 'app_events';
+}
+
+/** The answer's head as hex, the one spelling of bytes both engines' drivers pass in an array. */
+function hexOf(head: Uint8Array | null): string | null {
+  return head === null ? null : Buffer.from(head.buffer, head.byteOffset, head.byteLength).toString('hex');
+}
+
+interface DeliveryChange {
+  id: string;
+  /** null keeps the delivery's status and schedule (a failed replay). */
+  status: 'pending' | 'succeeded' | 'failed' | null;
+  nextAt: Date | null;
+  /** Scheduled attempts change only a delivery still pending (a disable may have cancelled it). */
+  onlyPending: boolean;
+  code: number | null;
+  at: Date;
+  /** The last scheduled attempt failed: the delivery has failed for good. */
+  exhausted: boolean;
+}
+
+/** What an attempt does to its delivery (spec 6.3 to 6.5). */
+function changeFor(attempt: FinishedAttempt, jitter: Jitter): DeliveryChange {
+  const { delivery, result, trigger, attemptedAt: at } = attempt;
+  const base = {
+    id: delivery.id,
+    code: result.status_code,
+    at,
+    onlyPending: trigger === 'scheduled',
+    exhausted: false,
+  };
+  if (isSuccess(result)) return { ...base, status: 'succeeded', nextAt: null };
+  if (isGone(attempt) || trigger === 'test') return { ...base, status: 'failed', nextAt: null };
+  if (trigger === 'replay') return { ...base, status: null, nextAt: null };
+  const attempts = delivery.attempt_count + 1;
+  const next = attempts >= MAX_ATTEMPTS ? null : nextAttemptAt(attempts, at, jitter);
+  return next
+    ? { ...base, status: 'pending', nextAt: next }
+    : { ...base, status: 'failed', nextAt: null, exhausted: true };
+}
+
+/**
+ * Attempt rows and delivery changes in one call: atomic without a transaction of its own. The
+ * statements are those of the database function webhook_record_attempts (migration 0015,
+ * decision 0018), planned once per connection.
+ */
+async function writeAttempts(
+  db: Db,
+  attempts: readonly FinishedAttempt[],
+  changes: readonly DeliveryChange[],
+) {
+  await sql`
+    SELECT webhook_record_attempts(
+      ${attempts.map(() => newId('att'))}::text[],
+      ${attempts.map((a) => a.delivery.id)}::text[],
+      ${attempts.map((a) => a.delivery.endpoint_id)}::text[],
+      ${attempts.map((a) => a.attemptedAt.toISOString())}::timestamptz[],
+      ${attempts.map((a) => a.result.duration_ms)}::int[],
+      ${attempts.map((a) => a.result.status_code)}::int[],
+      ${attempts.map((a) => a.result.error)}::text[],
+      ${attempts.map((a) => hexOf(a.result.response_head))}::text[],
+      ${attempts.map((a) => a.trigger)}::text[],
+      ${attempts.map((a) => JSON.stringify(a.headers))}::text[],
+      ${changes.map((c) => c.id)}::text[],
+      ${changes.map((c) => c.status)}::text[],
+      ${changes.map((c) => c.nextAt?.toISOString() ?? null)}::timestamptz[],
+      ${changes.map((c) => c.code)}::int[],
+      ${changes.map((c) => c.at.toISOString())}::timestamptz[],
+      ${changes.map((c) => c.onlyPending)}::boolean[])
+  `.execute(db);
+}
+
+/**
+ * What a batch says of an endpoint's failure streak: `restarted` when it holds both a 2xx and a
+ * failure. Attempts of one batch were in flight together, so their order says nothing: the 2xx
+ * ends the old streak, and the failure begins a new one now.
+ */
+type Streak = Map<string, 'ok' | 'failing' | 'restarted' | 'gone'>;
+
+/** Per endpoint, what the batch's outcomes say together; a 2xx alone matters only to a failing one. */
+function streaksOf(attempts: readonly FinishedAttempt[]): Streak {
+  const seen = new Map<string, { ok: boolean; failed: boolean; gone: boolean; wasFailing: boolean }>();
+  for (const a of attempts) {
+    const endpointId = a.delivery.endpoint_id;
+    const facts = seen.get(endpointId) ?? { ok: false, failed: false, gone: false, wasFailing: false };
+    if (isSuccess(a.result)) {
+      facts.ok = true;
+      facts.wasFailing ||= a.endpointFailing !== false;
+    } else if (isGone(a)) facts.gone = true;
+    else if (a.trigger === 'scheduled') facts.failed = true;
+    seen.set(endpointId, facts);
+  }
+  const streak: Streak = new Map();
+  for (const [endpointId, facts] of seen) {
+    if (facts.gone) streak.set(endpointId, 'gone');
+    else if (facts.failed) streak.set(endpointId, facts.ok ? 'restarted' : 'failing');
+    else if (facts.ok && facts.wasFailing) streak.set(endpointId, 'ok');
+  }
+  return streak;
+}
+
+/** What the streaks did: endpoints disabled (to be told, once committed), and counts for the metrics. */
+interface StreakEffects {
+  disabled: DisabledEndpoint[];
+  /** Per endpoint disabled by this batch (410 or failing): how many deliveries it cancelled. */
+  cancelled: Map<string, number>;
+}
+
+/**
+ * Applies the streaks: clears them on 2xx, starts them again on a 2xx beside a failure, disables
+ * on 410 and after 3 days of failure. An app's events target is never disabled: its deliveries
+ * are retried for three days and fail alone. A delivery that used all its attempts while the
+ * endpoint never answered 2xx since that delivery's first attempt disables it then (about 68.6 h):
+ * no later failure may ever come to reach the 72 h mark.
+ */
+async function applyStreaks(
+  trx: Db,
+  streak: Streak,
+  exhausted: ReadonlyMap<string, string>,
+  now: Date,
+): Promise<StreakEffects> {
+  const effects: StreakEffects = { disabled: [], cancelled: new Map() };
+  const ids = (kind: string) => [...streak].filter(([, v]) => v === kind).map(([id]) => id);
+  const ok = ids('ok');
+  if (ok.length > 0) {
+    await trx
+      .updateTable('webhook_endpoints')
+      .set({ failing_since: null })
+      .where('id', 'in', ok)
+      .where('failing_since', 'is not', null)
+      .execute();
+  }
+  const restarted = ids('restarted');
+  if (restarted.length > 0) {
+    await trx
+      .updateTable('webhook_endpoints')
+      .set({ failing_since: now })
+      .where('id', 'in', restarted)
+      .where('enabled', '=', true)
+      .execute();
+  }
+  for (const id of ids('gone')) {
+    const cancelled = await disableEndpoint(trx, id, 'gone', now);
+    if (cancelled === null) continue;
+    effects.disabled.push({ endpointId: id, reason: 'gone', disabledAt: now });
+    effects.cancelled.set(id, cancelled);
+  }
+  const failing = ids('failing');
+  if (failing.length === 0) return effects;
+  const rows = await trx
+    .updateTable('webhook_endpoints')
+    .set({ failing_since: sql<Date>`COALESCE(failing_since, ${now.toISOString()}::timestamptz)` })
+    .where('id', 'in', failing)
+    .where('enabled', '=', true)
+    .returning(['id', 'failing_since'])
+    .execute();
+  for (const row of rows) {
+    if (!row.failing_since) continue;
+    const since = new Date(row.failing_since);
+    const exhaustedDelivery = exhausted.get(row.id);
+    const failingLongEnough =
+      now.getTime() - since.getTime() >= FAILING_DISABLE_MS ||
+      (exhaustedDelivery !== undefined && (await failingSinceFirstAttempt(trx, exhaustedDelivery, since)));
+    if (!failingLongEnough) continue;
+    const cancelled = await disableEndpoint(trx, row.id, 'failing', now);
+    if (cancelled === null) continue;
+    effects.disabled.push({ endpointId: row.id, reason: 'failing', disabledAt: now });
+    effects.cancelled.set(row.id, cancelled);
+  }
+  return effects;
+}
+
+/** Whether the streak began no later than the delivery's first scheduled attempt (no 2xx since). */
+async function failingSinceFirstAttempt(trx: Db, deliveryId: string, since: Date): Promise<boolean> {
+  const first = await trx
+    .selectFrom('webhook_attempts')
+    .select((eb) => eb.fn.min('attempted_at').as('at'))
+    .where('delivery_id', '=', deliveryId)
+    .where('trigger', '=', 'scheduled')
+    .executeTakeFirst();
+  return first?.at != null && since.getTime() <= new Date(first.at).getTime();
+}
+
+/**
+ * Writes finished attempts: the attempt rows, the deliveries' new state, and the endpoints'
+ * failure streaks (410 disables at once; 3 days of failure disable too), in one short
+ * transaction, or one statement when no endpoint changes (the common case of 2xx answers).
+ * Returns the endpoints the batch disabled, to be reported (deliveryHooks) after the commit.
+ */
+export async function recordAttempts(
+  ctx: DeliveryContext,
+  attempts: readonly FinishedAttempt[],
+  jitter: Jitter = Math.random,
+): Promise<DisabledEndpoint[]> {
+  if (attempts.length === 0) return [];
+  const changes = attempts.map((attempt) => changeFor(attempt, jitter));
+  const streak = streaksOf(attempts);
+  if (streak.size === 0) {
+    await writeAttempts(ctx.db, attempts, changes);
+    return [];
+  }
+  const now = ctx.clock.now();
+  const exhausted = new Map<string, string>();
+  for (const [index, change] of changes.entries()) {
+    const endpointId = attempts[index]?.delivery.endpoint_id;
+    if (change.exhausted && endpointId) exhausted.set(endpointId, change.id);
+  }
+  const effects = await ctx.db.transaction().execute(async (trx) => {
+    await writeAttempts(trx, attempts, changes);
+    return applyStreaks(trx, streak, exhausted, now);
+  });
+  // Committed: an attempt disabled these endpoints, and their waiting deliveries were cancelled.
+  for (const [endpointId, cancelled] of effects.cancelled) {
+    const kind = metricKind(attempts.find((a) => a.delivery.endpoint_id === endpointId)?.targetKind);
+    ctx.metrics.deliveryOutcome(kind, 'disabled');
+    ctx.metrics.deliveryOutcome(kind, 'cancelled', cancelled);
+  }
+  return effects.disabled;
+}

@@ -1,0 +1,161 @@
+import { sql } from 'kysely';
+import { isDatabaseUnavailable } from '../db/database.ts';
+import { reportDisabled } from './attempt.ts';
+import type { DeliveryContext } from './context.ts';
+import { type FinishedAttempt, recordAttempts } from './record.ts';
+import type { Jitter } from './schedule.ts';
+
+const FLUSH_DELAY_MS = 5;
+// PGlite runs one statement at a time: fewer, larger batches leave it free for the rest.
+const PGLITE_FLUSH_DELAY_MS = 15;
+const VACUUM_EVERY = 2000;
+// The log's outcome updates stay on their pages (HOT): it needs a vacuum far less often.
+const VACUUM_LOG_EVERY = 100_000;
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 5_000;
+
+export interface RecorderOptions {
+  jitter?: Jitter;
+  /** Called with each batch once it is written (metrics). */
+  onRecorded?: (attempts: readonly FinishedAttempt[]) => void;
+}
+
+/**
+ * Writes finished attempts in batches (attempts that finish together share one transaction). A
+ * batch that fails because the database is away is kept and written once it is back; a batch the
+ * database refuses is written row by row, so one row that cannot be written (its delivery deleted
+ * meanwhile, say) does not sink the others.
+ */
+export class AttemptRecorder {
+  readonly #ctx: DeliveryContext;
+  readonly #options: RecorderOptions;
+  readonly #waiting: FinishedAttempt[] = [];
+  #flushing: Promise<void> | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #retryMs = RETRY_FIRST_MS;
+  #recordedSinceVacuum = 0;
+  #recordedSinceLogVacuum = 0;
+  #stopped = false;
+
+  constructor(ctx: DeliveryContext, options: RecorderOptions = {}) {
+    this.#ctx = ctx;
+    this.#options = options;
+  }
+
+  /** Whether anything is still to be written. */
+  get busy(): boolean {
+    return this.#waiting.length > 0 || this.#flushing !== null || this.#timer !== null;
+  }
+
+  add(attempt: FinishedAttempt): void {
+    this.#waiting.push(attempt);
+    if (this.#timer || this.#flushing) return;
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = null;
+        void this.flush();
+      },
+      this.#ctx.database.engine === 'pglite' ? PGLITE_FLUSH_DELAY_MS : FLUSH_DELAY_MS,
+    );
+  }
+
+  /** Writes everything waiting; resolves when it is written (or, once stopped, given up). */
+  flush(): Promise<void> {
+    if (this.#timer) {
+      clearTimeout(this.#timer);
+      this.#timer = null;
+    }
+    if (this.#flushing) return this.#flushing;
+    this.#flushing = this.#drain().finally(() => {
+      this.#flushing = null;
+    });
+    return this.#flushing;
+  }
+
+  /** After this, a database outage no longer holds a flush: what waits is left to the leases. */
+  stop(): void {
+    this.#stopped = true;
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#waiting.length > 0) {
+      const batch = this.#waiting.splice(0);
+      try {
+        await this.#write(batch);
+        this.#retryMs = RETRY_FIRST_MS;
+      } catch (err) {
+        if (!isDatabaseUnavailable(err)) {
+          await this.#writeOneByOne(batch);
+          continue;
+        }
+        if (this.#stopped) {
+          this.#ctx.log.warn({ err, attempts: batch.length }, 'database away at stop: leases will expire');
+          return;
+        }
+        // The database is away: keep the batch and try again, waiting longer each time.
+        this.#waiting.unshift(...batch);
+        this.#ctx.log.warn(
+          { err, retryInMs: this.#retryMs },
+          'recording webhook attempts waits for the database',
+        );
+        await new Promise((resolve) => setTimeout(resolve, this.#retryMs).unref());
+        this.#retryMs = Math.min(this.#retryMs * 2, RETRY_MAX_MS);
+      }
+    }
+  }
+
+  async #write(batch: readonly FinishedAttempt[]): Promise<void> {
+    const disabled = await recordAttempts(this.#ctx, batch, this.#options.jitter);
+    // Written: what follows must not make the caller write the batch again.
+    this.#options.onRecorded?.(batch);
+    await reportDisabled(this.#ctx, disabled);
+    await this.#vacuumNowAndThen(batch.length).catch((err: unknown) =>
+      this.#ctx.log.warn({ err }, 'vacuum of the delivery queue failed'),
+    );
+  }
+
+  async #writeOneByOne(batch: readonly FinishedAttempt[]): Promise<void> {
+    for (const [index, attempt] of batch.entries()) {
+      try {
+        await this.#write([attempt]);
+      } catch (err) {
+        if (isDatabaseUnavailable(err)) {
+          this.#waiting.unshift(...batch.slice(index));
+          return;
+        }
+        await this.#writeWithoutAnswer(attempt, err);
+      }
+    }
+  }
+
+  /** The last resort: the attempt without the receiver's answer, so that it still counts. */
+  async #writeWithoutAnswer(attempt: FinishedAttempt, cause: unknown): Promise<void> {
+    try {
+      await this.#write([{ ...attempt, result: { ...attempt.result, response_head: null } }]);
+      this.#ctx.log.warn(
+        { err: cause, deliveryId: attempt.delivery.id },
+        'attempt recorded without its answer',
+      );
+    } catch (err) {
+      // Its delivery is gone (the endpoint was deleted while the request was in flight).
+      this.#ctx.log.warn({ err, deliveryId: attempt.delivery.id }, 'attempt could not be recorded');
+    }
+  }
+
+  // PGlite runs no autovacuum: dead row versions of a busy queue pile up in the claim's index and
+  // every claim wades through them. PostgreSQL's autovacuum does this on its own. The queue's
+  // vacuum leaves out ANALYZE: it read up to 30,000 rows of the queue each time, so a stuck
+  // endpoint's thousands of waiting rows made it a cost to everyone else (issue 10). VACUUM keeps
+  // the table's size current for the planner; queue-statistics.ts analyzes on a backlog.
+  async #vacuumNowAndThen(recorded: number): Promise<void> {
+    if (this.#ctx.database.engine !== 'pglite') return;
+    this.#recordedSinceVacuum += recorded;
+    this.#recordedSinceLogVacuum += recorded;
+    if (this.#recordedSinceVacuum < VACUUM_EVERY) return;
+    this.#recordedSinceVacuum = 0;
+    await sql`VACUUM webhook_queue`.execute(this.#ctx.db);
+    if (this.#recordedSinceLogVacuum < VACUUM_LOG_EVERY) return;
+    this.#recordedSinceLogVacuum = 0;
+    await sql`VACUUM (ANALYZE) webhook_deliveries`.execute(this.#ctx.db);
+  }
+}

@@ -1,0 +1,359 @@
+import type { Agent } from 'undici';
+import { isDatabaseUnavailable } from '../db/database.ts';
+import { randomBase62 } from '../lib/ids.ts';
+import { type ClaimedRow, claimDue, endpointOf } from './claim.ts';
+import type { DeliveryContext } from './context.ts';
+import { onLocalWake, WAKE_CHANNEL, wakeTag } from './fanout.ts';
+import { buildMessage, storedHeaders } from './message.ts';
+import type { DeliveryOutcome } from './metrics.ts';
+import { QueueStatistics } from './queue-statistics.ts';
+import { type FinishedAttempt, metricKind } from './record.ts';
+import { AttemptRecorder } from './recorder.ts';
+import { type Jitter, MAX_ATTEMPTS } from './schedule.ts';
+import { DEADLINE_MS, guardedAgent, isSuccess, sendMessage, type Transport } from './sender.ts';
+import { SendSlots } from './slots.ts';
+
+export interface WorkerOptions {
+  /** Poll interval in real milliseconds, the fallback when a wake-up is missed; 0 turns it off. */
+  pollMs?: number;
+  /** Requests in flight in this process. */
+  maxInFlight?: number;
+  /** Requests in flight to a target at first and to one that answers slowly (slots.ts adapts it). */
+  perEndpoint?: number;
+  /** Rows claimed at most per claim. */
+  batchSize?: number;
+  /** How long a claim is ours; must outlast the deadline, or a slow attempt would be claimed twice. */
+  leaseMs?: number;
+  /** The deadline of one attempt (connect to last byte read). */
+  deadlineMs?: number;
+  /** Listen for wake-ups (LISTEN/NOTIFY and in-process); tests that drive `tick` may turn it off. */
+  listen?: boolean;
+  jitter?: Jitter;
+  /** Called with each batch of attempts once written (metrics). */
+  onRecorded?: (attempts: readonly FinishedAttempt[]) => void;
+  /**
+   * Only these targets, read at each claim (a listener hub's connected listeners); without it,
+   * every target but listeners. An empty list claims nothing.
+   */
+  targets?: () => readonly string[];
+  /** How a message reaches its target; without it, an HTTP POST through the guard. */
+  transport?: Transport;
+  /** How long an in-process wake-up waits for others to claim with it (default: 10 ms on PGlite, else 0). */
+  wakeDelayMs?: number;
+}
+
+export interface DeliveryWorker {
+  readonly id: string;
+  /** Claims and sends everything due now, and returns once all of it is recorded: for tests. */
+  tick(): Promise<number>;
+  wake(): void;
+  /** When the claim loop last turned with the database answering (readiness), or null. */
+  heartbeat(): Date | null;
+  /** Requests in flight now. */
+  inFlight(): number;
+  /** Stops claiming and waits (bounded) for the requests in flight and their records. */
+  stop(): Promise<void>;
+}
+
+/** What an attempt did to its delivery, for the deliveries counter. */
+function outcomeOf(attempt: FinishedAttempt): DeliveryOutcome {
+  if (isSuccess(attempt.result)) return 'succeeded';
+  const gone = attempt.result.status_code === 410 && attempt.targetKind !== 'app_events';
+  if (gone || attempt.delivery.attempt_count + 1 >= MAX_ATTEMPTS) return 'failed';
+  return 'failed_attempt';
+}
+
+const CLAIM_RETRY_FIRST_MS = 500;
+const CLAIM_RETRY_MAX_MS = 5_000;
+const PGLITE_WAKE_DELAY_MS = 10;
+/**
+ * On PGlite every statement runs in WebAssembly on the one connection everything else waits for,
+ * and a claim has a fixed cost before its first row: fewer, larger claims, and more held ahead.
+ * Measured before the claim became a function (decision 0018): 4.5 ms for 32 rows against
+ * 12.5 ms for 150 (docs/performance.md).
+ */
+const PGLITE_BATCH = 256;
+const PGLITE_HELD_PER_SLOT = 8;
+
+/**
+ * The delivery worker (ARCHITECTURE.md "How an event flows", steps 3 and 4): claims due deliveries
+ * into its slots (slots.ts), sends them (sender.ts) and hands the results to the recorder
+ * (recorder.ts). A database outage pauses claiming with a growing wait; what was sent meanwhile is
+ * recorded once the database is back.
+ */
+export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions = {}): DeliveryWorker {
+  const id = `wrk_${randomBase62(16)}`;
+  const maxInFlight = options.maxInFlight ?? 64;
+  const perTarget = options.perEndpoint ?? 8;
+  const embedded = ctx.database.engine === 'pglite';
+  const batchSize = options.batchSize ?? (embedded ? PGLITE_BATCH : 64);
+  const deadlineMs = options.deadlineMs ?? DEADLINE_MS;
+  const leaseMs = options.leaseMs ?? Math.max(60_000, deadlineMs * 3);
+  // Rows held (in flight and queued) per target: the last queued row of a slow target waits
+  // (held / perTarget - 1) deadlines before it is sent, and must still be inside its lease.
+  const rounds = Math.min(5, Math.max(1, Math.floor(leaseMs / deadlineMs) - 1));
+  const slots = new SendSlots({ maxInFlight, perTarget, rounds });
+  const maxHeld = Math.max(maxInFlight * (embedded ? PGLITE_HELD_PER_SLOT : 2), slots.heldForNewTarget);
+  const minClaim = Math.max(1, Math.floor(batchSize / 2));
+  const agent: Agent | null = options.transport
+    ? null
+    : // A target that answers fast may earn every slot (slots.ts): as many connections.
+      guardedAgent(ctx, { deadlineMs, connectionsPerOrigin: maxInFlight });
+  const transport: Transport =
+    options.transport ?? ((_targetId, message) => sendMessage(agent as Agent, message, { deadlineMs }));
+  const recorder = new AttemptRecorder(ctx, {
+    ...(options.jitter ? { jitter: options.jitter } : {}),
+    onRecorded(attempts) {
+      for (const attempt of attempts)
+        ctx.metrics.deliveryOutcome(metricKind(attempt.targetKind), outcomeOf(attempt));
+      options.onRecorded?.(attempts);
+    },
+  });
+
+  const statistics = new QueueStatistics(ctx);
+  let stopping = false;
+  let claiming: Promise<number> | null = null;
+  let claimAgain = false;
+  let lastTurn: Date | null = null;
+  let claimRetryMs = CLAIM_RETRY_FIRST_MS;
+  let claimPausedUntil = 0;
+  const sending = new Set<Promise<void>>();
+
+  function dispatch(): void {
+    for (const row of slots.takeStartable()) send(row);
+  }
+
+  async function attempt(row: ClaimedRow): Promise<FinishedAttempt> {
+    const now = ctx.clock.now();
+    const message = buildMessage(ctx, row, endpointOf(row), now);
+    const kind = metricKind(row.kind);
+    ctx.metrics.sendStarted(kind);
+    const result = await transport(row.endpoint_id, message, deadlineMs).finally(() =>
+      ctx.metrics.sendFinished(kind),
+    );
+    ctx.metrics.attemptDuration(result.duration_ms / 1000, kind);
+    return {
+      delivery: row,
+      endpointFailing: row.failing_since !== null,
+      targetKind: row.kind,
+      trigger: 'scheduled',
+      attemptedAt: now,
+      headers: storedHeaders(message),
+      result,
+    };
+  }
+
+  function send(row: ClaimedRow): void {
+    let took = { durationMs: 0, timedOut: false };
+    const task = attempt(row)
+      .then((finished) => {
+        took = { durationMs: finished.result.duration_ms, timedOut: finished.result.error === 'timeout' };
+        if (finished.result.status_code === 410 && row.kind !== 'app_events')
+          slots.dropQueue(row.endpoint_id);
+        recorder.add(finished);
+      })
+      .catch((err: unknown) => ctx.log.error({ err, deliveryId: row.id }, 'webhook send failed'))
+      .finally(() => {
+        slots.finished(row.endpoint_id, took.durationMs, took.timedOut);
+        sending.delete(task);
+        if (stopping) return;
+        dispatch();
+        // Claim again once this target's queue runs low, if the last claim left it rows for want
+        // of room: claims come in rounds, not one per send.
+        if (capped.has(row.endpoint_id) && slots.runningLow(row.endpoint_id)) void pump();
+      });
+    sending.add(task);
+  }
+
+  /** Where the next claim's walk over the targets starts (claim.ts): targets take turns. */
+  let cursor = '';
+  /** Targets whose last claim took all the room they had: they may have more due. */
+  const capped = new Set<string>();
+
+  /** After a claim: which targets it took all it could for (their room, or the claim's limit). */
+  function noteCapped(rows: readonly ClaimedRow[], room: ReadonlyMap<string, number>, limit: number): void {
+    const taken = new Map<string, number>();
+    for (const row of rows) taken.set(row.endpoint_id, (taken.get(row.endpoint_id) ?? 0) + 1);
+    const cutShort = rows.length >= limit;
+    for (const [targetId, count] of taken) {
+      if (cutShort || count >= (room.get(targetId) ?? slots.heldForNewTarget)) capped.add(targetId);
+      else capped.delete(targetId);
+    }
+    // Bounded: a target left out is claimed for by the next wake-up or poll.
+    if (capped.size > 10_000) capped.clear();
+  }
+
+  async function claimLoop(): Promise<number> {
+    let total = 0;
+    do {
+      claimAgain = false;
+      // Where a run of empty claims began, and whether it has gone past the last target since.
+      let emptyFrom: string | null = null;
+      let wrapped = false;
+      while (!stopping && slots.held < maxHeld) {
+        // Claims come in batches: a claim for a row or two as each send ends costs a statement
+        // per delivery (on PGlite, where statements queue behind each other, ten times slower).
+        if (slots.held > 0 && maxHeld - slots.held < minClaim) break;
+        const targets = options.targets?.();
+        if (targets?.length === 0) break;
+        const now = ctx.clock.now();
+        const limit = Math.min(batchSize, maxHeld - slots.held);
+        const from = cursor;
+        const room = slots.room();
+        const { rows, next } = await claimDue(ctx.db, {
+          ...(targets ? { targets } : {}),
+          workerId: id,
+          now,
+          leaseUntil: new Date(now.getTime() + leaseMs),
+          limit,
+          perEndpoint: slots.heldForNewTarget,
+          room,
+          after: from,
+        });
+        cursor = next;
+        noteCapped(rows, room, limit);
+        slots.enqueue(rows);
+        dispatch();
+        // A claim that came back well filled: there is a backlog, and the plan must be the right one.
+        if (rows.length >= Math.min(limit, 16)) statistics.backlogSeen();
+        total += rows.length;
+        if (rows.length > 0) {
+          emptyFrom = null;
+          // The walk went over every target with work and took all their room would: a claim now
+          // would come back empty (a target held back by its room is claimed for as it sends).
+          if (from === '' && next === '' && rows.length < limit) break;
+          continue;
+        }
+        // Nothing where this walk went: go on round the targets, and stop once round.
+        if (emptyFrom === null) {
+          emptyFrom = from;
+          wrapped = false;
+        }
+        if (next === '') {
+          if (wrapped || emptyFrom === '') break;
+          wrapped = true;
+        } else if (wrapped && next >= emptyFrom) break;
+      }
+    } while (claimAgain && !stopping);
+    lastTurn = ctx.clock.now();
+    return total;
+  }
+
+  /** Starts a claim round, or asks the running one to go round again. */
+  function pump(): Promise<number> {
+    if (stopping || Date.now() < claimPausedUntil) return Promise.resolve(0);
+    if (claiming) {
+      claimAgain = true;
+      return claiming;
+    }
+    claiming = claimLoop()
+      .then((claimed) => {
+        claimRetryMs = CLAIM_RETRY_FIRST_MS;
+        return claimed;
+      })
+      .catch((err: unknown) => {
+        if (!isDatabaseUnavailable(err)) {
+          ctx.log.error({ err }, 'claiming webhook deliveries failed');
+          return 0;
+        }
+        // The database is away: wait longer each time; the poll tries again after the pause.
+        ctx.log.warn({ err, retryInMs: claimRetryMs }, 'claiming waits for the database');
+        claimPausedUntil = Date.now() + claimRetryMs;
+        claimRetryMs = Math.min(claimRetryMs * 2, CLAIM_RETRY_MAX_MS);
+        return 0;
+      })
+      .finally(() => {
+        claiming = null;
+      });
+    return claiming;
+  }
+
+  async function settle(): Promise<void> {
+    while (sending.size > 0 || recorder.busy || claiming) {
+      await Promise.all([...sending]);
+      if (claiming) await claiming;
+      await recorder.flush();
+    }
+  }
+
+  /** Gives back claimed rows not sent, so that another worker need not wait for the lease. */
+  async function releaseQueued(): Promise<void> {
+    const ids = slots.drainQueued();
+    if (ids.length === 0) return;
+    await ctx.db
+      .updateTable('webhook_queue')
+      .set({ locked_by: null, locked_until: null })
+      .where('delivery_id', 'in', ids)
+      .where('locked_by', '=', id)
+      .execute();
+  }
+
+  // On PGlite every statement waits for the one before it: wake-ups that come close together
+  // (events committed one at a time) share one claim, a few milliseconds later.
+  const wakeDelayMs = options.wakeDelayMs ?? (embedded ? PGLITE_WAKE_DELAY_MS : 0);
+  let wakeTimer: NodeJS.Timeout | null = null;
+  function wakeSoon(): void {
+    if (wakeDelayMs === 0) {
+      void pump();
+      return;
+    }
+    if (wakeTimer) return;
+    wakeTimer = setTimeout(() => {
+      wakeTimer = null;
+      void pump();
+    }, wakeDelayMs);
+  }
+
+  ctx.health.workerHeartbeat = () => lastTurn;
+  const unsubscribes: Array<() => unknown> = [];
+  if (options.listen ?? true) {
+    unsubscribes.push(onLocalWake(ctx, wakeSoon));
+    // An empty payload comes after LISTEN reconnects: what was notified meanwhile was missed.
+    ctx.database
+      .listen(WAKE_CHANNEL, (tag) => {
+        if (tag !== wakeTag(ctx)) void pump();
+      })
+      .then(
+        (stop) => {
+          if (stopping) void stop();
+          else unsubscribes.push(stop);
+        },
+        (err: unknown) => ctx.log.warn({ err }, 'LISTEN failed; polling only'),
+      );
+  }
+  const pollMs = options.pollMs ?? 1000;
+  const timer = pollMs > 0 ? setInterval(() => void pump(), pollMs) : null;
+  timer?.unref();
+  if (options.listen ?? true) void pump();
+
+  return {
+    id,
+    async tick() {
+      claimPausedUntil = 0;
+      let total = 0;
+      for (;;) {
+        const claimed = await pump();
+        await settle();
+        total += claimed;
+        if (claimed === 0) return total;
+      }
+    },
+    wake() {
+      void pump();
+    },
+    heartbeat: () => lastTurn,
+    inFlight: () => slots.inFlight,
+    async stop() {
+      stopping = true;
+      ctx.health.workerHeartbeat = null;
+      if (wakeTimer) clearTimeout(wakeTimer);
+      if (timer) clearInterval(timer);
+      const bounded = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+      for (const unsubscribe of unsubscribes.splice(0)) await Promise.race([unsubscribe(), bounded(1000)]);
+      await Promise.race([settle(), bounded(deadlineMs + 1000)]);
+      recorder.stop();
+      await releaseQueued().catch((err: unknown) => ctx.log.warn({ err }, 'releasing claims failed'));
+      if (agent) await Promise.race([agent.destroy().catch(() => {}), bounded(1000)]);
+    },
+  };
+}

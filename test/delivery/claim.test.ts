@@ -1,0 +1,109 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claimDue } from '../../src/delivery/claim.ts';
+import { createCompany, createShipment } from '../support/api.ts';
+import { startWaybill, type TestWaybill } from '../support/harness.ts';
+import { insertEndpoint } from './support.ts';
+
+let w: TestWaybill;
+beforeAll(async () => {
+  w = await startWaybill();
+});
+afterAll(async () => {
+  await w?.close();
+});
+
+/** Three endpoints of one company, in the order the claim walks them (by id). */
+async function threeEndpoints(): Promise<{ token: string; ids: string[] }> {
+  const company = await createCompany(w);
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const endpoint = await insertEndpoint(w, {
+      tenantId: company.tenantId,
+      url: 'http://127.0.0.1:9/hook',
+      eventTypes: ['shipment.created'],
+    });
+    ids.push(endpoint.id);
+  }
+  return { token: company.liveToken, ids: ids.sort() };
+}
+
+function claim(request: { after: string; room?: Map<string, number>; walkTargets?: number; limit?: number }) {
+  const now = w.clock.now();
+  return claimDue(w.ctx.db, {
+    workerId: 'wrk_test',
+    now,
+    leaseUntil: new Date(now.getTime() + 60_000),
+    limit: request.limit ?? 100,
+    perEndpoint: 4,
+    room: request.room ?? new Map(),
+    after: request.after,
+    ...(request.walkTargets ? { walkTargets: request.walkTargets } : {}),
+  });
+}
+
+function countBy(rows: ReadonlyArray<{ endpoint_id: string }>): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const row of rows) counts[row.endpoint_id] = (counts[row.endpoint_id] ?? 0) + 1;
+  return counts;
+}
+
+/** Marks everything done, so that the next test starts with an empty queue. */
+async function finishAll(): Promise<void> {
+  await w.ctx.db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'succeeded' })
+    .where('status', '=', 'pending')
+    .execute();
+}
+
+describe('the claim walks the targets in turn', () => {
+  it('takes the room of each target, and goes on where the last claim stopped', async () => {
+    const { token, ids } = await threeEndpoints();
+    const [a, b, c] = ids as [string, string, string];
+    for (let i = 0; i < 6; i++) await createShipment(w, token, { external_ref: `walk-${i}` });
+
+    // Two targets a claim: A and B get their room of 4, and the next claim begins after B.
+    const first = await claim({ after: '', walkTargets: 2 });
+    expect(countBy(first.rows)).toEqual({ [a]: 4, [b]: 4 });
+    expect(first.next).toBe(b);
+    const second = await claim({ after: first.next, walkTargets: 2 });
+    expect(countBy(second.rows)).toEqual({ [c]: 4 });
+    // C was the last target with work: the walk starts again from the first.
+    expect(second.next).toBe('');
+    // What the claims hold is not claimed again; what is left is.
+    const third = await claim({ after: '' });
+    expect(countBy(third.rows)).toEqual({ [a]: 2, [b]: 2, [c]: 2 });
+    await finishAll();
+  });
+
+  it('skips a target with no room here, however much it has waiting, and serves the rest', async () => {
+    const { token, ids } = await threeEndpoints();
+    const [a, b, c] = ids as [string, string, string];
+    for (let i = 0; i < 5; i++) await createShipment(w, token, { external_ref: `full-${i}` });
+    // A is full here (a stuck endpoint holding all its slots); B has room for 1 more.
+    const claimed = await claim({
+      after: '',
+      room: new Map([
+        [a, 0],
+        [b, 1],
+      ]),
+    });
+    expect(countBy(claimed.rows)).toEqual({ [b]: 1, [c]: 4 });
+    // Oldest first within a target.
+    const cRows = claimed.rows.filter((row) => row.endpoint_id === c);
+    const times = cRows.map((row) => new Date(row.next_attempt_at as Date).getTime());
+    expect(times).toEqual([...times].sort((x, y) => x - y));
+    await finishAll();
+  });
+
+  it('does not claim for a disabled or held target', async () => {
+    const { token, ids } = await threeEndpoints();
+    const [a, b, c] = ids as [string, string, string];
+    await createShipment(w, token, { external_ref: 'held' });
+    await w.ctx.db.updateTable('webhook_endpoints').set({ held: true }).where('id', '=', a).execute();
+    await w.ctx.db.updateTable('webhook_endpoints').set({ enabled: false }).where('id', '=', b).execute();
+    const claimed = await claim({ after: '' });
+    expect(countBy(claimed.rows)).toEqual({ [c]: 1 });
+    await finishAll();
+  });
+});

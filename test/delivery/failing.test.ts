@@ -1,0 +1,248 @@
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FinishedAttempt, recordAttempts } from '../../src/delivery/record.ts';
+import { DAY, HOUR } from '../../src/lib/clock.ts';
+import { call, createCompany, createShipment } from '../support/api.ts';
+import { startWaybill, type TestWaybill } from '../support/harness.ts';
+import {
+  deliveriesOf,
+  endpointRow,
+  insertEndpoint,
+  type Receiver,
+  startReceiver,
+  testWorker,
+} from './support.ts';
+
+interface Mail {
+  to: string[];
+  text: string;
+}
+
+describe('the 3-day rule', () => {
+  let w: TestWaybill;
+  let receiver: Receiver;
+  let smtp: SMTPServer;
+  const mails: Mail[] = [];
+  beforeAll(async () => {
+    smtp = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ['AUTH', 'STARTTLS'],
+      onData(stream, session, callback) {
+        const chunks: Buffer[] = [];
+        stream.on('data', (c: Buffer) => chunks.push(c));
+        stream.on('end', () => {
+          mails.push({
+            to: session.envelope.rcptTo.map((r) => r.address),
+            text: Buffer.concat(chunks).toString(),
+          });
+          callback();
+        });
+      },
+    });
+    await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
+    const { port } = smtp.server.address() as AddressInfo;
+    w = await startWaybill({ env: { WAYBILL_SMTP_URL: `smtp://127.0.0.1:${port}` } });
+    receiver = await startReceiver((_m, res) => {
+      res.statusCode = 503;
+      res.end();
+    });
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await w?.close();
+    await new Promise<void>((resolve) => smtp?.close(() => resolve()));
+  });
+
+  /** Moves the clock to each next due attempt and makes it, while the endpoint stays enabled. */
+  async function runSchedule(endpointId: string, worker: ReturnType<typeof testWorker>, until: Date) {
+    for (;;) {
+      const next = await w.ctx.db
+        .selectFrom('webhook_deliveries')
+        .select((eb) => eb.fn.min('next_attempt_at').as('due'))
+        .where('endpoint_id', '=', endpointId)
+        .where('status', '=', 'pending')
+        .executeTakeFirst();
+      if (!next?.due || new Date(next.due) > until) return;
+      w.clock.set(new Date(next.due));
+      await worker.tick();
+    }
+  }
+
+  it('disables an endpoint failing for 3 days, cancels what waited, and e-mails its people', async () => {
+    const company = await createCompany(w);
+    const endpoint = await insertEndpoint(w, {
+      tenantId: company.tenantId,
+      url: receiver.url,
+      createdBy: company.owner.id,
+    });
+    const worker = testWorker(w);
+    const started = w.clock.now();
+    await createShipment(w, company.liveToken);
+    await worker.tick();
+    const streak = await w.ctx.db
+      .selectFrom('webhook_endpoints')
+      .select('failing_since')
+      .where('id', '=', endpoint.id)
+      .executeTakeFirstOrThrow();
+    expect(new Date(streak.failing_since as Date).getTime()).toBe(started.getTime());
+
+    // One message's schedule ends before 3 days; new messages keep the streak going.
+    await runSchedule(endpoint.id, worker, new Date(started.getTime() + 2 * DAY));
+    await createShipment(w, company.liveToken);
+    await worker.tick();
+    await runSchedule(endpoint.id, worker, new Date(started.getTime() + 10 * DAY));
+    await createShipment(w, company.liveToken);
+    await worker.stop();
+
+    const row = await endpointRow(w, endpoint.id);
+    expect(row.enabled).toBe(false);
+    expect(row.disabled_reason).toBe('failing');
+    // Disabled when the first message used its 9th attempt (about 68.6 h) with no 2xx since its
+    // first: waiting for a failure at 72 h could wait for ever.
+    const disabledAfter = new Date(row.updated_at).getTime() - started.getTime();
+    expect(disabledAfter).toBeGreaterThanOrEqual(68 * HOUR);
+    expect(disabledAfter).toBeLessThan(3 * DAY);
+    const deliveries = await deliveriesOf(w, endpoint.id);
+    expect(deliveries.some((d) => d.status === 'cancelled')).toBe(true);
+    expect(deliveries.filter((d) => d.status === 'pending')).toHaveLength(0);
+    // A disabled endpoint gets nothing new (the last shipment above made no delivery).
+    expect(deliveries).toHaveLength(2);
+
+    expect(mails).toHaveLength(1);
+    expect(mails[0]?.to).toEqual([company.owner.email]);
+    expect(mails[0]?.text).toContain(endpoint.id);
+  });
+
+  it('does not disable at a used-up schedule when the endpoint answered 2xx since that message began', async () => {
+    const company = await createCompany(w);
+    const endpoint = await insertEndpoint(w, { tenantId: company.tenantId, url: receiver.url });
+    const worker = testWorker(w);
+    const started = w.clock.now();
+    const failing = await createShipment(w, company.liveToken);
+    await worker.tick();
+    // Later messages of other shipments succeed; only the first shipment's keep failing.
+    receiver.answer = (message, res) => {
+      res.statusCode = message.body.includes(failing.id) ? 503 : 200;
+      res.end();
+    };
+    w.clock.set(new Date(started.getTime() + HOUR));
+    await createShipment(w, company.liveToken);
+    await worker.tick();
+    await runSchedule(endpoint.id, worker, new Date(started.getTime() + 5 * DAY));
+    await worker.stop();
+    const [first] = (await deliveriesOf(w, endpoint.id)).filter((d) => d.attempt_count === 9);
+    expect(first?.status).toBe('failed');
+    const row = await endpointRow(w, endpoint.id);
+    expect(row.enabled).toBe(true);
+    receiver.answer = (_m, res) => {
+      res.statusCode = 503;
+      res.end();
+    };
+  });
+
+  it('starts the streak again when one batch holds a 2xx and a failure, whichever came last', async () => {
+    // One batch, written as the recorder writes it: both attempts were in flight together.
+    for (const order of ['failure last', '2xx last'] as const) {
+      const company = await createCompany(w);
+      const endpoint = await insertEndpoint(w, { tenantId: company.tenantId, url: receiver.url });
+      await createShipment(w, company.liveToken);
+      await createShipment(w, company.liveToken);
+      const started = w.clock.now();
+      await w.ctx.db
+        .updateTable('webhook_endpoints')
+        .set({ failing_since: new Date(started.getTime() - HOUR) })
+        .where('id', '=', endpoint.id)
+        .execute();
+      const [first, second] = await deliveriesOf(w, endpoint.id);
+      if (!first || !second) throw new Error('two deliveries expected');
+      const attempt = (delivery: typeof first, status: number): FinishedAttempt => ({
+        delivery,
+        trigger: 'scheduled',
+        attemptedAt: started,
+        headers: {},
+        result: { status_code: status, response_head: null, duration_ms: 1, error: null },
+        endpointFailing: true,
+        targetKind: 'endpoint',
+      });
+      const failed = attempt(first, 503);
+      const answered = attempt(second, 200);
+      await recordAttempts(w.ctx, order === 'failure last' ? [answered, failed] : [failed, answered]);
+      const row = await endpointRow(w, endpoint.id);
+      // Not the old streak (the 2xx ended it), not none (a failure came with it): a new one, from now.
+      expect(new Date(row.failing_since as Date).getTime(), order).toBe(started.getTime());
+      expect(row.enabled, order).toBe(true);
+    }
+  });
+
+  it('lets any 2xx end the streak', async () => {
+    const company = await createCompany(w);
+    const endpoint = await insertEndpoint(w, { tenantId: company.tenantId, url: receiver.url });
+    const worker = testWorker(w);
+    const shipment = await createShipment(w, company.liveToken);
+    await worker.tick();
+    receiver.answer = (_m, res) => res.end('fine');
+    await call(w, 'POST', `/v1/shipments/${shipment.id}/status`, {
+      token: company.liveToken,
+      body: { status: 'picked_up' },
+    });
+    await worker.tick();
+    await worker.stop();
+    const row = await endpointRow(w, endpoint.id);
+    expect(row.failing_since).toBeNull();
+    expect(row.enabled).toBe(true);
+  });
+});
+
+describe('the outbox without SMTP', () => {
+  let w: TestWaybill;
+  afterAll(async () => {
+    await w?.close();
+  });
+
+  it('keeps the e-mail for the dev mailbox, shown only to its recipients', async () => {
+    w = await startWaybill();
+    const receiver = await startReceiver((_m, res) => {
+      res.statusCode = 500;
+      res.end();
+    });
+    const company = await createCompany(w);
+    const endpoint = await insertEndpoint(w, {
+      tenantId: company.tenantId,
+      url: receiver.url,
+      createdBy: company.owner.id,
+    });
+    await w.ctx.db
+      .updateTable('webhook_endpoints')
+      .set({ failing_since: new Date(w.clock.now().getTime() - 3 * DAY) })
+      .where('id', '=', endpoint.id)
+      .execute();
+    const worker = testWorker(w);
+    await createShipment(w, company.liveToken);
+    await worker.tick();
+    await worker.stop();
+    await receiver.close();
+
+    const mailboxOf = async (email: string) => {
+      const session = await call(w, 'POST', '/v1/auth/sessions', {
+        body: { email, password: 'correct horse battery' },
+      });
+      return w.app.inject({
+        method: 'GET',
+        url: '/dev/mailbox',
+        cookies: { waybill_session: session.body.token },
+      });
+    };
+    const page = await mailboxOf(company.owner.email);
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('disabled a webhook endpoint');
+    expect(page.body).toContain(endpoint.id);
+
+    const stranger = await createCompany(w, 'Stranger');
+    const other = await mailboxOf(stranger.owner.email);
+    expect(other.statusCode).toBe(200);
+    expect(other.body).not.toContain(endpoint.id);
+    const signedOut = await w.app.inject({ method: 'GET', url: '/dev/mailbox' });
+    expect(signedOut.statusCode).toBe(303);
+  });
+});

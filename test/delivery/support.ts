@@ -1,0 +1,173 @@
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll } from 'vitest';
+import { responseText } from '../../src/delivery/sender.ts';
+import { startDeliveryWorker, type WorkerOptions } from '../../src/delivery/worker.ts';
+import type { ManualClock } from '../../src/lib/clock.ts';
+import { newSigningSecret } from '../../src/lib/crypto.ts';
+import { newId } from '../../src/lib/ids.ts';
+import { startWaybill, type TestWaybill } from '../support/harness.ts';
+
+export interface Received {
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+export type Answer = (req: Received, res: ServerResponse) => void;
+
+export interface Receiver {
+  url: string;
+  received: Received[];
+  answer: Answer;
+  close(): Promise<void>;
+}
+
+/** A real HTTP receiver on 127.0.0.1 whose answer a test sets. */
+export async function startReceiver(answer: Answer = (_r, res) => res.end('ok')): Promise<Receiver> {
+  const receiver: Receiver = {
+    url: '',
+    received: [],
+    answer,
+    close: async () => {},
+  };
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const message = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      receiver.received.push(message);
+      receiver.answer(message, res);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  receiver.close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return receiver;
+}
+
+export interface EndpointInput {
+  tenantId: string;
+  url: string;
+  eventTypes?: string[];
+  livemode?: boolean;
+  customerAccountId?: string | null;
+  enabled?: boolean;
+  createdBy?: string | null;
+}
+
+/** Inserts an endpoint row directly (the engine's tests do not depend on the management API). */
+export async function insertEndpoint(
+  w: TestWaybill,
+  input: EndpointInput,
+): Promise<{ id: string; secret: string }> {
+  const id = newId('we');
+  const secret = newSigningSecret();
+  const now = w.clock.now();
+  await w.ctx.db
+    .insertInto('webhook_endpoints')
+    .values({
+      id,
+      tenant_id: input.tenantId,
+      customer_account_id: input.customerAccountId ?? null,
+      installation_id: null,
+      livemode: input.livemode ?? true,
+      url: input.url,
+      description: null,
+      event_types: JSON.stringify(
+        input.eventTypes ?? [
+          'shipment.created',
+          'shipment.status_changed',
+          'shipment.delivered',
+          'shipment.exception',
+        ],
+      ),
+      enabled: input.enabled ?? true,
+      disabled_reason: null,
+      secret_sealed: w.ctx.secrets.seal(secret),
+      previous_secret_sealed: null,
+      previous_secret_expires_at: null,
+      failing_since: null,
+      kind: 'endpoint',
+      listener_seen_at: null,
+      app_id: null,
+      held: false,
+      created_by: input.createdBy ?? null,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+  return { id, secret };
+}
+
+/** Verifies with the standardwebhooks package, with the receiver's clock at `now`. */
+export function verify(message: Received, secret: string, now: Date): unknown {
+  const realNow = Date.now;
+  Date.now = () => now.getTime();
+  try {
+    return new Webhook(secret).verify(message.body, message.headers as Record<string, string>);
+  } finally {
+    Date.now = realNow;
+  }
+}
+
+/** A worker driven by the test through tick(): no polling, no wake-ups, no jitter. */
+export function testWorker(w: TestWaybill, options: WorkerOptions = {}) {
+  return startDeliveryWorker(w.ctx, { listen: false, pollMs: 0, jitter: () => 0, ...options });
+}
+
+export async function deliveriesOf(w: TestWaybill, endpointId: string) {
+  return w.ctx.db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('endpoint_id', '=', endpointId)
+    .orderBy('created_at')
+    .execute();
+}
+
+/** The queue's rows of a target (webhook_queue: pending deliveries with a time set), soonest first. */
+export async function queueOf(w: TestWaybill, endpointId: string) {
+  return w.ctx.db
+    .selectFrom('webhook_queue')
+    .selectAll()
+    .where('endpoint_id', '=', endpointId)
+    .orderBy('next_attempt_at')
+    .execute();
+}
+
+/** The attempts as stored, with the answer's head as text (stored as the bytes received). */
+export async function attemptsOf(w: TestWaybill, deliveryId: string) {
+  const rows = await w.ctx.db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('delivery_id', '=', deliveryId)
+    .orderBy('attempted_at')
+    .execute();
+  return rows.map((row) => ({ ...row, response_body: responseText(row.response_body) }));
+}
+
+export function advance(clock: ManualClock, ms: number): void {
+  clock.advance(ms);
+}
+
+export async function endpointRow(w: TestWaybill, id: string) {
+  return w.ctx.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+}
+
+/** A Waybill and a receiver for the tests of one describe block, closed after them. */
+export function useWaybillAndReceiver(): { w: TestWaybill; receiver: Receiver } {
+  const state = {} as { w: TestWaybill; receiver: Receiver };
+  beforeAll(async () => {
+    state.w = await startWaybill();
+    state.receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await state.receiver?.close();
+    await state.w?.close();
+  });
+  return state;
+}
