@@ -33,6 +33,14 @@ export interface WebhookEndpointsTable {
   app_id: string | null;
   /** Suspension of the app holds deliveries to its targets (not lost: sent after reinstating). */
   held: boolean;
+  /** Messages a second at most, in any one-second window, across every worker; null: no limit. */
+  rate_limit: number | null;
+  /** `per_shipment`: one shipment's messages go one at a time, in the order of their events. */
+  ordering: 'none' | 'per_shipment';
+  /** The custom headers, a JSON object of names and values, sealed (lib/crypto SecretBox); null: none. */
+  headers_sealed: string | null;
+  /** Nothing is sent before this (a receiver's Retry-After on 429 or 503). */
+  paused_until: Date | null;
   /** A listener's last sign of life; it is removed once this is older than the grace period. */
   listener_seen_at: Date | null;
   created_at: Date;

@@ -80,17 +80,26 @@ export class AppError extends Error {
   readonly title: string;
   readonly extra: Record<string, unknown>;
 
-  constructor(code: ProblemCode, detail?: string, extra: Record<string, unknown> = {}) {
-    const [status, title] = problemCodes[code];
+  /** `status` overrides the code's own where the contract gives one code two statuses. */
+  constructor(code: ProblemCode, detail?: string, extra: Record<string, unknown> = {}, status?: number) {
+    const [codeStatus, title] = problemCodes[code];
     super(detail ?? title);
     this.name = 'AppError';
     this.code = code;
-    this.status = status;
+    this.status = status ?? codeStatus;
     this.title = title;
     this.extra = extra;
   }
 }
 
-export function validationError(errors: FieldError[], detail = 'The request is not valid'): AppError {
-  return new AppError('validation.failed', detail, { errors });
+/**
+ * A request that does not hold: 400, or 422 for a well-formed value the contract refuses (a
+ * reserved header name: CONTRACT.md).
+ */
+export function validationError(
+  errors: FieldError[],
+  detail = 'The request is not valid',
+  status?: 400 | 422,
+): AppError {
+  return new AppError('validation.failed', detail, { errors }, status);
 }

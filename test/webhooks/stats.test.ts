@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DAY, HOUR, MINUTE } from '../../src/lib/clock.ts';
+import { type Receiver, startReceiver, testWorker } from '../delivery/support.ts';
 import {
   type CompanyFixture,
   call,
@@ -11,7 +12,6 @@ import {
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 import { PageClient } from '../web/page-client.ts';
 import { createEndpoint } from './api/support.ts';
-import { type Receiver, startReceiver, testWorker } from '../delivery/support.ts';
 
 /** PostgreSQL's percentile_cont: linear interpolation between the closest ranks. */
 function percentileCont(values: number[], fraction: number): number {

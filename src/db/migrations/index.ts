@@ -17,6 +17,7 @@ import * as claimAndRecordFunctions from './0015_claim_and_record_functions.ts';
 import * as deliveryPayloadByReference from './0016_delivery_payload_by_reference.ts';
 import * as fanOutFunction from './0017_fan_out_function.ts';
 import * as timeOrderedDeliveryIds from './0018_time_ordered_delivery_ids.ts';
+import * as endpointDeliveryControls from './0026_endpoint_delivery_controls.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   '0016_delivery_payload_by_reference': deliveryPayloadByReference,
   '0017_fan_out_function': fanOutFunction,
   '0018_time_ordered_delivery_ids': timeOrderedDeliveryIds,
+  '0026_endpoint_delivery_controls': endpointDeliveryControls,
 };

@@ -72,7 +72,7 @@ export async function createListener(
     }
     await trx.insertInto('webhook_endpoints').values(row).execute();
   });
-  return { ...presentEndpoint({ ...row, event_types: eventTypes }), secret };
+  return { ...presentEndpoint(ctx, { ...row, event_types: eventTypes }), secret };
 }
 
 /** The caller's listener; foreign, unknown and ordinary endpoints all answer 404. */

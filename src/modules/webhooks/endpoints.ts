@@ -11,6 +11,7 @@ import { AppError, validationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { canSee, requireScope, type TenantAccess } from '../accounts/access.ts';
+import { checkCustomHeaders, type Ordering, openHeaders, presentHeaders, sealHeaders } from './controls.ts';
 import { isEventType } from './event-types.ts';
 
 /** Spec section 8: up to 5 per company or merchant, up to 5 per app installation (each mode apart). */
@@ -30,17 +31,30 @@ export interface WebhookEndpoint {
   customer_account_id: string | null;
   /** CONTRACT.md: a `waybill listen` endpoint is listed with kind `cli`. */
   kind: 'endpoint' | 'cli';
+  rate_limit: number | null;
+  ordering: Ordering;
+  /** Names and values; credentials masked. */
+  headers: Record<string, string>;
+  paused_until: string | null;
   created_at: string;
   updated_at: string;
 }
 
-export interface CreateEndpointInput {
+/** The receiver's delivery controls (CONTRACT.md), settable at creation and by PATCH. */
+export interface DeliveryControlsInput {
+  rate_limit?: number | null;
+  ordering?: Ordering;
+  /** Replaces the whole set; null or {} removes them. */
+  headers?: Record<string, string> | null;
+}
+
+export interface CreateEndpointInput extends DeliveryControlsInput {
   url: string;
   event_types: string[];
   description?: string | null;
 }
 
-export interface UpdateEndpointInput {
+export interface UpdateEndpointInput extends DeliveryControlsInput {
   url?: string;
   event_types?: string[];
   description?: string | null;
@@ -52,7 +66,10 @@ export function eventTypesOf(row: Pick<WebhookEndpointsTable, 'event_types'>): s
   return Array.isArray(value) ? value.map(String) : [];
 }
 
-export function presentEndpoint(row: WebhookEndpointsTable): WebhookEndpoint {
+export function presentEndpoint(
+  ctx: Pick<AppContext, 'secrets'>,
+  row: WebhookEndpointsTable,
+): WebhookEndpoint {
   return {
     id: row.id,
     url: row.url,
@@ -64,6 +81,10 @@ export function presentEndpoint(row: WebhookEndpointsTable): WebhookEndpoint {
     installation_id: row.installation_id,
     customer_account_id: row.customer_account_id,
     kind: row.kind === 'listener' ? 'cli' : 'endpoint',
+    rate_limit: row.rate_limit,
+    ordering: row.ordering,
+    headers: presentHeaders(openHeaders(ctx.secrets, row)),
+    paused_until: row.paused_until ? row.paused_until.toISOString() : null,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };
@@ -145,7 +166,13 @@ async function assertBelowLimit(trx: Trx, access: TenantAccess): Promise<void> {
 export function newEndpointRow(
   ctx: AppContext,
   access: TenantAccess,
-  fields: { kind: 'endpoint' | 'listener'; url: string; description: string | null; eventTypes: string[] },
+  fields: {
+    kind: 'endpoint' | 'listener';
+    url: string;
+    description: string | null;
+    eventTypes: string[];
+    controls?: DeliveryControlsInput;
+  },
 ): { row: WebhookEndpointsTable; secret: string } {
   const secret = newSigningSecret();
   const now = ctx.clock.now();
@@ -168,6 +195,10 @@ export function newEndpointRow(
     listener_seen_at: fields.kind === 'listener' ? now : null,
     app_id: null,
     held: false,
+    rate_limit: fields.controls?.rate_limit ?? null,
+    ordering: fields.controls?.ordering ?? 'none',
+    headers_sealed: sealHeaders(ctx.secrets, checkCustomHeaders(fields.controls?.headers ?? null, null)),
+    paused_until: null,
     created_by: access.userId,
     created_at: now,
     updated_at: now,
@@ -190,12 +221,13 @@ export async function createEndpoint(
     url,
     description: cleanDescription(input.description),
     eventTypes,
+    controls: input,
   });
   await ctx.db.transaction().execute(async (trx) => {
     await assertBelowLimit(trx, access);
     await trx.insertInto('webhook_endpoints').values(row).execute();
   });
-  return { ...presentEndpoint({ ...row, event_types: eventTypes }), secret };
+  return { ...presentEndpoint(ctx, { ...row, event_types: eventTypes }), secret };
 }
 
 export async function listEndpoints(
@@ -211,7 +243,7 @@ export async function listEndpoints(
     .where('livemode', '=', access.livemode);
   if (access.customerAccountId) query = query.where('customer_account_id', '=', access.customerAccountId);
   if (access.installationId) query = query.where('installation_id', '=', access.installationId);
-  return newestFirst(query, 'webhook_endpoints', page, presentEndpoint);
+  return newestFirst(query, 'webhook_endpoints', page, (row) => presentEndpoint(ctx, row));
 }
 
 export async function getEndpoint(
@@ -220,7 +252,7 @@ export async function getEndpoint(
   id: string,
 ): Promise<WebhookEndpoint> {
   requireScope(access, 'webhooks:read');
-  return presentEndpoint(await findVisibleEndpoint(ctx.db, access, id));
+  return presentEndpoint(ctx, await findVisibleEndpoint(ctx.db, access, id));
 }
 
 /**
@@ -242,6 +274,10 @@ export async function updateEndpoint(
   let cancelled: number | null = null;
   const row = await ctx.db.transaction().execute(async (trx) => {
     const current = await findVisibleEndpoint(trx, access, id, { forUpdate: true });
+    const headers =
+      input.headers === undefined
+        ? undefined
+        : checkCustomHeaders(input.headers, openHeaders(ctx.secrets, current));
     if (input.enabled === false && current.enabled) cancelled = await disableEndpoint(trx, id, 'manual', now);
     if (input.enabled === true && !current.enabled) await enableEndpoint(trx, id, now);
     return trx
@@ -250,6 +286,9 @@ export async function updateEndpoint(
         ...(url !== undefined ? { url } : {}),
         ...(eventTypes !== undefined ? { event_types: JSON.stringify(eventTypes) } : {}),
         ...(input.description !== undefined ? { description: cleanDescription(input.description) } : {}),
+        ...(input.rate_limit !== undefined ? { rate_limit: input.rate_limit } : {}),
+        ...(input.ordering !== undefined ? { ordering: input.ordering } : {}),
+        ...(headers !== undefined ? { headers_sealed: sealHeaders(ctx.secrets, headers) } : {}),
         updated_at: now,
       })
       .where('id', '=', id)
@@ -257,7 +296,7 @@ export async function updateEndpoint(
       .executeTakeFirstOrThrow();
   });
   if (cancelled !== null) ctx.metrics.deliveryOutcome(metricKind(row.kind), 'cancelled', cancelled);
-  return presentEndpoint(row);
+  return presentEndpoint(ctx, row);
 }
 
 export async function deleteEndpoint(ctx: AppContext, access: TenantAccess, id: string): Promise<void> {

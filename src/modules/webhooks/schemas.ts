@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { Id, Nullable, PageQuery, Timestamp } from '../../http/schemas.ts';
+import { MAX_CUSTOM_HEADERS, MAX_HEADER_VALUE, RATE_LIMIT_MAX } from './controls.ts';
 import { DELIVERY_STATUSES } from './deliveries.ts';
 import { EVENT_TYPES } from './event-types.ts';
 
@@ -12,10 +13,36 @@ export const EventTypeList = Type.Array(EventTypeName, {
   description: `Any of ${EVENT_TYPES.join(', ')}; at least one, none twice`,
 });
 
+const RateLimit = Nullable(
+  Type.Integer({
+    minimum: 1,
+    maximum: RATE_LIMIT_MAX,
+    description:
+      'Messages a second this endpoint receives at most, across every worker, in any one-second window (sliding); null for no limit',
+  }),
+);
+const OrderingName = Type.Union([Type.Literal('none'), Type.Literal('per_shipment')], {
+  description:
+    '`per_shipment`: messages about one shipment reach the endpoint one at a time, in the order of their events; the next goes once the one before succeeded, failed for good or was cancelled. Replays and test messages are outside the order.',
+});
+const CustomHeaders = Type.Record(
+  Type.String({ minLength: 1, maxLength: 100 }),
+  Type.String({ maxLength: MAX_HEADER_VALUE }),
+  {
+    maxProperties: MAX_CUSTOM_HEADERS,
+    description: `Sent with every message, at most ${MAX_CUSTOM_HEADERS}. Names Waybill or HTTP sets (webhook-*, content-type, user-agent, host, ...) are refused with 422. Values are encrypted at rest; credentials (authorization and the like) come back masked.`,
+  },
+);
+const DeliveryControls = {
+  rate_limit: Type.Optional(RateLimit),
+  ordering: Type.Optional(OrderingName),
+  headers: Type.Optional(Nullable(CustomHeaders)),
+};
+
 export const EndpointIdParams = Type.Object({ id: Id(64) }, { additionalProperties: false });
 
 export const CreateEndpointBody = Type.Object(
-  { url: Url, event_types: EventTypeList, description: Type.Optional(Description) },
+  { url: Url, event_types: EventTypeList, description: Type.Optional(Description), ...DeliveryControls },
   { additionalProperties: false },
 );
 
@@ -25,6 +52,7 @@ export const UpdateEndpointBody = Type.Object(
     url: Type.Optional(Url),
     event_types: Type.Optional(EventTypeList),
     description: Type.Optional(Description),
+    ...DeliveryControls,
   },
   { additionalProperties: false },
 );
@@ -45,6 +73,15 @@ export const EndpointSchema = Type.Object(
     kind: Type.Union([Type.Literal('endpoint'), Type.Literal('cli')], {
       description:
         '`cli`: the temporary test endpoint of a `waybill listen` command, removed when it goes away',
+    }),
+    rate_limit: RateLimit,
+    ordering: OrderingName,
+    headers: Type.Record(Type.String(), Type.String(), {
+      description: 'The custom headers; credentials (authorization and the like) masked',
+    }),
+    paused_until: Type.Union([Timestamp, Type.Null()], {
+      description:
+        'Read only. Nothing is sent before this: the receiver answered 429 or 503 with Retry-After (at most 1 hour)',
     }),
     created_at: Timestamp,
     updated_at: Timestamp,

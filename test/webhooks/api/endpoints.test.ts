@@ -16,6 +16,10 @@ const ENDPOINT_FIELDS = [
   'livemode',
   'updated_at',
   'url',
+  'rate_limit',
+  'ordering',
+  'headers',
+  'paused_until',
 ].sort();
 
 describe('webhook endpoints API', () => {

@@ -1,0 +1,113 @@
+import type { WebhookEndpointsTable } from '../../delivery/tables.ts';
+import type { SecretBox } from '../../lib/crypto.ts';
+import { type FieldError, validationError } from '../../lib/errors.ts';
+
+/** CONTRACT.md: at most 10 custom headers an endpoint. */
+export const MAX_CUSTOM_HEADERS = 10;
+export const MAX_HEADER_VALUE = 1000;
+export const RATE_LIMIT_MAX = 10_000;
+
+export type Ordering = 'none' | 'per_shipment';
+export const ORDERINGS: readonly Ordering[] = ['none', 'per_shipment'];
+
+/**
+ * Names Waybill sets on every message or that belong to HTTP itself (CONTRACT.md): a custom header
+ * may not replace or smuggle them.
+ */
+const RESERVED_NAMES = new Set([
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'transfer-encoding',
+  'user-agent',
+  'host',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+  'date',
+  'forwarded',
+  'via',
+]);
+const RESERVED_PREFIXES = ['webhook-', 'proxy-', 'x-forwarded-', ':'];
+
+/** RFC 9110 section 5.1: a field name is a token. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** RFC 9110 section 5.5, in ASCII: visible characters, spaces and tabs; no CR, LF or NUL. */
+const FIELD_VALUE = /^[\t\x20-\x7e]*$/;
+
+/** Names whose values are credentials: shown masked when read back. */
+const SECRET_NAME = /authorization|cookie|token|secret|key|password|signature|auth/i;
+const MASK = '••••••••';
+
+export function isReservedHeader(name: string): boolean {
+  const lower = name.toLowerCase();
+  return RESERVED_NAMES.has(lower) || RESERVED_PREFIXES.some((prefix) => lower.startsWith(prefix));
+}
+
+/** A header value as read back: credentials masked, keeping their last 4 characters when long enough. */
+export function maskedValue(name: string, value: string): string {
+  if (!SECRET_NAME.test(name)) return value;
+  return value.length >= 16 ? `${MASK}${value.slice(-4)}` : MASK;
+}
+
+/**
+ * The custom headers as given, checked: names are tokens, none reserved (422), none twice in any
+ * letter case, values one line each. A value equal to what reading masked (a client that sends back
+ * what it read) keeps the stored one. Answers the object to store, null for none.
+ */
+export function checkCustomHeaders(
+  input: Record<string, string> | null,
+  stored: Record<string, string> | null,
+): Record<string, string> | null {
+  if (input === null) return null;
+  const entries = Object.entries(input).map(([name, value]): [string, string] => {
+    const before = storedValue(stored, name);
+    const sentBackMasked = before !== undefined && value !== before && value === maskedValue(name, before);
+    return [name, sentBackMasked ? before : value];
+  });
+  const malformed: FieldError[] = [];
+  const reserved: FieldError[] = [];
+  const seen = new Set<string>();
+  for (const [name, value] of entries) {
+    const path = `/headers/${name}`;
+    if (!TOKEN.test(name)) malformed.push({ path, message: 'is not a valid header name' });
+    else if (isReservedHeader(name)) reserved.push({ path, message: 'is set by Waybill or by HTTP itself' });
+    else if (seen.has(name.toLowerCase())) malformed.push({ path, message: 'is given twice' });
+    seen.add(name.toLowerCase());
+    if (typeof value !== 'string' || !FIELD_VALUE.test(value) || value.length > MAX_HEADER_VALUE)
+      malformed.push({ path, message: `must be one line of at most ${MAX_HEADER_VALUE} characters` });
+  }
+  if (entries.length > MAX_CUSTOM_HEADERS)
+    malformed.push({ path: '/headers', message: `at most ${MAX_CUSTOM_HEADERS} headers` });
+  if (malformed.length > 0) throw validationError(malformed);
+  if (reserved.length > 0) throw validationError(reserved, 'These header names are reserved', 422);
+  return entries.length === 0 ? null : Object.fromEntries(entries);
+}
+
+function storedValue(stored: Record<string, string> | null, name: string): string | undefined {
+  if (!stored) return undefined;
+  const lower = name.toLowerCase();
+  return Object.entries(stored).find(([key]) => key.toLowerCase() === lower)?.[1];
+}
+
+export function sealHeaders(secrets: SecretBox, headers: Record<string, string> | null): string | null {
+  return headers === null ? null : secrets.seal(JSON.stringify(headers));
+}
+
+export function openHeaders(
+  secrets: SecretBox,
+  row: Pick<WebhookEndpointsTable, 'headers_sealed'>,
+): Record<string, string> | null {
+  if (!row.headers_sealed) return null;
+  return JSON.parse(secrets.open(row.headers_sealed)) as Record<string, string>;
+}
+
+/** The headers as the API and pages show them. */
+export function presentHeaders(headers: Record<string, string> | null): Record<string, string> {
+  const shown: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) shown[name] = maskedValue(name, value);
+  return shown;
+}
