@@ -107,28 +107,34 @@ async function writeAttempts(
 /**
  * What a batch says of an endpoint's failure streak: `restarted` when it holds both a 2xx and a
  * failure. Attempts of one batch were in flight together, so their order says nothing: the 2xx
- * ends the old streak, and the failure begins a new one now.
+ * ends the old streak, and the failure begins a new one. A streak begins when its first failed
+ * attempt was made (`failedFrom`), not when the batch is written: the 3-day rule compares it with
+ * a delivery's first attempt, and writing comes after sending.
  */
-type Streak = Map<string, 'ok' | 'failing' | 'restarted' | 'gone'>;
+type Streak = Map<string, { state: 'ok' | 'failing' | 'restarted' | 'gone'; failedFrom: Date | null }>;
 
 /** Per endpoint, what the batch's outcomes say together; a 2xx alone matters only to a failing one. */
 function streaksOf(attempts: readonly FinishedAttempt[]): Streak {
-  const seen = new Map<string, { ok: boolean; failed: boolean; gone: boolean; wasFailing: boolean }>();
+  const seen = new Map<
+    string,
+    { ok: boolean; failedFrom: Date | null; gone: boolean; wasFailing: boolean }
+  >();
   for (const a of attempts) {
     const endpointId = a.delivery.endpoint_id;
-    const facts = seen.get(endpointId) ?? { ok: false, failed: false, gone: false, wasFailing: false };
+    const facts = seen.get(endpointId) ?? { ok: false, failedFrom: null, gone: false, wasFailing: false };
     if (isSuccess(a.result)) {
       facts.ok = true;
       facts.wasFailing ||= a.endpointFailing !== false;
     } else if (isGone(a)) facts.gone = true;
-    else if (a.trigger === 'scheduled') facts.failed = true;
+    else if (a.trigger === 'scheduled' && (facts.failedFrom === null || a.attemptedAt < facts.failedFrom))
+      facts.failedFrom = a.attemptedAt;
     seen.set(endpointId, facts);
   }
   const streak: Streak = new Map();
-  for (const [endpointId, facts] of seen) {
-    if (facts.gone) streak.set(endpointId, 'gone');
-    else if (facts.failed) streak.set(endpointId, facts.ok ? 'restarted' : 'failing');
-    else if (facts.ok && facts.wasFailing) streak.set(endpointId, 'ok');
+  for (const [endpointId, { ok, failedFrom, gone, wasFailing }] of seen) {
+    if (gone) streak.set(endpointId, { state: 'gone', failedFrom });
+    else if (failedFrom) streak.set(endpointId, { state: ok ? 'restarted' : 'failing', failedFrom });
+    else if (ok && wasFailing) streak.set(endpointId, { state: 'ok', failedFrom });
   }
   return streak;
 }
@@ -154,7 +160,9 @@ async function applyStreaks(
   now: Date,
 ): Promise<StreakEffects> {
   const effects: StreakEffects = { disabled: [], cancelled: new Map() };
-  const ids = (kind: string) => [...streak].filter(([, v]) => v === kind).map(([id]) => id);
+  const ids = (kind: string) => [...streak].filter(([, v]) => v.state === kind).map(([id]) => id);
+  const failedFrom = (endpointIds: string[]) =>
+    endpointIds.map((id) => (streak.get(id)?.failedFrom ?? now).toISOString());
   const ok = ids('ok');
   if (ok.length > 0) {
     await trx
@@ -166,12 +174,10 @@ async function applyStreaks(
   }
   const restarted = ids('restarted');
   if (restarted.length > 0) {
-    await trx
-      .updateTable('webhook_endpoints')
-      .set({ failing_since: now })
-      .where('id', 'in', restarted)
-      .where('enabled', '=', true)
-      .execute();
+    await sql`
+      UPDATE webhook_endpoints e SET failing_since = v.since
+      FROM unnest(${restarted}::text[], ${failedFrom(restarted)}::timestamptz[]) AS v(id, since)
+      WHERE e.id = v.id AND e.enabled`.execute(trx);
   }
   for (const id of ids('gone')) {
     const cancelled = await disableEndpoint(trx, id, 'gone', now);
@@ -181,13 +187,11 @@ async function applyStreaks(
   }
   const failing = ids('failing');
   if (failing.length === 0) return effects;
-  const rows = await trx
-    .updateTable('webhook_endpoints')
-    .set({ failing_since: sql<Date>`COALESCE(failing_since, ${now.toISOString()}::timestamptz)` })
-    .where('id', 'in', failing)
-    .where('enabled', '=', true)
-    .returning(['id', 'failing_since'])
-    .execute();
+  const { rows } = await sql<{ id: string; failing_since: Date | null }>`
+    UPDATE webhook_endpoints e SET failing_since = COALESCE(e.failing_since, v.since)
+    FROM unnest(${failing}::text[], ${failedFrom(failing)}::timestamptz[]) AS v(id, since)
+    WHERE e.id = v.id AND e.enabled
+    RETURNING e.id, e.failing_since`.execute(trx);
   for (const row of rows) {
     if (!row.failing_since) continue;
     const since = new Date(row.failing_since);

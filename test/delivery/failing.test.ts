@@ -114,6 +114,38 @@ describe('the 3-day rule', () => {
     expect(mails[0]?.text).toContain(endpoint.id);
   });
 
+  it('disables at the 9th failed attempt of a single message when time passes during each send', async () => {
+    // In production the clock moves while a message is in flight: the streak must begin when the
+    // first attempt was made, not when its outcome was written, or the rule never fires.
+    const company = await createCompany(w);
+    const slow = await startReceiver((_m, res) => {
+      w.clock.advance(1500);
+      res.statusCode = 503;
+      res.end();
+    });
+    try {
+      const endpoint = await insertEndpoint(w, { tenantId: company.tenantId, url: slow.url });
+      const worker = testWorker(w);
+      const started = w.clock.now();
+      await createShipment(w, company.liveToken);
+      await worker.tick();
+      const streak = await endpointRow(w, endpoint.id);
+      expect(new Date(streak.failing_since as Date).getTime()).toBe(started.getTime());
+      await runSchedule(endpoint.id, worker, new Date(started.getTime() + 5 * DAY));
+      await worker.stop();
+      const [delivery] = await deliveriesOf(w, endpoint.id);
+      expect(delivery?.attempt_count).toBe(9);
+      const row = await endpointRow(w, endpoint.id);
+      expect(row.enabled).toBe(false);
+      expect(row.disabled_reason).toBe('failing');
+      const disabledAfter = new Date(row.updated_at).getTime() - started.getTime();
+      expect(disabledAfter).toBeGreaterThanOrEqual(68 * HOUR);
+      expect(disabledAfter).toBeLessThan(3 * DAY);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('does not disable at a used-up schedule when the endpoint answered 2xx since that message began', async () => {
     const company = await createCompany(w);
     const endpoint = await insertEndpoint(w, { tenantId: company.tenantId, url: receiver.url });
