@@ -42,6 +42,23 @@ const FIELD_VALUE = /^[\t\x20-\x7e]*$/;
 const SECRET_NAME = /authorization|cookie|token|secret|key|password|signature|auth/i;
 const MASK = '••••••••';
 
+/** The rate limit as the API schema allows it; pages pass through here too. */
+export function checkRateLimit(value: number | null): number | null {
+  if (value === null) return null;
+  if (!Number.isInteger(value) || value < 1 || value > RATE_LIMIT_MAX)
+    throw validationError([
+      { path: '/rate_limit', message: `must be a whole number from 1 to ${RATE_LIMIT_MAX}, or none` },
+    ]);
+  return value;
+}
+
+export function checkOrdering(value: string): Ordering {
+  const ordering = ORDERINGS.find((o) => o === value);
+  if (!ordering)
+    throw validationError([{ path: '/ordering', message: `must be one of ${ORDERINGS.join(', ')}` }]);
+  return ordering;
+}
+
 export function isReservedHeader(name: string): boolean {
   const lower = name.toLowerCase();
   return RESERVED_NAMES.has(lower) || RESERVED_PREFIXES.some((prefix) => lower.startsWith(prefix));

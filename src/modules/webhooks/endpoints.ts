@@ -11,7 +11,15 @@ import { AppError, validationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { canSee, requireScope, type TenantAccess } from '../accounts/access.ts';
-import { checkCustomHeaders, type Ordering, openHeaders, presentHeaders, sealHeaders } from './controls.ts';
+import {
+  checkCustomHeaders,
+  checkOrdering,
+  checkRateLimit,
+  type Ordering,
+  openHeaders,
+  presentHeaders,
+  sealHeaders,
+} from './controls.ts';
 import { isEventType } from './event-types.ts';
 
 /** Spec section 8: up to 5 per company or merchant, up to 5 per app installation (each mode apart). */
@@ -195,8 +203,8 @@ export function newEndpointRow(
     listener_seen_at: fields.kind === 'listener' ? now : null,
     app_id: null,
     held: false,
-    rate_limit: fields.controls?.rate_limit ?? null,
-    ordering: fields.controls?.ordering ?? 'none',
+    rate_limit: checkRateLimit(fields.controls?.rate_limit ?? null),
+    ordering: checkOrdering(fields.controls?.ordering ?? 'none'),
     headers_sealed: sealHeaders(ctx.secrets, checkCustomHeaders(fields.controls?.headers ?? null, null)),
     paused_until: null,
     created_by: access.userId,
@@ -270,6 +278,8 @@ export async function updateEndpoint(
   const eventTypes = input.event_types === undefined ? undefined : checkEventTypes(input.event_types);
   const url = input.url?.trim();
   if (url !== undefined) await assertUrlAllowed(ctx, url);
+  const rateLimit = input.rate_limit === undefined ? undefined : checkRateLimit(input.rate_limit);
+  const ordering = input.ordering === undefined ? undefined : checkOrdering(input.ordering);
   const now = ctx.clock.now();
   let cancelled: number | null = null;
   const row = await ctx.db.transaction().execute(async (trx) => {
@@ -286,8 +296,8 @@ export async function updateEndpoint(
         ...(url !== undefined ? { url } : {}),
         ...(eventTypes !== undefined ? { event_types: JSON.stringify(eventTypes) } : {}),
         ...(input.description !== undefined ? { description: cleanDescription(input.description) } : {}),
-        ...(input.rate_limit !== undefined ? { rate_limit: input.rate_limit } : {}),
-        ...(input.ordering !== undefined ? { ordering: input.ordering } : {}),
+        ...(rateLimit !== undefined ? { rate_limit: rateLimit } : {}),
+        ...(ordering !== undefined ? { ordering } : {}),
         ...(headers !== undefined ? { headers_sealed: sealHeaders(ctx.secrets, headers) } : {}),
         updated_at: now,
       })

@@ -34,6 +34,7 @@ export const ENDPOINT_ACTIONS: Record<string, EndpointAction> = {
 export function doneFlash(done: string | undefined): { kind: 'ok'; message: string } | null {
   if (done === 'disabled') return { kind: 'ok', message: 'Endpoint disabled; what was waiting is cancelled' };
   if (done === 'deleted') return { kind: 'ok', message: 'Endpoint deleted' };
+  if (done === 'controls') return { kind: 'ok', message: 'Delivery controls saved' };
   const replayed = /^enabled-(\d{1,6})$/.exec(done ?? '')?.[1];
   if (replayed !== undefined) {
     return { kind: 'ok', message: `Endpoint enabled; ${replayed} deliveries queued again` };

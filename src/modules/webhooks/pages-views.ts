@@ -1,6 +1,7 @@
 import type { Page } from '../../lib/paging.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
+import { MAX_CUSTOM_HEADERS, RATE_LIMIT_MAX } from './controls.ts';
 import type { Delivery, DeliveryDetail, DeliveryStatus } from './deliveries.ts';
 import { DELIVERY_STATUSES } from './deliveries.ts';
 import type { WebhookEndpoint } from './endpoints.ts';
@@ -153,6 +154,45 @@ ${more}
 </section>`;
 }
 
+/** The receiver's delivery controls (CONTRACT.md): shown, and set by one form. */
+function controlsCard(csrf: string, endpoint: WebhookEndpoint, now: Date): SafeHtml {
+  const base = `/dashboard/webhooks/${endpoint.id}`;
+  const paused =
+    endpoint.paused_until && new Date(endpoint.paused_until).getTime() > now.getTime()
+      ? html`<p><span class="badge bad">Paused until ${endpoint.paused_until}</span>
+<span class="muted">The receiver answered 429 or 503 with Retry-After: nothing is sent before then, and what waits uses none of its attempts.</span></p>`
+      : '';
+  const headers = Object.entries(endpoint.headers);
+  const rows = Math.min(MAX_CUSTOM_HEADERS, headers.length + 2);
+  const headerRows = Array.from({ length: rows }, (_, i) => {
+    const [name, value] = headers[i] ?? ['', ''];
+    return html`<tr>
+<td><input name="header_name" maxlength="100" value="${name}" aria-label="Header name ${i + 1}" placeholder="X-Api-Key"></td>
+<td><input name="header_value" maxlength="1000" value="${value}" aria-label="Header value ${i + 1}"></td>
+</tr>`;
+  });
+  return html`<section class="card" aria-label="Delivery controls">
+<h2>Delivery controls</h2>
+${paused}
+<form class="stack" method="post" action="${base}/controls">
+${csrfField(csrf)}
+<label>Rate limit (messages a second, in any one-second window; empty for none)
+<input type="number" name="rate_limit" min="1" max="${RATE_LIMIT_MAX}" step="1" value="${endpoint.rate_limit === null ? '' : String(endpoint.rate_limit)}" placeholder="No limit"></label>
+<label>Order <select name="ordering">
+<option value="none"${endpoint.ordering === 'none' ? html` selected` : ''}>None: messages go in parallel</option>
+<option value="per_shipment"${endpoint.ordering === 'per_shipment' ? html` selected` : ''}>Per shipment: one at a time, in event order</option>
+</select></label>
+<fieldset><legend>Custom headers (sent with every message; credentials are shown masked, and kept as they are when left masked)</legend>
+<div class="table-wrap"><table>
+<thead><tr><th>Name</th><th>Value</th></tr></thead>
+<tbody>${headerRows}</tbody></table></div>
+<p class="muted">At most ${MAX_CUSTOM_HEADERS}. Empty a row to remove it. Names Waybill or HTTP sets (webhook-*, content-type, user-agent, host and the like) are refused.</p>
+</fieldset>
+<button type="submit">Save delivery controls</button>
+</form>
+</section>`;
+}
+
 export function endpointPage(
   csrf: string,
   endpoint: WebhookEndpoint,
@@ -178,6 +218,7 @@ ${actionButton(csrf, `${base}/test`, 'Send a test message')}
 </section>
 ${extras.test ? testResult(extras.test) : ''}
 ${healthCard(endpoint.id, health.stats, health.now)}
+${controlsCard(csrf, endpoint, health.now)}
 <section class="card" aria-label="Signing secret">
 <h2>Signing secret</h2>
 ${

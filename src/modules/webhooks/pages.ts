@@ -1,11 +1,19 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { AppContext } from '../../context.ts';
-import { AppError } from '../../lib/errors.ts';
+import { AppError, type FieldError } from '../../lib/errors.ts';
 import { type DashboardView, dashboardPage, dashboardView, storeView } from '../../web/dashboard.ts';
 import { html } from '../../web/html.ts';
 import { sendPage } from '../../web/layout.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus, getDelivery, listDeliveries } from './deliveries.ts';
-import { createEndpoint, getEndpoint, listEndpoints, revealSecret, rotateSecret } from './endpoints.ts';
+import {
+  createEndpoint,
+  type DeliveryControlsInput,
+  getEndpoint,
+  listEndpoints,
+  revealSecret,
+  rotateSecret,
+  updateEndpoint,
+} from './endpoints.ts';
 import { doneFlash, ENDPOINT_ACTIONS } from './pages-actions.ts';
 import {
   deliveryPage,
@@ -34,6 +42,23 @@ function list(form: Form, name: string): string[] {
   return (Array.isArray(value) ? value : value === undefined ? [] : [value]).slice(0, 20);
 }
 
+/** The controls form: empty rate limit is none; header rows with neither name nor value are left out. */
+function controlsOf(form: Form): DeliveryControlsInput {
+  const rate = text(form, 'rate_limit').trim();
+  const names = list(form, 'header_name');
+  const values = list(form, 'header_value');
+  const headers: Record<string, string> = {};
+  names.forEach((name, i) => {
+    const value = values[i] ?? '';
+    if (name.trim() !== '' || value !== '') headers[name.trim()] = value;
+  });
+  return {
+    rate_limit: rate === '' ? null : /^\d{1,6}$/.test(rate) ? Number(rate) : Number.NaN,
+    ordering: text(form, 'ordering') as DeliveryControlsInput['ordering'],
+    headers,
+  };
+}
+
 function statusFilter(value: string | undefined): DeliveryStatus | undefined {
   return DELIVERY_STATUSES.find((s) => s === value);
 }
@@ -41,7 +66,13 @@ function statusFilter(value: string | undefined): DeliveryStatus | undefined {
 /** An expected failure shown on the page; anything else is a bug for the error handler. */
 function flashOf(error: unknown): { kind: 'error'; message: string; status: number } {
   if (!(error instanceof AppError)) throw error;
-  return { kind: 'error', message: error.message, status: error.status };
+  const fields = Array.isArray(error.extra.errors) ? (error.extra.errors as FieldError[]) : [];
+  const details = fields.map((field) => `${field.path.replace(/^\//, '')} ${field.message}`).join('; ');
+  return {
+    kind: 'error',
+    message: details ? `${error.message}: ${details}` : error.message,
+    status: error.status,
+  };
 }
 
 /** The dashboard's webhook pages (CSRF on every form; the services decide what the person may do). */
@@ -206,6 +237,24 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
         }
       });
     }
+
+    app.post<{ Params: { id: string }; Body: Form }>(
+      `${LIST}/:id/controls`,
+      guarded,
+      async (request, reply) => {
+        const view = await dashboardView(ctx, request, reply);
+        if (!view) return reply;
+        const id = request.params.id;
+        try {
+          await updateEndpoint(ctx, view.access, id, controlsOf(request.body ?? {}));
+          return reply.redirect(`${LIST}/${id}?done=controls`, 303);
+        } catch (error) {
+          const flash = flashOf(error);
+          if (flash.status === 404) return notFound(view, reply, error);
+          return renderEndpoint(view, reply, id, {}, { flash }, flash.status);
+        }
+      },
+    );
 
     /** State changes: done, then back to the page (post, redirect, get). */
     for (const [action, run] of Object.entries(ENDPOINT_ACTIONS)) {

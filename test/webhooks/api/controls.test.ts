@@ -26,7 +26,12 @@ describe('the delivery controls of an endpoint (CONTRACT.md)', () => {
   it('defaults to no limit, no order, no headers and no pause', async () => {
     const created = await create({});
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ rate_limit: null, ordering: 'none', headers: {}, paused_until: null });
+    expect(created.body).toMatchObject({
+      rate_limit: null,
+      ordering: 'none',
+      headers: {},
+      paused_until: null,
+    });
   });
 
   it('sets the rate limit, the ordering and the headers at creation and by PATCH, and reads them back', async () => {
@@ -48,7 +53,11 @@ describe('the delivery controls of an endpoint (CONTRACT.md)', () => {
     });
     expect(patched.status).toBe(200);
     // Headers not named in the PATCH stay as they were.
-    expect(patched.body).toMatchObject({ rate_limit: null, ordering: 'none', headers: { 'X-Route': 'eu-1' } });
+    expect(patched.body).toMatchObject({
+      rate_limit: null,
+      ordering: 'none',
+      headers: { 'X-Route': 'eu-1' },
+    });
     const read = await call(w, 'GET', `/v1/webhook-endpoints/${id}`, { token: company.testToken });
     expect(read.body.headers).toEqual({ 'X-Route': 'eu-1', Authorization: '••••••••abcd' });
   });

@@ -136,6 +136,72 @@ describe('webhook dashboard pages', () => {
     expect(spoofed.text).not.toContain('Your account is locked');
   });
 
+  it('shows and sets the delivery controls on the endpoint page, credentials masked and a pause with its end', async () => {
+    const created = await call(w, 'POST', '/v1/webhook-endpoints', {
+      token: company.liveToken,
+      body: { url: receiver.url, event_types: ['shipment.created'], description: 'Controlled' },
+    });
+    const id = created.body.id;
+    const page = await browser.request('GET', `/dashboard/webhooks/${id}`);
+    expect(page.text).toContain('Delivery controls');
+    const saved = await browser.submit(page.text, `/dashboard/webhooks/${id}/controls`, {
+      rate_limit: '25',
+      ordering: 'per_shipment',
+      header_name: ['Authorization', 'X-Route', ''],
+      header_value: ['Bearer receiver-credential-7781', 'eu-west', ''],
+    });
+    expect(saved.status).toBe(303);
+    const after = await browser.request('GET', saved.location ?? '');
+    expect(after.text).toContain('Delivery controls saved');
+    expect(after.text).toContain('value="25"');
+    expect(after.text).toMatch(/value="per_shipment" selected/);
+    expect(after.text).toContain('value="eu-west"');
+    expect(after.text).not.toContain('receiver-credential-7781');
+    expect(after.text).toContain('••••••••7781');
+    const read = await call(w, 'GET', `/v1/webhook-endpoints/${id}`, { token: company.liveToken });
+    expect(read.body).toMatchObject({
+      rate_limit: 25,
+      ordering: 'per_shipment',
+      headers: { Authorization: '••••••••7781', 'X-Route': 'eu-west' },
+    });
+
+    // Saving the page again as shown keeps the credential; a reserved name is refused, nothing changes.
+    const again = await browser.submit(after.text, `/dashboard/webhooks/${id}/controls`, {
+      rate_limit: '',
+      ordering: 'per_shipment',
+      header_name: ['Authorization', 'X-Route', 'webhook-id'],
+      header_value: ['••••••••7781', 'eu-west', 'forged'],
+    });
+    expect(again.status).toBe(422);
+    expect(again.text).toContain('headers/webhook-id');
+    const saved2 = await browser.submit(after.text, `/dashboard/webhooks/${id}/controls`, {
+      rate_limit: '',
+      ordering: 'none',
+      header_name: ['Authorization', 'X-Route'],
+      header_value: ['••••••••7781', ''],
+    });
+    expect(saved2.status).toBe(303);
+    const row = await w.ctx.db
+      .selectFrom('webhook_endpoints')
+      .select(['headers_sealed', 'rate_limit', 'ordering'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ rate_limit: null, ordering: 'none' });
+    expect(JSON.parse(w.ctx.secrets.open(row.headers_sealed as string))).toEqual({
+      Authorization: 'Bearer receiver-credential-7781',
+      'X-Route': '',
+    });
+
+    const until = new Date(w.clock.now().getTime() + 15 * 60_000);
+    await w.ctx.db
+      .updateTable('webhook_endpoints')
+      .set({ paused_until: until })
+      .where('id', '=', id)
+      .execute();
+    const paused = await browser.request('GET', `/dashboard/webhooks/${id}`);
+    expect(paused.text).toContain(`Paused until ${until.toISOString()}`);
+  });
+
   it('refuses a form without its CSRF token and changes nothing', async () => {
     const endpoints = await call(w, 'GET', '/v1/webhook-endpoints', { token: company.liveToken });
     const id = endpoints.body.data[0].id;
