@@ -200,6 +200,7 @@ async function addEndpoint(ctx: AppContext, tenantId: string, url: string): Prom
       previous_secret_sealed: null,
       previous_secret_expires_at: null,
       failing_since: null,
+      failing_noticed_at: null,
       kind: 'endpoint',
       app_id: null,
       held: false,

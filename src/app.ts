@@ -40,6 +40,7 @@ import { storeModule } from './modules/store/plugin.ts';
 import { webhookGuideRoutes } from './modules/webhooks/guide.ts';
 import { registerDisabledMail } from './modules/webhooks/mail.ts';
 import { mailboxPage } from './modules/webhooks/mailbox-page.ts';
+import { registerOperationalEvents } from './modules/webhooks/operational-events.ts';
 import { webhookPages } from './modules/webhooks/pages.ts';
 import { webhooksRoutes } from './modules/webhooks/routes.ts';
 import { webRoutes } from './web/routes.ts';
@@ -78,6 +79,7 @@ export function buildContext(options: BuildOptions): AppContext {
   registerOAuth(ctx);
   registerDeliveryEngine(ctx);
   registerDisabledMail(ctx);
+  registerOperationalEvents(ctx);
   registerUninstalledEvent(ctx);
   return ctx;
 }

@@ -1,6 +1,6 @@
 import type { Agent } from 'undici';
 import { AppError } from '../lib/errors.ts';
-import type { DeliveryContext, DisabledEndpoint } from './context.ts';
+import type { DeliveryContext, EndpointNews } from './context.ts';
 import { buildMessage, deliveryPayload, storedHeaders } from './message.ts';
 import { type FinishedAttempt, recordAttempts, type Trigger } from './record.ts';
 import {
@@ -37,18 +37,12 @@ function senderFor(ctx: DeliveryContext): { agent: Agent; options: SenderOptions
   return sender;
 }
 
-/** Hands the endpoints an attempt disabled to the capabilities' hooks, after the commit that did it. */
-export async function reportDisabled(
-  ctx: DeliveryContext,
-  disabled: readonly DisabledEndpoint[],
-): Promise<void> {
-  if (disabled.length === 0) return;
-  for (const hook of ctx.deliveryHooks.endpointsDisabled) {
-    await hook(disabled).catch((err: unknown) =>
-      ctx.log.error(
-        { err, endpointIds: disabled.map((d) => d.endpointId) },
-        'a hook on disabled endpoints failed',
-      ),
+/** Hands what a record changed about endpoints to the capabilities' hooks, after its commit. */
+export async function reportNews(ctx: DeliveryContext, news: readonly EndpointNews[]): Promise<void> {
+  if (news.length === 0) return;
+  for (const hook of ctx.deliveryHooks.endpointNews) {
+    await hook(news).catch((err: unknown) =>
+      ctx.log.error({ err, endpointIds: news.map((n) => n.endpointId) }, 'a hook on endpoint news failed'),
     );
   }
 }
@@ -99,7 +93,7 @@ export async function attemptDelivery(
     result,
     targetKind: row.kind,
   };
-  await reportDisabled(ctx, await recordAttempts(ctx, [finished]));
+  await reportNews(ctx, await recordAttempts(ctx, [finished]));
   const { response_head, ...rest } = result;
   return { delivery_id: row.id, ...rest, response_body: responseText(response_head) };
 }

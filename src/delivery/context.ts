@@ -12,24 +12,27 @@ export type Trx = Transaction<Database>;
 /** Why an endpoint was disabled (CONTRACT.md disabled_reason). */
 export type DisabledReason = 'gone' | 'failing' | 'manual';
 
-/** An endpoint an attempt disabled (410 Gone, or the end of 3 days of failure), once committed. */
-export interface DisabledEndpoint {
-  endpointId: string;
-  reason: Exclude<DisabledReason, 'manual'>;
-  disabledAt: Date;
-}
+/**
+ * What an attempt's record changed about an endpoint, told once committed: a failing streak that
+ * reached 24 hours (once per streak), a disable (410 Gone, or 3 days of failure), and a recovery
+ * (a 2xx ending a streak that had been told as failing).
+ */
+export type EndpointNews =
+  | { kind: 'failing'; endpointId: string; failingSince: Date; at: Date }
+  | { kind: 'disabled'; endpointId: string; reason: Exclude<DisabledReason, 'manual'>; at: Date }
+  | { kind: 'recovered'; endpointId: string; failingSince: Date; at: Date };
 
 /**
  * What the capabilities that use the engine hang on it. The engine calls these and knows nothing
- * of what they do (the webhooks capability e-mails people when an endpoint is disabled).
+ * of what they do (the webhooks capability e-mails people and sends operational events).
  */
 export interface DeliveryHooks {
-  /** After the commit that disabled them; a hook that throws is logged, never undoes the disable. */
-  endpointsDisabled: Array<(disabled: readonly DisabledEndpoint[]) => Promise<void>>;
+  /** After the commit that made the news; a hook that throws is logged, never undoes anything. */
+  endpointNews: Array<(news: readonly EndpointNews[]) => Promise<void>>;
 }
 
 export function newDeliveryHooks(): DeliveryHooks {
-  return { endpointsDisabled: [] };
+  return { endpointNews: [] };
 }
 
 /**

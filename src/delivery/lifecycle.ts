@@ -38,7 +38,13 @@ export async function disableEndpoint(
 export async function enableEndpoint(db: Db, endpointId: string, now: Date): Promise<void> {
   await db
     .updateTable('webhook_endpoints')
-    .set({ enabled: true, disabled_reason: null, failing_since: null, updated_at: now })
+    .set({
+      enabled: true,
+      disabled_reason: null,
+      failing_since: null,
+      failing_noticed_at: null,
+      updated_at: now,
+    })
     .where('id', '=', endpointId)
     .execute();
 }

@@ -1,11 +1,17 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { newId } from '../lib/ids.ts';
-import type { DeliveryContext, DisabledEndpoint } from './context.ts';
+import type { DeliveryContext, EndpointNews } from './context.ts';
 import { disableEndpoint } from './lifecycle.ts';
 import type { SendingDelivery } from './message.ts';
 import type { DeliveryKind } from './metrics.ts';
-import { FAILING_DISABLE_MS, type Jitter, MAX_ATTEMPTS, nextAttemptAt } from './schedule.ts';
+import {
+  FAILING_DISABLE_MS,
+  FAILING_NOTICE_MS,
+  type Jitter,
+  MAX_ATTEMPTS,
+  nextAttemptAt,
+} from './schedule.ts';
 import { isSuccess, type SendResult } from './sender.ts';
 import type { TargetKind } from './tables.ts';
 
@@ -139,19 +145,42 @@ function streaksOf(attempts: readonly FinishedAttempt[]): Streak {
   return streak;
 }
 
-/** What the streaks did: endpoints disabled (to be told, once committed), and counts for the metrics. */
+/** What the streaks did: news for the hooks (once committed), and counts for the metrics. */
 interface StreakEffects {
-  disabled: DisabledEndpoint[];
+  news: EndpointNews[];
   /** Per endpoint disabled by this batch (410 or failing): how many deliveries it cancelled. */
   cancelled: Map<string, number>;
 }
 
 /**
- * Applies the streaks: clears them on 2xx, starts them again on a 2xx beside a failure, disables
- * on 410 and after 3 days of failure. An app's events target is never disabled: its deliveries
- * are retried for three days and fail alone. A delivery that used all its attempts while the
- * endpoint never answered 2xx since that delivery's first attempt disables it then (about 68.6 h):
- * no later failure may ever come to reach the 72 h mark.
+ * Ends the streaks of `endpointIds`: each streak that had been told as failing is news of a
+ * recovery. Answers the endpoints whose streak it ended.
+ */
+async function endStreaks(trx: Db, endpointIds: readonly string[], now: Date, news: EndpointNews[]) {
+  const { rows } = await sql<{ id: string; failing_since: Date; noticed: boolean }>`
+    UPDATE webhook_endpoints e SET failing_since = NULL, failing_noticed_at = NULL
+    FROM (SELECT id, failing_since, failing_noticed_at FROM webhook_endpoints
+      WHERE id = ANY (${endpointIds}::text[]) AND failing_since IS NOT NULL FOR UPDATE) old
+    WHERE e.id = old.id
+    RETURNING e.id, old.failing_since, old.failing_noticed_at IS NOT NULL AS noticed`.execute(trx);
+  for (const row of rows) {
+    if (row.noticed)
+      news.push({
+        kind: 'recovered',
+        endpointId: row.id,
+        failingSince: new Date(row.failing_since),
+        at: now,
+      });
+  }
+}
+
+/**
+ * Applies the streaks: clears them on 2xx, starts them again on a 2xx beside a failure, tells a
+ * streak that reached 24 hours (once), disables on 410 and after 3 days of failure. An app's
+ * events target is never disabled: its deliveries are retried for three days and fail alone. A
+ * delivery that used all its attempts while the endpoint never answered 2xx since that delivery's
+ * first attempt disables it then (about 68.6 h): no later failure may ever come to reach the 72 h
+ * mark.
  */
 async function applyStreaks(
   trx: Db,
@@ -159,19 +188,12 @@ async function applyStreaks(
   exhausted: ReadonlyMap<string, string>,
   now: Date,
 ): Promise<StreakEffects> {
-  const effects: StreakEffects = { disabled: [], cancelled: new Map() };
+  const effects: StreakEffects = { news: [], cancelled: new Map() };
   const ids = (kind: string) => [...streak].filter(([, v]) => v.state === kind).map(([id]) => id);
   const failedFrom = (endpointIds: string[]) =>
     endpointIds.map((id) => (streak.get(id)?.failedFrom ?? now).toISOString());
-  const ok = ids('ok');
-  if (ok.length > 0) {
-    await trx
-      .updateTable('webhook_endpoints')
-      .set({ failing_since: null })
-      .where('id', 'in', ok)
-      .where('failing_since', 'is not', null)
-      .execute();
-  }
+  const ended = [...ids('ok'), ...ids('restarted')];
+  if (ended.length > 0) await endStreaks(trx, ended, now, effects.news);
   const restarted = ids('restarted');
   if (restarted.length > 0) {
     await sql`
@@ -182,19 +204,29 @@ async function applyStreaks(
   for (const id of ids('gone')) {
     const cancelled = await disableEndpoint(trx, id, 'gone', now);
     if (cancelled === null) continue;
-    effects.disabled.push({ endpointId: id, reason: 'gone', disabledAt: now });
+    effects.news.push({ kind: 'disabled', endpointId: id, reason: 'gone', at: now });
     effects.cancelled.set(id, cancelled);
   }
   const failing = ids('failing');
   if (failing.length === 0) return effects;
-  const { rows } = await sql<{ id: string; failing_since: Date | null }>`
-    UPDATE webhook_endpoints e SET failing_since = COALESCE(e.failing_since, v.since)
+  // The streak's start, and its notice once it has lasted 24 hours (the null test makes it once).
+  const noticeBefore = new Date(now.getTime() - FAILING_NOTICE_MS).toISOString();
+  const { rows } = await sql<{ id: string; failing_since: Date | null; noticed_now: boolean }>`
+    UPDATE webhook_endpoints e SET
+      failing_since = COALESCE(e.failing_since, v.since),
+      failing_noticed_at = CASE WHEN e.failing_noticed_at IS NULL
+        AND COALESCE(e.failing_since, v.since) <= ${noticeBefore}::timestamptz
+        THEN ${now.toISOString()}::timestamptz ELSE e.failing_noticed_at END
     FROM unnest(${failing}::text[], ${failedFrom(failing)}::timestamptz[]) AS v(id, since)
     WHERE e.id = v.id AND e.enabled
-    RETURNING e.id, e.failing_since`.execute(trx);
+    RETURNING e.id, e.failing_since, e.failing_noticed_at = ${now.toISOString()}::timestamptz AS noticed_now`.execute(
+    trx,
+  );
   for (const row of rows) {
     if (!row.failing_since) continue;
     const since = new Date(row.failing_since);
+    if (row.noticed_now)
+      effects.news.push({ kind: 'failing', endpointId: row.id, failingSince: since, at: now });
     const exhaustedDelivery = exhausted.get(row.id);
     const failingLongEnough =
       now.getTime() - since.getTime() >= FAILING_DISABLE_MS ||
@@ -202,7 +234,7 @@ async function applyStreaks(
     if (!failingLongEnough) continue;
     const cancelled = await disableEndpoint(trx, row.id, 'failing', now);
     if (cancelled === null) continue;
-    effects.disabled.push({ endpointId: row.id, reason: 'failing', disabledAt: now });
+    effects.news.push({ kind: 'disabled', endpointId: row.id, reason: 'failing', at: now });
     effects.cancelled.set(row.id, cancelled);
   }
   return effects;
@@ -223,13 +255,13 @@ async function failingSinceFirstAttempt(trx: Db, deliveryId: string, since: Date
  * Writes finished attempts: the attempt rows, the deliveries' new state, and the endpoints'
  * failure streaks (410 disables at once; 3 days of failure disable too), in one short
  * transaction, or one statement when no endpoint changes (the common case of 2xx answers).
- * Returns the endpoints the batch disabled, to be reported (deliveryHooks) after the commit.
+ * Returns what it changed about endpoints, to be reported (deliveryHooks) after the commit.
  */
 export async function recordAttempts(
   ctx: DeliveryContext,
   attempts: readonly FinishedAttempt[],
   jitter: Jitter = Math.random,
-): Promise<DisabledEndpoint[]> {
+): Promise<EndpointNews[]> {
   if (attempts.length === 0) return [];
   const changes = attempts.map((attempt) => changeFor(attempt, jitter));
   const streak = streaksOf(attempts);
@@ -253,5 +285,5 @@ export async function recordAttempts(
     ctx.metrics.deliveryOutcome(kind, 'disabled');
     ctx.metrics.deliveryOutcome(kind, 'cancelled', cancelled);
   }
-  return effects.disabled;
+  return effects.news;
 }

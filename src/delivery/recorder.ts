@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { isDatabaseUnavailable } from '../db/database.ts';
-import { reportDisabled } from './attempt.ts';
+import { reportNews } from './attempt.ts';
 import type { DeliveryContext } from './context.ts';
 import { type FinishedAttempt, recordAttempts } from './record.ts';
 import type { Jitter } from './schedule.ts';
@@ -105,10 +105,10 @@ export class AttemptRecorder {
   }
 
   async #write(batch: readonly FinishedAttempt[]): Promise<void> {
-    const disabled = await recordAttempts(this.#ctx, batch, this.#options.jitter);
+    const news = await recordAttempts(this.#ctx, batch, this.#options.jitter);
     // Written: what follows must not make the caller write the batch again.
     this.#options.onRecorded?.(batch);
-    await reportDisabled(this.#ctx, disabled);
+    await reportNews(this.#ctx, news);
     await this.#vacuumNowAndThen(batch.length).catch((err: unknown) =>
       this.#ctx.log.warn({ err }, 'vacuum of the delivery queue failed'),
     );

@@ -17,6 +17,9 @@ export const MAX_ATTEMPTS = RETRY_DELAYS_MS.length + 1;
 /** The 3-day rule (spec 3.3): an endpoint failing this long without a 2xx is disabled. */
 export const FAILING_DISABLE_MS = 3 * DAY;
 
+/** CONTRACT.md: a failing streak is told (webhook_endpoint.failing) once it has lasted this long. */
+export const FAILING_NOTICE_MS = DAY;
+
 /** Returns a number in [0, 1); injectable so tests get a fixed schedule. */
 export type Jitter = () => number;
 

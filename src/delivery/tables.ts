@@ -28,6 +28,8 @@ export interface WebhookEndpointsTable {
   previous_secret_expires_at: Date | null;
   /** Start of the current streak of failures; cleared by any 2xx (the 3-day disable rule). */
   failing_since: Date | null;
+  /** When the current streak was told as failing (after 24 h; once per streak). */
+  failing_noticed_at: Date | null;
   created_by: string | null;
   /** The app of an app events target. */
   app_id: string | null;

@@ -52,6 +52,7 @@ async function insertEndpoint(installationId: string | null, customerAccountId: 
       previous_secret_sealed: null,
       previous_secret_expires_at: null,
       failing_since: null,
+      failing_noticed_at: null,
       kind: 'endpoint',
       app_id: null,
       held: false,

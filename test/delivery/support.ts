@@ -92,6 +92,7 @@ export async function insertEndpoint(
       previous_secret_sealed: null,
       previous_secret_expires_at: null,
       failing_since: null,
+      failing_noticed_at: null,
       kind: 'endpoint',
       listener_seen_at: null,
       app_id: null,

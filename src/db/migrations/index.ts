@@ -18,6 +18,7 @@ import * as deliveryPayloadByReference from './0016_delivery_payload_by_referenc
 import * as fanOutFunction from './0017_fan_out_function.ts';
 import * as timeOrderedDeliveryIds from './0018_time_ordered_delivery_ids.ts';
 import * as endpointDeliveryControls from './0026_endpoint_delivery_controls.ts';
+import * as failingNotice from './0030_failing_notice.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -40,4 +41,5 @@ export const migrations: Record<string, Migration> = {
   '0017_fan_out_function': fanOutFunction,
   '0018_time_ordered_delivery_ids': timeOrderedDeliveryIds,
   '0026_endpoint_delivery_controls': endpointDeliveryControls,
+  '0030_failing_notice': failingNotice,
 };

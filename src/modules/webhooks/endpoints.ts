@@ -199,6 +199,7 @@ export function newEndpointRow(
     previous_secret_sealed: null,
     previous_secret_expires_at: null,
     failing_since: null,
+    failing_noticed_at: null,
     kind: fields.kind,
     listener_seen_at: fields.kind === 'listener' ? now : null,
     app_id: null,

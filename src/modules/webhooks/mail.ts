@@ -108,11 +108,11 @@ export async function mailEndpointDisabled(ctx: AppContext, endpointId: string):
 
 /** Spec 3.3: the 3-day disable is told by e-mail (a 410 is the receiver's own doing: no e-mail). */
 export function registerDisabledMail(ctx: AppContext): void {
-  ctx.deliveryHooks.endpointsDisabled.push(async (disabled) => {
-    for (const { endpointId, reason } of disabled) {
-      if (reason !== 'failing') continue;
-      await mailEndpointDisabled(ctx, endpointId).catch((err: unknown) =>
-        ctx.log.error({ err, endpointId }, 'disable e-mail failed'),
+  ctx.deliveryHooks.endpointNews.push(async (news) => {
+    for (const item of news) {
+      if (item.kind !== 'disabled' || item.reason !== 'failing') continue;
+      await mailEndpointDisabled(ctx, item.endpointId).catch((err: unknown) =>
+        ctx.log.error({ err, endpointId: item.endpointId }, 'disable e-mail failed'),
       );
     }
   });
