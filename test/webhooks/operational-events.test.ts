@@ -136,7 +136,6 @@ describe('operational events (CONTRACT.md)', () => {
     const subject = await endpoint(company, failing.url, ['shipment.created', 'shipment.status_changed']);
     const watching = await endpoint(company, watcher.url, OPERATIONAL);
     const worker = testWorker(w);
-    const started = w.clock.now();
     const shipment = await createShipment(w, company.liveToken);
     await worker.tick();
     // A short streak ended by a 2xx is no news.
