@@ -67,19 +67,28 @@ export const transformRoute: SwaggerTransform = ({ schema, url, route }) => {
 
 type Operation = { responses?: Record<string, { content?: Record<string, unknown> }> };
 
-/** Error answers are RFC 9457 problem details (src/http/errors.ts): application/problem+json. */
-export const transformDocument: SwaggerTransformObject = (document) => {
-  if (!('openapiObject' in document)) return document.swaggerObject;
-  const { openapiObject } = document;
-  const paths = (openapiObject.paths ?? {}) as Record<string, Record<string, Operation>>;
-  for (const operations of Object.values(paths)) {
-    for (const operation of Object.values(operations)) {
-      for (const [status, response] of Object.entries(operation.responses ?? {})) {
-        const content = response.content;
-        if (!content || !(Number(status) >= 400) || !('application/json' in content)) continue;
-        response.content = { 'application/problem+json': content['application/json'] };
+/**
+ * The document's last touches: error answers are RFC 9457 problem details (src/http/errors.ts),
+ * application/problem+json; then each `extend` adds what no route describes (the webhooks of the
+ * event catalogue).
+ */
+export function transformDocument(
+  ...extend: Array<(document: Record<string, unknown>) => void>
+): SwaggerTransformObject {
+  return (document) => {
+    if (!('openapiObject' in document)) return document.swaggerObject;
+    const { openapiObject } = document;
+    const paths = (openapiObject.paths ?? {}) as Record<string, Record<string, Operation>>;
+    for (const operations of Object.values(paths)) {
+      for (const operation of Object.values(operations)) {
+        for (const [status, response] of Object.entries(operation.responses ?? {})) {
+          const content = response.content;
+          if (!content || !(Number(status) >= 400) || !('application/json' in content)) continue;
+          response.content = { 'application/problem+json': content['application/json'] };
+        }
       }
     }
-  }
-  return openapiObject;
-};
+    for (const add of extend) add(openapiObject as Record<string, unknown>);
+    return openapiObject;
+  };
+}

@@ -7,7 +7,7 @@ import { AppError, validationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { canSee, requireScope, type TenantAccess } from '../accounts/access.ts';
-import { isEventType } from './event-types.ts';
+import { eventDefinition, isEventType } from './event-types.ts';
 import { assertUrlAllowed } from './guard.ts';
 import { disableEndpoint, enableEndpoint } from './lifecycle.ts';
 import { metricKind } from './record.ts';
@@ -96,8 +96,12 @@ export function checkEventTypes(types: readonly string[]): string[] {
   }
   const unknown = types.find((type) => !isEventType(type));
   if (unknown !== undefined) {
-    throw new AppError('webhook_endpoint.invalid_event_type', `${unknown} is not an event type`, {
-      errors: [{ path: '/event_types', message: `unknown event type ${unknown}` }],
+    // App events are in the catalogue too, but go to an app's events URL.
+    const detail = eventDefinition(unknown)
+      ? `${unknown} is sent to an app's events URL; endpoints cannot subscribe to it`
+      : `${unknown} is not an event type`;
+    throw new AppError('webhook_endpoint.invalid_event_type', detail, {
+      errors: [{ path: '/event_types', message: detail }],
     });
   }
   if (new Set(types).size !== types.length) {
