@@ -5,6 +5,7 @@ import { startDeliveryWorker } from '../../../src/modules/webhooks/worker.ts';
 import { createCompany, createShipment } from '../../support/api.ts';
 import { eventually } from '../../support/eventually.ts';
 import { startWaybill, type TestWaybill } from '../../support/harness.ts';
+import { checkReceived } from '../../support/message-check.ts';
 import { insertEndpoint } from './support.ts';
 
 /** A receiver that counts the requests it holds open at once, and answers (or not) as told. */
@@ -16,8 +17,10 @@ async function countingReceiver(answer: (res: ServerResponse) => void) {
     res.on('close', () => {
       state.open -= 1;
     });
-    req.resume();
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
+      checkReceived({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') }, state.url);
       state.received += 1;
       answer(res);
     });
