@@ -8,8 +8,8 @@ import { listEventTypes } from '../../src/modules/webhooks/event-types.ts';
  * Every message Waybill sends in the test suite is checked here against the published event
  * catalogue (the schemas GET /v1/webhook-event-types answers with), as a receiver that generated
  * its types from them would: Ajv in strict mode with draft 2020-12 and formats. Every receiver in
- * test/ hands what it gets to checkReceived; test/support/message-check-setup.ts fails the test
- * that was running when an invalid message arrived.
+ * test/ hands what it gets to checkReceived; test/support/message-check-setup.ts checks them after
+ * each test and fails the test that was running when an invalid message arrived.
  */
 
 // ajv-formats is CommonJS with a default export.
@@ -60,21 +60,26 @@ export function messageProblems(message: MessageLike): string[] {
   return problems;
 }
 
-const invalid: string[] = [];
+const received: Array<{ message: MessageLike; where: string }> = [];
 
-/** Every receiver in test/ calls this with each message it gets. */
+/**
+ * Every receiver in test/ calls this with each message it gets. The check itself waits for
+ * takeInvalidMessages (after each test): compiling the schemas takes a good part of a second, which
+ * must not hold up a receiver's answer in a test that times them.
+ */
 export function checkReceived(message: MessageLike, where: string): void {
-  const problems = messageProblems(message);
-  if (problems.length > 0) {
-    invalid.push(
-      `${where} got a message that is not valid against its schema:\n  ${problems.join('\n  ')}\n  ${message.body.slice(0, 2000)}`,
-    );
-  }
+  received.push({ message, where });
 }
 
-/** The invalid messages received since the last call. */
+/** The messages received since the last call that are not valid against their schemas. */
 export function takeInvalidMessages(): string[] {
-  return invalid.splice(0);
+  return received.splice(0).flatMap(({ message, where }) => {
+    const problems = messageProblems(message);
+    if (problems.length === 0) return [];
+    return [
+      `${where} got a message that is not valid against its schema:\n  ${problems.join('\n  ')}\n  ${message.body.slice(0, 2000)}`,
+    ];
+  });
 }
 
 /**
