@@ -9,6 +9,8 @@ const shared = {
   testTimeout: 30_000,
   hookTimeout: 60_000,
   pool: 'forks' as const,
+  // Every message a receiver in test/ gets is checked against the event catalogue's schemas.
+  setupFiles: ['test/support/message-check-setup.ts'],
 };
 
 export default defineConfig({

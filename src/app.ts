@@ -40,6 +40,7 @@ import { storeModule } from './modules/store/plugin.ts';
 import { webhookGuideRoutes } from './modules/webhooks/guide.ts';
 import { registerDisabledMail } from './modules/webhooks/mail.ts';
 import { mailboxPage } from './modules/webhooks/mailbox-page.ts';
+import { addEventCatalogue } from './modules/webhooks/openapi-webhooks.ts';
 import { registerOperationalEvents } from './modules/webhooks/operational-events.ts';
 import { webhookPages } from './modules/webhooks/pages.ts';
 import { webhooksRoutes } from './modules/webhooks/routes.ts';
@@ -149,11 +150,21 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
         description:
           'Shipments, webhook endpoints and the app platform of Waybill. Errors are RFC 9457 problem details with a stable `code`.',
       },
-      servers: [{ url: ctx.config.baseUrl }],
+      // A variable, not a fixed host: the committed copy (docs/openapi.json) describes every
+      // deployment, and each one serves its own WAYBILL_BASE_URL as the default.
+      servers: [
+        {
+          url: '{base_url}',
+          description: 'This Waybill',
+          variables: {
+            base_url: { default: ctx.config.baseUrl, description: 'Its WAYBILL_BASE_URL' },
+          },
+        },
+      ],
       components: { securitySchemes },
     },
     transform: transformRoute,
-    transformObject: transformDocument,
+    transformObject: transformDocument(addEventCatalogue),
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger';
 import type { RouteAuth } from './auth.ts';
 
@@ -65,21 +66,54 @@ export const transformRoute: SwaggerTransform = ({ schema, url, route }) => {
   };
 };
 
-type Operation = { responses?: Record<string, { content?: Record<string, unknown> }> };
+type Content = Record<string, { schema?: unknown }>;
+type Operation = { responses?: Record<string, { content?: Content }>; requestBody?: { content?: Content } };
 
-/** Error answers are RFC 9457 problem details (src/http/errors.ts): application/problem+json. */
-export const transformDocument: SwaggerTransformObject = (document) => {
-  if (!('openapiObject' in document)) return document.swaggerObject;
-  const { openapiObject } = document;
-  const paths = (openapiObject.paths ?? {}) as Record<string, Record<string, Operation>>;
-  for (const operations of Object.values(paths)) {
-    for (const operation of Object.values(operations)) {
-      for (const [status, response] of Object.entries(operation.responses ?? {})) {
-        const content = response.content;
-        if (!content || !(Number(status) >= 400) || !('application/json' in content)) continue;
-        response.content = { 'application/problem+json': content['application/json'] };
+/**
+ * @fastify/swagger writes a route's own body or answer schema out in full even when it is a named
+ * component (Shipment, for one, which the answers of GET /v1/shipments/{id} and the messages'
+ * data.shipment share): point it at the component, so generated clients name one type for both.
+ */
+function referToComponents(operation: Operation, components: Record<string, unknown>): void {
+  const named = (schema: unknown) => {
+    const matches = Object.entries(components).filter(([, component]) =>
+      isDeepStrictEqual(component, schema),
+    );
+    return matches.length === 1 ? { $ref: `#/components/schemas/${matches[0]?.[0]}` } : schema;
+  };
+  const contents = [
+    operation.requestBody?.content,
+    ...Object.values(operation.responses ?? {}).map((r) => r.content),
+  ];
+  for (const content of contents) {
+    for (const media of Object.values(content ?? {})) if (media.schema) media.schema = named(media.schema);
+  }
+}
+
+/**
+ * The document's last touches: error answers are RFC 9457 problem details (src/http/errors.ts),
+ * application/problem+json; then each `extend` adds what no route describes (the webhooks of the
+ * event catalogue).
+ */
+export function transformDocument(
+  ...extend: Array<(document: Record<string, unknown>) => void>
+): SwaggerTransformObject {
+  return (document) => {
+    if (!('openapiObject' in document)) return document.swaggerObject;
+    const { openapiObject } = document;
+    const paths = (openapiObject.paths ?? {}) as Record<string, Record<string, Operation>>;
+    const components = (openapiObject.components?.schemas ?? {}) as Record<string, unknown>;
+    for (const operations of Object.values(paths)) {
+      for (const operation of Object.values(operations)) {
+        referToComponents(operation, components);
+        for (const [status, response] of Object.entries(operation.responses ?? {})) {
+          const content = response.content;
+          if (!content || !(Number(status) >= 400) || !('application/json' in content)) continue;
+          response.content = { 'application/problem+json': content['application/json'] };
+        }
       }
     }
-  }
-  return openapiObject;
-};
+    for (const add of extend) add(openapiObject as Record<string, unknown>);
+    return openapiObject;
+  };
+}

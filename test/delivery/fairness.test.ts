@@ -5,6 +5,7 @@ import { startDeliveryWorker } from '../../src/delivery/worker.ts';
 import { createCompany, createShipment } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
+import { checkReceived } from '../support/message-check.ts';
 import { insertEndpoint } from './support.ts';
 
 /** A receiver that counts the requests it holds open at once, and answers (or not) as told. */
@@ -16,8 +17,10 @@ async function countingReceiver(answer: (res: ServerResponse) => void) {
     res.on('close', () => {
       state.open -= 1;
     });
-    req.resume();
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
+      checkReceived({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') }, state.url);
       state.received += 1;
       answer(res);
     });
@@ -55,7 +58,9 @@ describe('fairness between targets', () => {
       for (let i = 0; i < count; i++)
         await createShipment(w, company.liveToken, { external_ref: `fair-${i}` });
 
-      const worker = startDeliveryWorker(w.ctx, { pollMs: 50, jitter: () => 0, deadlineMs: 5_000 });
+      // A deadline far beyond the test: the stuck requests must not time out (and free their slots)
+      // however slowly a loaded machine gets through the fast endpoint's messages.
+      const worker = startDeliveryWorker(w.ctx, { pollMs: 50, jitter: () => 0, deadlineMs: 120_000 });
       try {
         // Every fast delivery arrives while the stuck endpoint still holds its first requests.
         await eventually(async () => fast.received === count, 'the fast endpoint to get everything');

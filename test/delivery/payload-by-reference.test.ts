@@ -16,8 +16,16 @@ describe('payload by reference', () => {
     const [delivery] = await deliveriesOf(w, endpoint.id);
     if (!delivery) throw new Error('a delivery expected');
     expect(delivery.payload).toBeNull();
-    // As a row written before the migration holds it: its own copy, which is what it sends.
-    const ownCopy = JSON.stringify({ kept: 'in the delivery' });
+    // As a row written before the migration holds it: its own copy, which is what it sends (here
+    // the event's envelope with another external_ref, to tell them apart).
+    const event = await w.ctx.db
+      .selectFrom('events')
+      .select('payload')
+      .where('id', '=', delivery.event_id)
+      .executeTakeFirstOrThrow();
+    const envelope = JSON.parse(event.payload);
+    envelope.data.shipment.external_ref = 'kept in the delivery';
+    const ownCopy = JSON.stringify(envelope);
     await w.ctx.db
       .updateTable('webhook_deliveries')
       .set({ payload: ownCopy })
@@ -34,7 +42,7 @@ describe('payload by reference', () => {
     const message = receiver.received.at(-1);
     if (!message) throw new Error('a message expected');
     expect(message.body).toBe(ownCopy);
-    expect(verify(message, endpoint.secret, w.clock.now())).toEqual({ kept: 'in the delivery' });
+    expect(verify(message, endpoint.secret, w.clock.now())).toEqual(envelope);
   });
 
   it('puts every payload back into its delivery when migrated down, and reads it by reference again', async () => {

@@ -8,6 +8,7 @@ import type { ManualClock } from '../../src/lib/clock.ts';
 import { newSigningSecret } from '../../src/lib/crypto.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
+import { checkReceived } from '../support/message-check.ts';
 
 export interface Received {
   headers: IncomingHttpHeaders;
@@ -36,6 +37,7 @@ export async function startReceiver(answer: Answer = (_r, res) => res.end('ok'))
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const message = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      checkReceived(message, receiver.url);
       receiver.received.push(message);
       receiver.answer(message, res);
     });

@@ -1,6 +1,7 @@
 import { WebSocket } from 'undici';
 import type { MessageFrame, ReadyFrame, ResultFrame } from '../../src/modules/listeners/protocol.ts';
 import type { TestWaybill } from '../support/harness.ts';
+import { checkReceived } from '../support/message-check.ts';
 
 /** A listener's connection driven by the test: the frames it got, and a way to answer them. */
 export interface TestConnection {
@@ -28,6 +29,7 @@ export function connectListener(w: TestWaybill, listenerId: string, token: strin
     const frame = JSON.parse(String(event.data));
     if (frame.type === 'ready') onReady(frame);
     if (frame.type === 'message') {
+      checkReceived(frame, `listener ${listenerId}`);
       messages.push(frame);
       for (const wake of waiters.splice(0)) wake();
     }

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { call, type Json, type Person } from '../support/api.ts';
 import type { TestWaybill } from '../support/harness.ts';
+import { checkReceived } from '../support/message-check.ts';
 
 export const PASSWORD = 'correct horse battery';
 export const REVIEWERS = ['reviewer@example.test', 'second-reviewer@example.test'];
@@ -31,6 +32,7 @@ export async function startEventsReceiver(decide: (message: Omit<Received, 'stat
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       const message = { headers: request.headers, body: Buffer.concat(chunks).toString('utf8') };
+      checkReceived(message, 'the events URL');
       const status = decide(message);
       received.push({ ...message, status });
       response.writeHead(status, { 'content-type': 'text/plain' });

@@ -10,6 +10,7 @@ import { openDatabase } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { ManualClock } from '../../src/lib/clock.ts';
 import { randomBase62 } from '../../src/lib/ids.ts';
+import { storedMessageProblems } from './message-check.ts';
 import { TEMPLATE_PATH } from './pglite-template.ts';
 
 export const TEST_SECRET_KEY = '00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff';
@@ -115,8 +116,13 @@ export async function startWaybill(options: StartOptions = {}): Promise<TestWayb
       url: config.baseUrl,
       schema,
       async close() {
+        // Every message this Waybill built, sent or not, is valid against its published schema
+        // (unless a test left the database unable to answer).
+        const invalid = await storedMessageProblems(ctx.db).catch(() => []);
         await app.close();
         await database.close();
+        if (invalid.length > 0)
+          throw new Error(`messages not valid against their schemas:\n${invalid.join('\n')}`);
       },
     };
   }

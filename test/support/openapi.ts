@@ -5,7 +5,7 @@ import { openDatabase } from '../../src/db/database.ts';
 import { systemClock } from '../../src/lib/clock.ts';
 import { TEST_SECRET_KEY } from './harness.ts';
 
-/** The OpenAPI document as a fixed configuration produces it (servers: http://localhost:3000). */
+/** The OpenAPI document as a fixed configuration produces it (its server's default: http://localhost:3000). */
 export async function generateOpenApi(): Promise<unknown> {
   const config = loadConfig({
     WAYBILL_DATABASE_URL: 'memory:',

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Id, Nullable, Timestamp } from '../../http/schemas.ts';
+import { Id, Nullable, PrefixedId, Timestamp } from '../../http/schemas.ts';
 import { EXCEPTION_REASONS, SHIPMENT_STATUSES } from './lifecycle.ts';
 
 const Text = (maxLength: number) => Type.String({ minLength: 1, maxLength });
@@ -7,13 +7,13 @@ const Millimetres = Type.Integer({ minimum: 1, maximum: 100_000 });
 
 export const ParcelSchema = Type.Object(
   {
-    weight_grams: Type.Integer({ minimum: 1, maximum: 10_000_000 }),
-    length_mm: Type.Optional(Nullable(Millimetres)),
-    width_mm: Type.Optional(Nullable(Millimetres)),
-    height_mm: Type.Optional(Nullable(Millimetres)),
-    reference: Type.Optional(Nullable(Text(100))),
+    weight_grams: Type.Integer({ minimum: 1, maximum: 10_000_000, description: 'Weight in grams' }),
+    length_mm: Type.Optional(Nullable(Millimetres, { description: 'Length in millimetres' })),
+    width_mm: Type.Optional(Nullable(Millimetres, { description: 'Width in millimetres' })),
+    height_mm: Type.Optional(Nullable(Millimetres, { description: 'Height in millimetres' })),
+    reference: Type.Optional(Nullable(Text(100), { description: "The merchant's own label for the parcel" })),
   },
-  { additionalProperties: false, $id: 'Parcel' },
+  { additionalProperties: false, $id: 'Parcel', description: 'One parcel of a shipment' },
 );
 
 export const StatusName = Type.Union(SHIPMENT_STATUSES.map((s) => Type.Literal(s)));
@@ -45,34 +45,48 @@ export const CreateShipmentBody = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * A shipment as GET /v1/shipments/{id} answers it, and the one definition of `data.shipment` in
+ * shipment events (spec 2.6): strict, so that a field the service adds without it fails the tests.
+ */
 export const ShipmentSchema = Type.Object(
   {
-    id: Type.String(),
-    tracking_number: Type.String(),
-    status: Type.String(),
-    external_ref: Nullable(Type.String()),
-    customer_account_id: Nullable(Type.String()),
-    recipient_name: Type.String(),
-    recipient_email: Nullable(Type.String()),
-    recipient_phone: Nullable(Type.String()),
-    payment_mode: Type.String(),
-    cod_amount_minor: Nullable(Type.Integer()),
-    currency: Type.String(),
-    parcels: Type.Array(
-      Type.Object({
-        weight_grams: Type.Integer(),
-        length_mm: Type.Optional(Nullable(Type.Integer())),
-        width_mm: Type.Optional(Nullable(Type.Integer())),
-        height_mm: Type.Optional(Nullable(Type.Integer())),
-        reference: Type.Optional(Nullable(Type.String())),
-      }),
-    ),
-    livemode: Type.Boolean(),
-    exception_reason: Nullable(Type.String()),
-    created_at: Timestamp,
-    updated_at: Timestamp,
+    id: PrefixedId('shp', 'The shipment id'),
+    tracking_number: Type.String({ minLength: 1, description: 'The tracking number Waybill gave it' }),
+    status: Type.Enum(SHIPMENT_STATUSES, { type: 'string', description: 'Where the shipment is now' }),
+    external_ref: Nullable(Type.String(), {
+      description: "The merchant's own reference, such as an order number",
+    }),
+    customer_account_id: Nullable(PrefixedId('acct', 'A merchant account id'), {
+      description: 'The merchant account (acct_) the shipment belongs to; null for the company itself',
+    }),
+    recipient_name: Type.String({ description: "The recipient's name ([redacted] after an erasure)" }),
+    recipient_email: Nullable(Type.String(), { description: "The recipient's e-mail address" }),
+    recipient_phone: Nullable(Type.String(), { description: "The recipient's phone number" }),
+    payment_mode: Type.Enum(['prepaid', 'cod'], {
+      type: 'string',
+      description: 'prepaid, or cod: cash on delivery of cod_amount_minor',
+    }),
+    cod_amount_minor: Nullable(Type.Integer({ minimum: 0 }), {
+      description: 'The amount to collect on delivery, in minor units of currency; null when prepaid',
+    }),
+    currency: Type.String({ pattern: '^[A-Z]{3}$', description: 'ISO 4217 currency code' }),
+    parcels: Type.Array(ParcelSchema, { description: 'The parcels, in the order given' }),
+    livemode: Type.Boolean({ description: 'false for a sandbox (test) shipment' }),
+    exception_reason: Nullable(Type.Enum(EXCEPTION_REASONS, { type: 'string' }), {
+      description: 'lost, damaged or held while the status is exception; otherwise null',
+    }),
+    created_at: Type.String({ format: 'date-time', description: 'When it was created' }),
+    updated_at: Type.String({
+      format: 'date-time',
+      description: 'When it last changed: compare it to order the messages about one shipment',
+    }),
   },
-  { $id: 'Shipment' },
+  {
+    $id: 'Shipment',
+    additionalProperties: false,
+    description: 'A shipment, as GET /v1/shipments/{id} answers it at the moment the message is built',
+  },
 );
 
 export const MoveShipmentBody = Type.Object(

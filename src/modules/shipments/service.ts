@@ -1,3 +1,4 @@
+import type { Static } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { runAfterCommit } from '../../context.ts';
 import { newestFirst } from '../../db/paging.ts';
@@ -8,36 +9,14 @@ import { canSee, requireScope, type TenantAccess } from '../accounts/access.ts';
 import { getCustomerAccountRow } from '../accounts/companies.ts';
 import { isCurrency } from './currencies.ts';
 import { recordEvents } from './events.ts';
-import { canMove, type ExceptionReason, eventTypesForMove } from './lifecycle.ts';
+import { canMove, type ExceptionReason, eventTypesForMove, type ShipmentStatus } from './lifecycle.ts';
+import type { ParcelSchema, ShipmentSchema } from './schemas.ts';
 import type { ShipmentsTable } from './tables.ts';
 
-export interface Parcel {
-  weight_grams: number;
-  length_mm?: number | null;
-  width_mm?: number | null;
-  height_mm?: number | null;
-  reference?: string | null;
-}
+export type Parcel = Static<typeof ParcelSchema>;
 
-/** A shipment as GET /v1/shipments/{id} returns it, and as data.shipment carries it. */
-export interface Shipment {
-  id: string;
-  tracking_number: string;
-  status: string;
-  external_ref: string | null;
-  customer_account_id: string | null;
-  recipient_name: string;
-  recipient_email: string | null;
-  recipient_phone: string | null;
-  payment_mode: string;
-  cod_amount_minor: number | null;
-  currency: string;
-  parcels: Parcel[];
-  livemode: boolean;
-  exception_reason: string | null;
-  created_at: string;
-  updated_at: string;
-}
+/** A shipment as GET /v1/shipments/{id} returns it, and as data.shipment carries it: its schema's type. */
+export type Shipment = Static<typeof ShipmentSchema>;
 
 export interface CreateShipmentInput {
   recipient_name: string;
@@ -57,18 +36,18 @@ export function presentShipment(row: ShipmentsTable): Shipment {
   return {
     id: row.id,
     tracking_number: row.tracking_number,
-    status: row.status,
+    status: row.status as ShipmentStatus,
     external_ref: row.external_ref,
     customer_account_id: row.customer_account_id,
     recipient_name: row.recipient_name,
     recipient_email: row.recipient_email,
     recipient_phone: row.recipient_phone,
-    payment_mode: row.payment_mode,
+    payment_mode: row.payment_mode as Shipment['payment_mode'],
     cod_amount_minor: row.cod_amount_minor === null ? null : Number(row.cod_amount_minor),
     currency: row.currency,
     parcels,
     livemode: row.livemode,
-    exception_reason: row.exception_reason,
+    exception_reason: row.exception_reason as ExceptionReason | null,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };

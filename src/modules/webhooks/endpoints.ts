@@ -20,7 +20,7 @@ import {
   presentHeaders,
   sealHeaders,
 } from './controls.ts';
-import { isEventType } from './event-types.ts';
+import { eventDefinition, isEventType } from './event-types.ts';
 
 /** Spec section 8: up to 5 per company or merchant, up to 5 per app installation (each mode apart). */
 export const ENDPOINT_LIMIT = 5;
@@ -125,8 +125,12 @@ export function checkEventTypes(types: readonly string[]): string[] {
   }
   const unknown = types.find((type) => !isEventType(type));
   if (unknown !== undefined) {
-    throw new AppError('webhook_endpoint.invalid_event_type', `${unknown} is not an event type`, {
-      errors: [{ path: '/event_types', message: `unknown event type ${unknown}` }],
+    // App events are in the catalogue too, but go to an app's events URL.
+    const detail = eventDefinition(unknown)
+      ? `${unknown} is sent to an app's events URL; endpoints cannot subscribe to it`
+      : `${unknown} is not an event type`;
+    throw new AppError('webhook_endpoint.invalid_event_type', detail, {
+      errors: [{ path: '/event_types', message: detail }],
     });
   }
   if (new Set(types).size !== types.length) {

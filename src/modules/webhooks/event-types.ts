@@ -1,131 +1,95 @@
 import { newId } from '../../lib/ids.ts';
+import { APP_EVENTS } from '../app-events/event-schemas.ts';
+import { SHIPMENT_EVENTS } from '../shipments/event-schemas.ts';
 import { buildEnvelope } from '../shipments/events.ts';
-import { presentShipment, type Shipment } from '../shipments/service.ts';
+import { type Audience, type EventDefinition, type ExampleContext, publishedSchema } from './event-schema.ts';
+import { OPERATIONAL_EVENTS } from './operational-events.ts';
 
-/** The shipment event catalogue an endpoint subscribes to (spec section 6). */
-export const EVENT_TYPES = [
-  'shipment.created',
-  'shipment.status_changed',
-  'shipment.delivered',
-  'shipment.exception',
-] as const;
+/**
+ * The event catalogue (CONTRACT.md, Event catalogue): every type Waybill sends, each registered
+ * by the capability that emits it, with the schema of its data. A new type is one more entry here.
+ */
+export const EVENT_DEFINITIONS: readonly EventDefinition[] = [
+  ...SHIPMENT_EVENTS,
+  ...OPERATIONAL_EVENTS,
+  ...APP_EVENTS,
+];
+
+/**
+ * The types an endpoint subscribes to (spec section 6, and the operational ones of CONTRACT.md);
+ * app events go to an app's events URL.
+ */
+export const EVENT_TYPES = EVENT_DEFINITIONS.filter((d) => d.sentTo === 'webhook_endpoints').map(
+  (d) => d.type,
+);
 export type EventType = (typeof EVENT_TYPES)[number];
 
 export function isEventType(value: string): value is EventType {
   return (EVENT_TYPES as readonly string[]).includes(value);
 }
 
-interface Example {
-  description: string;
-  status: string;
-  previousStatus: string | null;
-  exceptionReason: string | null;
+export function eventDefinition(type: string): EventDefinition | undefined {
+  return EVENT_DEFINITIONS.find((definition) => definition.type === type);
 }
 
-const CATALOGUE: Record<EventType, Example> = {
-  'shipment.created': {
-    description: 'A shipment was created, as a draft or confirmed. data.previous_status is null.',
-    status: 'confirmed',
-    previousStatus: null,
-    exceptionReason: null,
-  },
-  'shipment.status_changed': {
-    description: "A shipment's status changed from data.previous_status to data.status.",
-    status: 'in_transit',
-    previousStatus: 'picked_up',
-    exceptionReason: null,
-  },
-  'shipment.delivered': {
-    description: 'A shipment was delivered. Also sent as shipment.status_changed.',
-    status: 'delivered',
-    previousStatus: 'out_for_delivery',
-    exceptionReason: null,
-  },
-  'shipment.exception': {
-    description:
-      'A shipment went to exception (exception_reason lost, damaged or held). Also sent as shipment.status_changed.',
-    status: 'exception',
-    previousStatus: 'in_transit',
-    exceptionReason: 'damaged',
-  },
-};
-
-/** The example shipment of test messages and of the catalogue: the real GET /v1/shipments/{id} shape. */
-export function exampleShipment(options: {
-  livemode: boolean;
-  customerAccountId: string | null;
-  status: string;
-  exceptionReason?: string | null;
-  at: Date;
-}): Shipment {
-  const createdAt = new Date(options.at.getTime() - 2 * 60 * 60 * 1000);
-  return presentShipment({
-    id: 'shp_example0000000000000000',
-    tenant_id: '00000000-0000-4000-8000-000000000000',
-    customer_account_id: options.customerAccountId,
-    livemode: options.livemode,
-    tracking_number: 'WBEXAMPLE0000001',
-    status: options.status,
-    external_ref: 'order-1001',
-    recipient_name: 'Ada Lovelace',
-    recipient_email: 'ada@example.com',
-    recipient_phone: '+44 20 7946 0000',
-    payment_mode: 'cod',
-    cod_amount_minor: 4599,
-    currency: 'EUR',
-    parcels: [{ weight_grams: 1200, length_mm: 300, width_mm: 200, height_mm: 100, reference: 'box-1' }],
-    exception_reason: options.exceptionReason ?? null,
-    created_at: createdAt,
-    updated_at: options.at,
-  });
-}
-
-/** A full spec 2.6 envelope of the type with an example shipment, serialised as it would be sent. */
-export function exampleEnvelope(options: {
-  type: EventType;
-  tenantId: string;
-  livemode: boolean;
-  customerAccountId: string | null;
-  at: Date;
-  test?: boolean;
-  id?: string;
-}): string {
-  const example = CATALOGUE[options.type];
-  const shipment = exampleShipment({
-    livemode: options.livemode,
-    customerAccountId: options.customerAccountId,
-    status: example.status,
-    exceptionReason: example.exceptionReason,
-    at: options.at,
-  });
+/** A full spec 2.6 envelope of the type around its example data, serialised as it would be sent. */
+export function exampleEnvelope(
+  options: ExampleContext & { type: string; tenantId: string; test?: boolean; id?: string },
+): string {
+  const definition = eventDefinition(options.type);
+  if (!definition) throw new Error(`${options.type} is not in the event catalogue`);
   return buildEnvelope({
     id: options.id ?? newId('evt'),
-    type: options.type,
+    type: definition.type,
     tenantId: options.tenantId,
     livemode: options.livemode,
     createdAt: options.at,
     ...(options.test ? { test: true } : {}),
-    data: { status: example.status, previous_status: example.previousStatus, shipment },
+    data: definition.example(options),
   });
 }
 
 export interface EventTypeDescription {
-  type: EventType;
+  type: string;
   description: string;
+  sent_to: Audience;
+  schema: Record<string, unknown>;
   example: unknown;
 }
 
-/** GET /v1/webhook-event-types: every type with what it means and an example message body. */
-export function listEventTypes(options: { tenantId: string; livemode: boolean; at: Date }): {
-  data: EventTypeDescription[];
-} {
+const schemas = new Map<string, Record<string, unknown>>();
+
+/** A type's published schema, built once: the definitions do not change while the process runs. */
+export function schemaOf(definition: EventDefinition): Record<string, unknown> {
+  let schema = schemas.get(definition.type);
+  if (!schema) {
+    schema = publishedSchema(definition);
+    schemas.set(definition.type, schema);
+  }
+  return schema;
+}
+
+/**
+ * GET /v1/webhook-event-types: every type with what it means, where it goes, the JSON Schema of
+ * its message body and an example body (in the reader's own company and mode) valid against it.
+ */
+export function listEventTypes(options: {
+  tenantId: string;
+  livemode: boolean;
+  at: Date;
+  sentTo?: Audience;
+}): { data: EventTypeDescription[] } {
   return {
-    data: EVENT_TYPES.map((type) => ({
-      type,
-      description: CATALOGUE[type].description,
+    data: EVENT_DEFINITIONS.filter(
+      (definition) => !options.sentTo || definition.sentTo === options.sentTo,
+    ).map((definition) => ({
+      type: definition.type,
+      description: definition.description,
+      sent_to: definition.sentTo,
+      schema: schemaOf(definition),
       example: JSON.parse(
         exampleEnvelope({
-          type,
+          type: definition.type,
           tenantId: options.tenantId,
           livemode: options.livemode,
           customerAccountId: null,

@@ -6,6 +6,8 @@ import { DEADLINE_MS, RESPONSE_LIMIT } from '../../delivery/sender.ts';
 import { HOUR, MINUTE, SECOND } from '../../lib/clock.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { layout, sendPage } from '../../web/layout.ts';
+import { APP_EVENTS } from '../app-events/event-schemas.ts';
+import { API_VERSION } from '../shipments/events.ts';
 import { EVENT_TYPES } from './event-types.ts';
 
 function words(ms: number): string {
@@ -66,12 +68,30 @@ async function handle(event) {
   await seen.add(event.id);
 }`;
 
+const GENERATE = (baseUrl: string) => `npx openapi-typescript ${baseUrl}/openapi.json -o waybill.ts`;
+
+const TYPED = `import type { webhooks } from './waybill';
+
+// One type per event type; WaybillEvent is their union, told apart by \`type\`.
+type Body<T extends keyof webhooks> = webhooks[T]['post']['requestBody']['content']['application/json'];
+type WaybillEvent = Body<keyof webhooks>;
+
+function handle(event: WaybillEvent) {
+  switch (event.type) {
+    case 'shipment.delivered':
+      return markDelivered(event.data.shipment.tracking_number); // typed: the Shipment schema
+    case 'customer.redact':
+      return forget(event.data.recipient);
+  }
+}`;
+
 function guide(ctx: AppContext): SafeHtml {
   const schedule = RETRY_DELAYS_MS.map(words).join(', ');
   return html`<article class="card">
 <h1>Receiving Waybill webhooks</h1>
 <p>Waybill sends a signed <code>POST</code> to your endpoint for every shipment event you subscribe to
-(${EVENT_TYPES.join(', ')}). Messages follow <a href="https://www.standardwebhooks.com/">Standard Webhooks</a>.
+(${EVENT_TYPES.join(', ')}), and to an app's events URL its app events (${APP_EVENTS.map((e) => e.type).join(', ')}).
+Messages follow <a href="https://www.standardwebhooks.com/">Standard Webhooks</a>.
 Test mode endpoints get only sandbox shipments; the body's <code>livemode</code> says which.</p>
 
 <h2>The message</h2>
@@ -85,7 +105,22 @@ webhook-event: shipment.status_changed</pre>
 <p>The body is the event: <code>id</code>, <code>type</code>, <code>api_version</code>, <code>created_at</code>,
 <code>tenant_id</code>, <code>livemode</code>, <code>data</code> (<code>status</code>, <code>previous_status</code> and
 <code>shipment</code>, as <code>GET /v1/shipments/{id}</code> returns it), and <code>test: true</code> on test messages.
-See the examples at <code>GET /v1/webhook-event-types</code>.</p>
+Every type's body has a JSON Schema (draft 2020-12): see the event catalogue below.</p>
+
+<h2>The event catalogue and your types</h2>
+<p>Every message Waybill sends is valid against the schema of its type, published twice: with an example at
+<code>GET /v1/webhook-event-types</code> (<code>{data: [{type, description, sent_to, schema, example}]}</code>), and as
+the <code>webhooks</code> of the OpenAPI document, <a href="/openapi.json">/openapi.json</a>, which the
+<a href="/docs">API reference</a> shows. Generate your receiver's types from the document with
+<a href="https://openapi-ts.dev/">openapi-typescript</a>:</p>
+<pre><code>${GENERATE(ctx.config.baseUrl)}</code></pre>
+<pre><code>${TYPED}</code></pre>
+<p>In other languages, any JSON Schema 2020-12 validator or generator reads the <code>schema</code> of each type. Schemas
+are closed: a message has exactly the fields its schema lists.</p>
+<p>The body's <code>api_version</code> names the set of schemas it was built with (${API_VERSION} now). The schemas of a
+version do not change: a change to the shape of a message, even one more field, would come as a new version beside this
+one, which you would choose for your endpoint when ready. A new event type may appear within a version: answer
+<code>2xx</code> to a type you do not handle.</p>
 
 <h2>1. Verify every message</h2>
 <p>Use the raw body exactly as received: parse it only after the signature matches.

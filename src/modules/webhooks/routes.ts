@@ -26,6 +26,7 @@ import {
   EndpointStatsSchema,
   EndpointWithSecretSchema,
   EventTypeSchema,
+  EventTypesQuery,
   ReplayResultSchema,
   SecretSchema,
   StatsQuery,
@@ -239,13 +240,24 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { auth: { scope: 'webhooks:read' } },
         schema: {
           tags,
-          summary: 'The event types an endpoint can receive, each with an example message body',
-          response: { 200: Type.Object({ data: Type.Array(EventTypeSchema) }), ...errorResponses(401, 403) },
+          summary: 'Every event type Waybill sends, with the JSON Schema of its message body and an example',
+          description:
+            'The catalogue of the messages Waybill sends: shipment events (to webhook endpoints) and app events (to the events URL of apps). Each schema is JSON Schema draft 2020-12 of the whole envelope, and is also the request body of that type in the `webhooks` of this document.',
+          querystring: EventTypesQuery,
+          response: {
+            200: Type.Object({ data: Type.Array(EventTypeSchema) }),
+            ...errorResponses(400, 401, 403),
+          },
         },
       },
       async (request) => {
         const access = read(request);
-        return listEventTypes({ tenantId: access.tenantId, livemode: access.livemode, at: ctx.clock.now() });
+        return listEventTypes({
+          tenantId: access.tenantId,
+          livemode: access.livemode,
+          at: ctx.clock.now(),
+          ...(request.query.sent_to ? { sentTo: request.query.sent_to } : {}),
+        });
       },
     );
   };

@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { Id, Nullable, PageQuery, Timestamp } from '../../http/schemas.ts';
 import { MAX_CUSTOM_HEADERS, MAX_HEADER_VALUE, RATE_LIMIT_MAX } from './controls.ts';
 import { DELIVERY_STATUSES } from './deliveries.ts';
+import { AUDIENCES } from './event-schema.ts';
 import { EVENT_TYPES } from './event-types.ts';
 
 const EventTypeName = Type.String({ minLength: 1, maxLength: 100, examples: [...EVENT_TYPES] });
@@ -98,11 +99,34 @@ export const EndpointWithSecretSchema = Type.Object({
   ...SecretSchema.properties,
 });
 
-export const EventTypeSchema = Type.Object({
-  type: Type.String(),
-  description: Type.String(),
-  example: Type.Unknown({ description: 'A message body (spec 2.6 envelope) of this type' }),
+const Audience = Type.Enum(AUDIENCES, {
+  type: 'string',
+  description:
+    'webhook_endpoints: endpoints subscribe to it; app_events_url: sent to the events URL of every app it concerns',
 });
+
+export const EventTypeSchema = Type.Object(
+  {
+    type: Type.String({ description: "The event type: the body's type and the webhook-event header" }),
+    description: Type.String({ description: 'When it is sent and what it means' }),
+    sent_to: Audience,
+    schema: Type.Object(
+      {},
+      {
+        additionalProperties: true,
+        description:
+          'JSON Schema (draft 2020-12) of the whole message body of this type; also the request body of this type in the webhooks of /openapi.json',
+      },
+    ),
+    example: Type.Unknown({ description: 'A message body of this type, valid against schema' }),
+  },
+  { $id: 'WebhookEventType' },
+);
+
+export const EventTypesQuery = Type.Object(
+  { sent_to: Type.Optional(Audience) },
+  { additionalProperties: false },
+);
 
 const DeliveryStatusName = Type.Union(
   [Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('cancelled')],

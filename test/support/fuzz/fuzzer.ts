@@ -6,6 +6,7 @@ import { startSession } from '../../../src/modules/accounts/users.ts';
 import { install, issueAppTokens } from '../../apps/fixtures.ts';
 import type { Json } from '../api.ts';
 import type { TestWaybill } from '../harness.ts';
+import { checkReceived } from '../message-check.ts';
 import { Random } from './random.ts';
 import { HOSTILE_CURSORS, hostileString, hostileValue, type Known, type Schema, valueFor } from './values.ts';
 
@@ -109,8 +110,15 @@ const ALL_SCOPES = ['shipments:read', 'shipments:write', 'webhooks:read', 'webho
 /** A receiver for the endpoints' test messages: answers 200 at once. */
 export async function startReceiver(): Promise<{ url: string; close(): Promise<void> }> {
   const server: Server = createServer((request, response) => {
-    request.resume();
-    request.on('end', () => response.end('ok'));
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      checkReceived(
+        { headers: request.headers, body: Buffer.concat(chunks).toString('utf8') },
+        'the fuzz receiver',
+      );
+      response.end('ok');
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -166,7 +174,9 @@ export async function makeFixtures(w: TestWaybill, receiverUrl: string, round: n
       scopes: ALL_SCOPES,
     })
   ).token;
-  const eventTypes = (await send('GET', '/v1/webhook-event-types', live)).data.map((t: Json) => t.type);
+  const eventTypes = (await send('GET', '/v1/webhook-event-types?sent_to=webhook_endpoints', live)).data.map(
+    (t: Json) => t.type,
+  );
   const endpoint = await send('POST', '/v1/webhook-endpoints', live, {
     url: receiverUrl,
     event_types: eventTypes,

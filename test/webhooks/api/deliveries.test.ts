@@ -35,14 +35,22 @@ describe('deliveries, test messages and replays', () => {
   it('lists the event type catalogue with an example message of the real shipment shape', async () => {
     const types = await get('/v1/webhook-event-types');
     expect(types.status).toBe(200);
-    expect(types.body.data.map((t: Json) => t.type)).toEqual([
-      'shipment.created',
-      'shipment.status_changed',
-      'shipment.delivered',
-      'shipment.exception',
+    expect(types.body.data.map((t: Json) => [t.type, t.sent_to])).toEqual([
+      ['shipment.created', 'webhook_endpoints'],
+      ['shipment.status_changed', 'webhook_endpoints'],
+      ['shipment.delivered', 'webhook_endpoints'],
+      ['shipment.exception', 'webhook_endpoints'],
+      ['app.uninstalled', 'app_events_url'],
+      ['customer.data_request', 'app_events_url'],
+      ['customer.redact', 'app_events_url'],
     ]);
+    // What an endpoint can subscribe to, as clients read it before app events joined the list.
+    const subscribable = await get('/v1/webhook-event-types?sent_to=webhook_endpoints');
+    expect(subscribable.body.data.map((t: Json) => t.type)).toEqual(
+      types.body.data.slice(0, 4).map((t: Json) => t.type),
+    );
     const shipment = await createShipment(w, company.liveToken);
-    for (const entry of types.body.data) {
+    for (const entry of subscribable.body.data) {
       expect(entry.description.length).toBeGreaterThan(10);
       expect(entry.example).toMatchObject({ type: entry.type, tenant_id: company.tenantId, livemode: true });
       expect(entry.example.id).toMatch(/^evt_/);
@@ -52,6 +60,13 @@ describe('deliveries, test messages and replays', () => {
     }
     const exception = types.body.data.find((t: Json) => t.type === 'shipment.exception');
     expect(exception.example.data).toMatchObject({ status: 'exception', shipment: { status: 'exception' } });
+    const appType = await post('/v1/webhook-endpoints', {
+      url: receiver.url,
+      event_types: ['app.uninstalled'],
+    });
+    expect(appType.status).toBe(400);
+    expect(appType.body.code).toBe('webhook_endpoint.invalid_event_type');
+    expect(appType.body.detail).toContain("an app's events URL");
   });
 
   it("sends a test message and answers the receiver's reply; the message verifies and is logged", async () => {

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { type CompanyFixture, call, createApiToken, type Json } from '../../support/api.ts';
 import type { TestWaybill } from '../../support/harness.ts';
+import { checkReceived } from '../../support/message-check.ts';
 
 export interface Received {
   headers: IncomingHttpHeaders;
@@ -28,7 +29,9 @@ export async function startReceiver(path = '/hooks'): Promise<Receiver> {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      receiver.received.push({ headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
+      const message = { headers: request.headers, body: Buffer.concat(chunks).toString('utf8') };
+      checkReceived(message, receiver.url);
+      receiver.received.push(message);
       response.writeHead(receiver.answer.status, { 'content-type': 'text/plain' });
       response.end(receiver.answer.body);
     });

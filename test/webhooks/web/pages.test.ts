@@ -223,6 +223,11 @@ describe('webhook dashboard pages', () => {
       'previous_status',
       '410',
       'Waybill-Webhooks/1.0',
+      // The event catalogue, and how to generate a receiver's types from it.
+      '/v1/webhook-event-types',
+      'href="/openapi.json"',
+      `npx openapi-typescript ${w.url}/openapi.json -o waybill.ts`,
+      'type WaybillEvent = Body&lt;keyof webhooks&gt;;',
     ]) {
       expect(text).toContain(needle);
     }
