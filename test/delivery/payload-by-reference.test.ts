@@ -59,10 +59,13 @@ describe('payload by reference', () => {
 
     const down = await migrator.migrateTo('0015_claim_and_record_functions');
     expect(down.error).toBeUndefined();
-    expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
-      ['0018_time_ordered_delivery_ids', 'Success'],
-      ['0017_fan_out_function', 'Success'],
-      ['0016_delivery_payload_by_reference', 'Success'],
+    // Every later migration goes down first; the last three are the ones this test is about.
+    const results = down.results ?? [];
+    expect(results.every((r) => r.status === 'Success')).toBe(true);
+    expect(results.slice(-3).map((r) => r.migrationName)).toEqual([
+      '0018_time_ordered_delivery_ids',
+      '0017_fan_out_function',
+      '0016_delivery_payload_by_reference',
     ]);
     const payloads = await eventPayloads();
     const restored = await deliveriesOf(w, endpoint.id);

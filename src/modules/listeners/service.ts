@@ -12,7 +12,7 @@ import {
   presentEndpoint,
   type WebhookEndpoint,
 } from '../webhooks/endpoints.ts';
-import { EVENT_TYPES } from '../webhooks/event-types.ts';
+import { SHIPMENT_EVENT_TYPES } from '../webhooks/event-types.ts';
 
 /**
  * How long a listener outlives its connection: a command that reconnects within it (a laptop
@@ -48,7 +48,7 @@ export async function createListener(
   input: { forward_to: string; event_types?: string[] },
 ): Promise<Listener> {
   requireScope(access, 'webhooks:write');
-  const eventTypes = input.event_types ? checkEventTypes(input.event_types) : [...EVENT_TYPES];
+  const eventTypes = input.event_types ? checkEventTypes(input.event_types) : [...SHIPMENT_EVENT_TYPES];
   const { row, secret } = newEndpointRow(ctx, access, {
     kind: 'listener',
     url: input.forward_to,

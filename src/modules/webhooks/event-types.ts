@@ -22,6 +22,9 @@ export const EVENT_DEFINITIONS: readonly EventDefinition[] = [
 export const EVENT_TYPES = EVENT_DEFINITIONS.filter((d) => d.sentTo === 'webhook_endpoints').map(
   (d) => d.type,
 );
+
+/** The shipment events alone: what a `waybill listen` command forwards unless told otherwise. */
+export const SHIPMENT_EVENT_TYPES = SHIPMENT_EVENTS.map((d) => d.type);
 export type EventType = (typeof EVENT_TYPES)[number];
 
 export function isEventType(value: string): value is EventType {
