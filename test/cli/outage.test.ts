@@ -9,7 +9,7 @@ import { type Receiver, startReceiver } from '../webhooks/engine/support.ts';
 import { type Run, waitFor, waybill } from './support.ts';
 
 /** Long enough to outlast every retry, backoff and pool timeout of the processes (issue 22). */
-const OUTAGE_MS = Number(process.env.DEBUG_OUTAGE_MS ?? 30_000);
+const OUTAGE_MS = 30_000;
 const TIMEOUT = 240_000;
 const direct = new URL(process.env.WAYBILL_TEST_DATABASE_URL ?? 'postgres://localhost/none');
 
