@@ -31,7 +31,9 @@ export class DatabaseUnreachable extends Error {
 export function describeDatabase(database: Config['database']): string {
   if (database.kind === 'pglite') return database.dataDir ?? 'memory';
   const url = new URL(database.url);
-  return `${url.hostname}:${url.port || '5432'}${url.pathname}`;
+  // A Unix socket is named by the `host` parameter (postgres:///waybill?host=/var/run/postgresql).
+  const host = url.hostname || url.searchParams.get('host') || 'localhost';
+  return `${host}:${url.port || '5432'}${url.pathname}`;
 }
 
 /**
