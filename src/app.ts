@@ -32,7 +32,7 @@ import { listenerRoutes } from './modules/listeners/routes.ts';
 import { oauthRoutes, registerOAuth } from './modules/oauth/routes.ts';
 import { newHealthState } from './modules/operations/health.ts';
 import { WaybillMetrics } from './modules/operations/metrics.ts';
-import { healthRoutes, registerHttpMetrics } from './modules/operations/routes.ts';
+import { healthRoutes, registerHttpMetrics, registerStartingGate } from './modules/operations/routes.ts';
 import { privacyPages } from './modules/privacy/pages.ts';
 import { privacyRoutes } from './modules/privacy/routes.ts';
 import { registerShipmentModule, shipmentsRoutes } from './modules/shipments/routes.ts';
@@ -126,6 +126,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.addHook('onRequest', (request, reply, done) =>
     securityHeaders(request.raw, reply.raw, (err?: unknown) => done(err as Error | undefined)),
   );
+  registerStartingGate(app, ctx);
   await app.register(rateLimit, { global: false });
   await app.register(formbody, { bodyLimit: 64 * 1024, parser: parseForm });
   await app.register(cookie);

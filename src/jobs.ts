@@ -1,4 +1,5 @@
 import type { AppContext } from './context.ts';
+import { isDatabaseUnavailable } from './db/database.ts';
 import { purgeIdempotencyKeys } from './http/idempotency.ts';
 import { HOUR } from './lib/clock.ts';
 import { purgeSignInFailures } from './modules/accounts/sign-in-throttle.ts';
@@ -22,18 +23,54 @@ export interface Runner {
   stop(): Promise<void>;
 }
 
-export function startHousekeeping(ctx: AppContext, jobs: BackgroundJob[] = housekeeping): Runner {
-  const timers = jobs.map((job) => {
-    const run = () =>
-      job.run(ctx).catch((err: unknown) => ctx.log.error({ err, job: job.name }, 'housekeeping job failed'));
-    if (job.atStart) void run();
-    const timer = setInterval(run, job.everyMs);
+/** After a failure because the database was away, a job runs again this soon, then less and less often. */
+const RETRY_FIRST_MS = 5_000;
+const RETRY_MAX_MS = 5 * 60_000;
+
+/**
+ * Runs each job every `everyMs` after its last run. A run that fails because the database is away
+ * (an outage) is tried again sooner, with a growing wait, rather than an hour later: the attempt
+ * log's partitions for the coming days are made by one of them.
+ */
+function startJob(ctx: AppContext, job: BackgroundJob): () => void {
+  let timer: NodeJS.Timeout | null = null;
+  let stopped = false;
+  let retryMs = RETRY_FIRST_MS;
+  const runIn = (ms: number) => {
+    if (stopped) return;
+    timer = setTimeout(run, ms);
     timer.unref();
-    return timer;
-  });
+  };
+  async function run(): Promise<void> {
+    try {
+      await job.run(ctx);
+      retryMs = RETRY_FIRST_MS;
+      runIn(job.everyMs);
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) {
+        ctx.log.error({ err, job: job.name }, 'housekeeping job failed');
+        runIn(job.everyMs);
+        return;
+      }
+      const wait = Math.min(retryMs, job.everyMs);
+      ctx.log.warn({ err, job: job.name, retryInMs: wait }, 'housekeeping job waits for the database');
+      retryMs = Math.min(retryMs * 2, RETRY_MAX_MS);
+      runIn(wait);
+    }
+  }
+  if (job.atStart) void run();
+  else runIn(job.everyMs);
+  return () => {
+    stopped = true;
+    if (timer) clearTimeout(timer);
+  };
+}
+
+export function startHousekeeping(ctx: AppContext, jobs: BackgroundJob[] = housekeeping): Runner {
+  const stops = jobs.map((job) => startJob(ctx, job));
   return {
     async stop() {
-      for (const timer of timers) clearInterval(timer);
+      for (const stop of stops) stop();
     },
   };
 }

@@ -1,151 +1,58 @@
 #!/usr/bin/env node
-import { createServer } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { type Config, ConfigError, loadConfig } from './config.ts';
-import type { AppContext } from './context.ts';
 import { openDatabase } from './db/database.ts';
-import { migrateToLatest } from './db/migrate.ts';
+import { DatabaseUnreachable, describeDatabase, untilDatabaseAnswers } from './db/wait.ts';
 import { systemClock } from './lib/clock.ts';
-import type { OperationsListener } from './modules/operations/listener.ts';
-
-// The application's modules (about 125 MB of memory) are imported only once the database is open.
-// On the embedded engine, PostgreSQL's start has V8 compile one WebAssembly function with about
-// 600 MB of compiler memory, the process's peak (decision 0002); without them it is 40 MB lower.
+import { migrate, printDemo, runRoles } from './roles.ts';
 
 const USAGE = `Usage: waybill <command>
 
 Commands:
   serve [--no-worker]   API, pages and delivery worker in one process (default)
   worker                the delivery worker alone (PostgreSQL)
-  migrate               apply database migrations and exit
-  seed                  add the demo data to an empty database and exit
+  migrate [--wait <s>]  apply database migrations and exit
+  seed [--wait <s>]     add the demo data to an empty database and exit
   listen                receive test webhooks on this machine (waybill listen --help)
+
+serve and worker wait for an unreachable database as long as it takes; migrate and seed wait
+--wait seconds (default 60), then exit 1.
 
 Configuration comes from the environment; see README.md.`;
 
-async function open(config: Readonly<Config>) {
-  const logger = pino({ level: config.logLevel });
-  const database = await openDatabase(config, { log: logger });
-  const applied = await migrateToLatest(database.db);
-  if (applied.length > 0) logger.info({ applied }, 'migrations applied');
-  const { buildContext } = await import('./app.ts');
-  const ctx = buildContext({ config, database, clock: systemClock, logger });
-  return { ctx, logger };
-}
-
-/** Cut short by a second signal: an operator who presses Ctrl-C twice means now. */
-const skipDelay = new AbortController();
-
-function onShutdown(stop: () => Promise<void>): void {
-  let stopping = false;
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.on(signal, () => {
-      if (stopping) {
-        skipDelay.abort();
-        return;
-      }
-      stopping = true;
-      stop().then(
-        () => process.exit(0),
-        (err: unknown) => {
-          console.error(err);
-          process.exit(1);
-        },
-      );
-    });
-  }
-}
+const DEFAULT_WAIT_SECONDS = 60;
 
 /**
- * Readiness first: from now on /readyz answers 503, and the process keeps serving for
- * WAYBILL_SHUTDOWN_DELAY_SECONDS so that load balancers see it and stop sending.
+ * The one-shot commands (migrate, seed): they wait for an unreachable database a bounded time,
+ * then fail with a line saying so, for a deploy script or an init container to act on.
  */
-async function announceShutdown(ctx: AppContext, servesTraffic: boolean): Promise<void> {
-  ctx.health.shuttingDown = true;
-  // A worker-only process takes no traffic: nothing to wait for.
-  const delayMs = servesTraffic ? ctx.config.shutdownDelayMs : 0;
-  console.log(
-    `Waybill stopping: /readyz answers 503${delayMs > 0 ? `, draining in ${delayMs / 1000} s` : ''}`,
-  );
-  if (delayMs > 0) await sleep(delayMs, undefined, { signal: skipDelay.signal }).catch(() => {});
-}
-
-/** The metrics listener (WAYBILL_METRICS_PORT), when configured. */
-async function startOperations(ctx: AppContext): Promise<OperationsListener | null> {
-  const port = ctx.config.metricsPort;
-  if (port === null) return null;
-  const { startOperationsListener } = await import('./modules/operations/listener.ts');
-  const listener = await startOperationsListener(ctx, { port, host: ctx.config.host });
-  console.log(`Waybill metrics on ${listener.url}/metrics`);
-  return listener;
-}
-
-async function printDemo(ctx: AppContext): Promise<void> {
-  const { seedDemo } = await import('./seed.ts');
-  const seed = await seedDemo(ctx);
-  if (seed) console.log(['Demo data created. Sign in with:', ...seed.lines].join('\n'));
-}
-
-/** A port the system has free now: PORT=0 asks for one, and the configuration must name it. */
-function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, host, () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
-/**
- * A first start on the embedded database runs initdb in WebAssembly instances of their own, closed
- * once the folder is made; their memory (hundreds of MB) goes back only when V8 collects them,
- * which an idle process may not do for a long time. One full collection once started gives it back.
- */
-function releaseStartupMemory(): void {
+async function oneShot(config: Readonly<Config>, log: Logger, waitSeconds: number, seed: boolean) {
+  const database = await openDatabase(config, { log });
   try {
-    setFlagsFromString('--expose-gc');
-    const collect = runInNewContext('gc') as () => void;
-    setTimeout(collect, 1000).unref();
-  } catch {
-    // Without it the memory still goes back, whenever V8 next collects.
+    await untilDatabaseAnswers(() => migrate(database, log), {
+      log,
+      where: describeDatabase(config.database),
+      giveUpAfterMs: waitSeconds * 1000,
+    });
+    if (seed) {
+      const { buildContext } = await import('./app.ts');
+      await printDemo(buildContext({ config, database, clock: systemClock, logger: log }));
+    } else console.log('Migrations are up to date');
+  } finally {
+    await database.close();
   }
 }
 
-async function serve(given: Readonly<Config>, withWorker: boolean): Promise<void> {
-  const config = given.port === 0 ? loadConfig(undefined, await freePort(given.host)) : given;
-  const { ctx } = await open(config);
-  if (config.demo) await printDemo(ctx);
-  const { buildApp } = await import('./app.ts');
-  const app = await buildApp(ctx);
-  // app.close() lets requests in flight finish, then waits for their connections to end: answers
-  // given while stopping close theirs, or a client's keep-alive would hold the exit for its timeout.
-  let stopping = false;
-  app.addHook('onSend', async (_request, reply) => {
-    if (stopping) reply.header('connection', 'close');
-  });
-  const address = await app.listen({ port: config.port, host: config.host });
-  const url = new URL(address);
-  if (url.hostname === '127.0.0.1' || url.hostname === '[::1]') url.hostname = 'localhost';
-  const workers = withWorker ? (await import('./worker.ts')).startWorkers(ctx) : null;
-  const operations = await startOperations(ctx);
-  console.log(`Waybill listening on ${url.origin}`);
-  if (ctx.database.engine === 'pglite') releaseStartupMemory();
-  if (config.demo) console.log(`Demo sign-ins: ${url.origin}/signin (see README.md for the accounts)`);
-  onShutdown(async () => {
-    // Not ready at once; stop taking work and let requests in flight finish; then let go of the database.
-    await Promise.all([announceShutdown(ctx, true), workers?.stop()]);
-    stopping = true;
-    await app.close();
-    await operations?.close();
-    await ctx.database.close();
-  });
+function waitSecondsOf(text: string | undefined): number {
+  if (text === undefined) return DEFAULT_WAIT_SECONDS;
+  const seconds = Number(text);
+  if (!/^\d+$/.test(text) || seconds > 86_400)
+    throw new ConfigError([`--wait must be 0 to 86400 seconds (got "${text}")`]);
+  return seconds;
 }
+
+let logger: Logger | null = null;
 
 async function main(): Promise<void> {
   // A client command: its own options, no server configuration.
@@ -158,7 +65,11 @@ async function main(): Promise<void> {
   }
   const { positionals, values } = parseArgs({
     allowPositionals: true,
-    options: { 'no-worker': { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      'no-worker': { type: 'boolean', default: false },
+      wait: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
   });
   const command = positionals[0] ?? 'serve';
   if (values.help) {
@@ -166,33 +77,16 @@ async function main(): Promise<void> {
     return;
   }
   const config = loadConfig();
+  const log = pino({ level: config.logLevel });
+  logger = log;
   switch (command) {
     case 'serve':
-      return serve(config, !values['no-worker']);
-    case 'worker': {
-      const { ctx } = await open(config);
-      const workers = (await import('./worker.ts')).startWorkers(ctx);
-      const operations = await startOperations(ctx);
-      console.log('Waybill worker running');
-      onShutdown(async () => {
-        await Promise.all([announceShutdown(ctx, false), workers.stop()]);
-        await operations?.close();
-        await ctx.database.close();
-      });
-      return;
-    }
-    case 'migrate': {
-      const { ctx } = await open(config);
-      await ctx.database.close();
-      console.log('Migrations are up to date');
-      return;
-    }
-    case 'seed': {
-      const { ctx } = await open(config);
-      await printDemo(ctx);
-      await ctx.database.close();
-      return;
-    }
+      return runRoles(config, log, { api: true, worker: !values['no-worker'] });
+    case 'worker':
+      return runRoles(config, log, { api: false, worker: true });
+    case 'migrate':
+    case 'seed':
+      return oneShot(config, log, waitSecondsOf(values.wait), command === 'seed');
     default:
       console.error(`Unknown command "${command}"\n\n${USAGE}`);
       process.exitCode = 2;
@@ -200,7 +94,9 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError) console.error(error.message);
+  // A configuration the command cannot run with, or a start that failed: a line that says why, exit 1.
+  if (error instanceof ConfigError || error instanceof DatabaseUnreachable) console.error(error.message);
+  else if (logger) logger.fatal({ err: error }, 'waybill failed; exiting');
   else console.error(error);
   process.exit(1);
 });

@@ -197,11 +197,15 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<Data
   // An idle connection that dies (a restart, a failover, a cut network) emits 'error' on the pool;
   // unheard, that event would end the process. The pool drops the client and opens a new one when
   // next asked.
-  pool.on('error', (error) => options.log?.warn({ err: error }, 'idle database connection lost'));
+  pool.on('error', (error) =>
+    options.log?.warn({ err: lostConnection(error) }, 'idle database connection lost'),
+  );
   // A connection lost while checked out emits 'error' on its client, which the pool no longer
   // listens to then; its query fails on its own (and answers 503), so the event is only logged.
   pool.on('connect', (client) => {
-    client.on('error', (error) => options.log?.warn({ err: error }, 'database connection lost'));
+    client.on('error', (error) =>
+      options.log?.warn({ err: lostConnection(error) }, 'database connection lost'),
+    );
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const subscriptions = new Set<ListenSubscription>();
@@ -230,6 +234,13 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<Data
   };
 }
 
+/** The pool hangs the whole driver client on the error it reports (`err.client`): not for the log. */
+function lostConnection(error: Error): Error {
+  if (!('client' in error)) return error;
+  const { client: _client, ...rest } = error as Error & { client: unknown };
+  return Object.assign(new Error(error.message), rest, { stack: error.stack });
+}
+
 /**
  * LISTEN on a connection of its own that stays open, re-established after it is lost. Once it is
  * back the listener is called with an empty payload: what was notified meanwhile was missed, so
@@ -253,9 +264,18 @@ class ListenSubscription {
     this.log = log;
   }
 
-  /** The first connection: its failure is the caller's to handle (it polls only). */
+  /**
+   * The first connection. If the database is away it is tried again like a lost one, so that a
+   * worker that started in an outage's first seconds does not poll only for the rest of its life.
+   */
   async start(): Promise<void> {
-    await this.#connect();
+    try {
+      await this.#connect();
+    } catch (error) {
+      if (!isDatabaseUnavailable(error)) throw error;
+      this.log?.warn({ err: error, channel: this.channel }, 'LISTEN could not connect; retrying');
+      this.#scheduleReconnect();
+    }
   }
 
   async #connect(): Promise<void> {

@@ -352,7 +352,11 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
       for (const unsubscribe of unsubscribes.splice(0)) await Promise.race([unsubscribe(), bounded(1000)]);
       await Promise.race([settle(), bounded(deadlineMs + 1000)]);
       recorder.stop();
-      await releaseQueued().catch((err: unknown) => ctx.log.warn({ err }, 'releasing claims failed'));
+      // Bounded: with the database away the leases expire on their own.
+      const released = releaseQueued().catch((err: unknown) =>
+        ctx.log.warn({ err }, 'releasing claims failed'),
+      );
+      await Promise.race([released, bounded(2000)]);
       if (agent) await Promise.race([agent.destroy().catch(() => {}), bounded(1000)]);
     },
   };

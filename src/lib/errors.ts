@@ -63,6 +63,7 @@ export const problemCodes = {
   'submission.requirements_missing': [422, 'The app lacks what a submission needs'],
   'privacy_request.not_found': [404, 'No such privacy request'],
   'service.unavailable': [503, 'The service cannot reach its database; try again shortly'],
+  'service.starting': [503, 'The service is starting; try again shortly'],
   internal: [500, 'Internal error'],
 } as const satisfies Record<string, readonly [number, string]>;
 

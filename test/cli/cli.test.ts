@@ -15,25 +15,9 @@ import { initializeInChild } from '../../src/db/pglite.ts';
 import { DEMO_PASSWORD, DEMO_PEOPLE } from '../../src/seed.ts';
 import type { Json } from '../support/api.ts';
 import { engine } from '../support/harness.ts';
-import { type Run, waybill } from './support.ts';
+import { type Run, waitFor, waybill } from './support.ts';
 
 const TIMEOUT = 90_000;
-
-/** Resolves with the first match of `pattern` in the process's output, or fails when it exits first. */
-function waitFor(run: Run, pattern: RegExp): Promise<RegExpExecArray> {
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      const match = pattern.exec(run.stdout());
-      if (match) {
-        run.child.stdout?.off('data', check);
-        resolve(match);
-      }
-    };
-    run.child.stdout?.on('data', check);
-    run.exited.then((code) => reject(new Error(`exited ${code}: ${run.stdout()}\n${run.stderr()}`)));
-    check();
-  });
-}
 
 /** Runs `body` with a fresh folder of its own, removed afterwards. */
 async function inTempFolder(body: (folder: string) => Promise<void>): Promise<void> {

@@ -26,3 +26,19 @@ export function waybill(args: string[], env: Record<string, string>): Run {
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { child, stdout: () => out, stderr: () => err, exited };
 }
+
+/** Resolves with the first match of `pattern` in the process's output, or fails when it exits first. */
+export function waitFor(run: Run, pattern: RegExp): Promise<RegExpExecArray> {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      const match = pattern.exec(run.stdout());
+      if (match) {
+        run.child.stdout?.off('data', check);
+        resolve(match);
+      }
+    };
+    run.child.stdout?.on('data', check);
+    run.exited.then((code) => reject(new Error(`exited ${code}: ${run.stdout()}\n${run.stderr()}`)));
+    check();
+  });
+}

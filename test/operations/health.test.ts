@@ -102,6 +102,43 @@ describe('GET /readyz', () => {
   });
 });
 
+describe('while the process starts (waiting for its database, migrating)', () => {
+  it('probes answer (/readyz 503 naming starting), everything else 503 service.starting in its own format', async () => {
+    w.ctx.health.starting = true;
+    try {
+      expect((await call(w, 'GET', '/healthz')).status).toBe(200);
+      const ready = await call(w, 'GET', '/readyz');
+      expect(ready.status).toBe(503);
+      expect(ready.body).toEqual({ status: 'not_ready', failed: ['starting'] });
+      // Before the token is looked at (that needs the database), and on routes that do not exist.
+      for (const path of ['/v1/shipments', '/v1/nothing-here', '/openapi.json']) {
+        const answer = await call(w, 'GET', path, { token: 'sk_live_unknown' });
+        expect(answer.status, path).toBe(503);
+        expect(answer.headers['content-type'], path).toMatch(/^application\/problem\+json/);
+        expect(answer.headers['retry-after'], path).toBe('5');
+        expect(answer.body, path).toMatchObject({ status: 503, code: 'service.starting' });
+      }
+      const token = await call(w, 'POST', '/oauth/token', {
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        rawBody: 'grant_type=refresh_token&refresh_token=atr_x&client_id=app_x',
+      });
+      expect(token.status).toBe(503);
+      expect(token.body).toEqual({
+        error: 'temporarily_unavailable',
+        error_description: 'the service is starting',
+      });
+      // The dashboard's pages answer people with a page.
+      const page = await call(w, 'GET', '/dashboard');
+      expect(page.status).toBe(503);
+      expect(page.headers['content-type']).toMatch(/^text\/html/);
+    } finally {
+      w.ctx.health.starting = false;
+    }
+    expect((await call(w, 'GET', '/readyz')).status).toBe(200);
+    expect((await call(w, 'GET', '/openapi.json')).status).toBe(200);
+  });
+});
+
 describe('GET /readyz without a database', () => {
   it('answers 503 naming the database once the database is closed; /healthz stays 200', async () => {
     const lost = await startWaybill();

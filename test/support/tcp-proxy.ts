@@ -6,16 +6,45 @@ export interface TcpProxy {
   port: number;
   /** Drops every connection (idle and mid-query) and refuses new ones until restored. */
   cut(): void;
+  /**
+   * Drops every connection and answers new ones as a PostgreSQL that is starting up does:
+   * FATAL 57P03 "the database system is starting up", then the connection closes.
+   */
+  startingUp(): void;
   restore(): void;
   close(): Promise<void>;
 }
 
+/** A PostgreSQL ErrorResponse message (protocol 3.0): the first thing a server refusing a start sends. */
+function errorResponse(code: string, message: string): Buffer {
+  const fields = Buffer.concat([
+    ...[
+      ['S', 'FATAL'],
+      ['V', 'FATAL'],
+      ['C', code],
+      ['M', message],
+    ].map(([type, value]) => Buffer.from(`${type}${value}\0`)),
+    Buffer.from([0]),
+  ]);
+  const header = Buffer.alloc(5);
+  header.write('E', 0);
+  header.writeInt32BE(fields.length + 4, 1);
+  return Buffer.concat([header, fields]);
+}
+
 export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
-  let open = true;
+  let state: 'open' | 'cut' | 'starting' = 'open';
   const server: Server = createServer((client) => {
-    if (!open) {
-      client.destroy();
+    if (state !== 'open') {
+      client.on('error', () => {});
+      if (state === 'cut') {
+        client.destroy();
+        return;
+      }
+      // Read what the client sends (its startup message), or its end would never be seen.
+      client.resume();
+      client.end(errorResponse('57P03', 'the database system is starting up'));
       return;
     }
     const upstream = connect(targetPort, targetHost);
@@ -30,14 +59,21 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     upstream.on('close', () => client.destroy());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const dropAll = () => {
+    for (const socket of sockets) socket.resetAndDestroy();
+  };
   return {
     port: (server.address() as AddressInfo).port,
     cut() {
-      open = false;
-      for (const socket of sockets) socket.resetAndDestroy();
+      state = 'cut';
+      dropAll();
+    },
+    startingUp() {
+      state = 'starting';
+      dropAll();
     },
     restore() {
-      open = true;
+      state = 'open';
     },
     close() {
       for (const socket of sockets) socket.destroy();

@@ -86,8 +86,13 @@ export function oauthErrorHandler(
       new OAuthError('invalid_request', 'send the parameters as an application/x-www-form-urlencoded body'),
     );
   }
-  if (isDatabaseUnavailable(error)) {
-    const unavailable = new OAuthError('temporarily_unavailable', 'the service cannot reach its database');
+  // The database is away, or the process is still starting (waiting for it): try again shortly.
+  const starting = error instanceof AppError && error.code === 'service.starting';
+  if (starting || isDatabaseUnavailable(error)) {
+    const unavailable = new OAuthError(
+      'temporarily_unavailable',
+      starting ? 'the service is starting' : 'the service cannot reach its database',
+    );
     return sendOAuthError(reply.header('retry-after', '5'), unavailable);
   }
   request.log.error({ err: error }, 'unhandled error at an OAuth endpoint');

@@ -5,9 +5,12 @@ import { SECOND } from '../../lib/clock.ts';
 
 /**
  * What the process says about itself to /readyz. The delivery worker sets `workerHeartbeat` when it
- * starts (and back to null when it stops); main.ts sets `shuttingDown` when SIGTERM arrives.
+ * starts (and back to null when it stops); main.ts sets `starting` until the database answered and
+ * the migrations are applied, and `shuttingDown` when SIGTERM arrives.
  */
 export interface HealthState {
+  /** Until the process has its database: /readyz answers 503, the API 503 `service.starting`. */
+  starting: boolean;
   /** From SIGTERM on: /readyz answers 503 at once, so a load balancer stops sending before the drain. */
   shuttingDown: boolean;
   /** When this process runs a worker: the time (ctx.clock) its loop last turned, null before the first turn. */
@@ -15,7 +18,7 @@ export interface HealthState {
 }
 
 export function newHealthState(): HealthState {
-  return { shuttingDown: false, workerHeartbeat: null };
+  return { starting: false, shuttingDown: false, workerHeartbeat: null };
 }
 
 /** CONTRACT.md: the worker's loop must have turned within the last 30 s. */
@@ -23,7 +26,7 @@ export const WORKER_STALE_MS = 30 * SECOND;
 /** A database that takes longer than this to answer counts as not answering. */
 export const DATABASE_CHECK_MS = 2 * SECOND;
 
-export type ReadinessCheck = 'shutting_down' | 'database' | 'migrations' | 'worker';
+export type ReadinessCheck = 'shutting_down' | 'starting' | 'database' | 'migrations' | 'worker';
 
 export interface Readiness {
   status: 'ready' | 'not_ready';
@@ -58,13 +61,14 @@ async function appliedMigrations(db: Db, timeoutMs: number): Promise<Set<string>
 }
 
 /**
- * GET /readyz (CONTRACT.md, Operability): ready when the database answers, every migration this
- * code knows is applied (a newer process may have applied more: that is fine during a rolling
- * deploy), and, in a process running a worker, its loop turned within 30 s.
+ * GET /readyz (CONTRACT.md, Operability): ready when the process has started, the database
+ * answers, every migration this code knows is applied (a newer process may have applied more: that
+ * is fine during a rolling deploy), and, in a process running a worker, its loop turned within 30 s.
  */
 export async function readiness(deps: ReadinessDeps): Promise<Readiness> {
   if (deps.health.shuttingDown) return { status: 'not_ready', failed: ['shutting_down'] };
-  const failed: ReadinessCheck[] = [];
+  // Still starting: the other checks say what it waits for (the database, the migrations).
+  const failed: ReadinessCheck[] = deps.health.starting ? ['starting'] : [];
   const applied = await appliedMigrations(deps.db, deps.timeoutMs ?? DATABASE_CHECK_MS);
   if (applied === null) failed.push('database');
   else if (Object.keys(migrations).some((name) => !applied.has(name))) failed.push('migrations');

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
+import { AppError } from '../../lib/errors.ts';
 import { readiness } from './health.ts';
 
 const tags = ['Operations'];
@@ -12,6 +13,7 @@ const ReadinessSchema = Type.Object({
   failed: Type.Array(
     Type.Union([
       Type.Literal('shutting_down'),
+      Type.Literal('starting'),
       Type.Literal('database'),
       Type.Literal('migrations'),
       Type.Literal('worker'),
@@ -48,7 +50,7 @@ export function healthRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags,
           summary: 'Readiness: 200 when this process should get traffic, otherwise 503 naming what failed',
           description:
-            'Checks: the database answers within 2 s, every migration is applied, and in a process running the delivery worker its loop turned within 30 s. From SIGTERM on: 503 with failed ["shutting_down"].',
+            'Checks: the process has started (it waits for its database and applies the migrations first), the database answers within 2 s, every migration is applied, and in a process running the delivery worker its loop turned within 30 s. From SIGTERM on: 503 with failed ["shutting_down"].',
           response: { 200: ReadinessSchema, 503: ReadinessSchema },
         },
       },
@@ -69,5 +71,20 @@ export function registerHttpMetrics(app: FastifyInstance, ctx: AppContext): void
     // The pattern (/v1/shipments/:id), never the URL: label values stay a closed set.
     const route = request.routeOptions.url ?? 'unmatched';
     ctx.metrics.httpRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+  });
+}
+
+const PROBES = new Set(['/healthz', '/readyz']);
+
+/**
+ * While the process waits for its database and migrates (a start during an outage), it listens
+ * already, so that probes see it: everything but /healthz and /readyz answers 503
+ * `service.starting`, through each route's own error handler (problem details, RFC 6749 on the
+ * OAuth endpoints, a page for people).
+ */
+export function registerStartingGate(app: FastifyInstance, ctx: AppContext): void {
+  app.addHook('onRequest', async (request) => {
+    if (ctx.health.starting && !PROBES.has(request.url.split('?')[0] as string))
+      throw new AppError('service.starting');
   });
 }

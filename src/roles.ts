@@ -1,0 +1,182 @@
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { type Config, loadConfig } from './config.ts';
+import type { AppContext } from './context.ts';
+import { type DatabaseHandle, openDatabase } from './db/database.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import { describeDatabase, untilDatabaseAnswers } from './db/wait.ts';
+import type { Runner } from './jobs.ts';
+import { systemClock } from './lib/clock.ts';
+import { holdProcess, type Lifetime, within } from './lifetime.ts';
+import type { OperationsListener } from './modules/operations/listener.ts';
+
+// The application's modules (about 125 MB of memory) are imported only once the database is open.
+// On the embedded engine, PostgreSQL's start has V8 compile one WebAssembly function with about
+// 600 MB of compiler memory, the process's peak (decision 0002); without them it is 40 MB lower.
+
+/**
+ * How long a stop may take beyond WAYBILL_SHUTDOWN_DELAY_SECONDS before the process gives up and
+ * exits 1: the worker's requests in flight (10 s deadline), requests waiting on a database that
+ * went away (30 s query limit), and closing the connections.
+ */
+const STOP_BOUND_MS = 60_000;
+/** Closing the pool waits for the connections in use; with PostgreSQL away it is not waited for long. */
+const CLOSE_DATABASE_MS = 5_000;
+
+/** The long-running roles: `serve` (API and pages, with or without the worker) and `worker`. */
+export interface Roles {
+  api: boolean;
+  worker: boolean;
+}
+
+/** The migrations, with a line saying which were applied. */
+export async function migrate(database: DatabaseHandle, log: Logger): Promise<void> {
+  const applied = await migrateToLatest(database.db);
+  if (applied.length > 0) log.info({ applied }, 'migrations applied');
+}
+
+export async function printDemo(ctx: AppContext): Promise<void> {
+  const { seedDemo } = await import('./seed.ts');
+  const seed = await seedDemo(ctx);
+  if (seed) console.log(['Demo data created. Sign in with:', ...seed.lines].join('\n'));
+}
+
+/**
+ * Runs a role until a signal stops it. On PostgreSQL it starts without its database: it listens
+ * at once (the public port and the metrics listener, /readyz at 503 `starting`), waits for the
+ * database as long as it takes, migrates, and only then opens the API and starts the worker.
+ * The embedded engine lives in this process and cannot be away: it migrates before listening.
+ */
+export async function runRoles(given: Readonly<Config>, log: Logger, roles: Roles): Promise<void> {
+  const config = roles.api && given.port === 0 ? loadConfig(undefined, await freePort(given.host)) : given;
+  const lifetime = holdProcess(log, { shutdownBoundMs: config.shutdownDelayMs + STOP_BOUND_MS });
+  const database = await openDatabase(config, { log });
+  const embedded = database.engine === 'pglite';
+  if (embedded) await migrate(database, log);
+  const { buildApp, buildContext } = await import('./app.ts');
+  const ctx = buildContext({ config, database, clock: systemClock, logger: log });
+  ctx.health.starting = true;
+  if (embedded && config.demo) await printDemo(ctx);
+  const app = roles.api ? await buildApp(ctx) : null;
+  // app.close() lets requests in flight finish, then waits for their connections to end: answers
+  // given while stopping close theirs, or a client's keep-alive would hold the exit for its timeout.
+  let closing = false;
+  app?.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
+  });
+  const { startWorkers } = await import('./worker.ts');
+  let workers: Runner | null = null;
+  let operations: OperationsListener | null = null;
+  /** The database answers and is migrated: the API opens and the worker starts. */
+  const open = () => {
+    workers = roles.worker ? startWorkers(ctx) : null;
+    ctx.health.starting = false;
+  };
+  lifetime.onStop(async () => {
+    // Not ready at once; stop taking work and let requests in flight finish; then let go of the
+    // database. A process still waiting for its database has nothing to drain.
+    const draining = roles.api && !ctx.health.starting;
+    await Promise.all([announceShutdown(ctx, draining, lifetime), workers?.stop()]);
+    closing = true;
+    await app?.close();
+    await operations?.close();
+    // The embedded engine writes its files as it closes: that is waited for, whatever it takes.
+    if (embedded) await ctx.database.close();
+    else if (!(await within(CLOSE_DATABASE_MS, ctx.database.close())))
+      log.warn('database connections not closed in time; exiting without them');
+  });
+
+  if (embedded) open();
+  const url = app ? await listen(app, config) : null;
+  operations = await startOperations(ctx);
+  if (url) console.log(`Waybill listening on ${url}`);
+  if (!embedded) {
+    if (!(await waitForDatabase(ctx, lifetime)) || lifetime.stopping.aborted) return;
+    open();
+  }
+  if (!url) console.log('Waybill worker running');
+  if (embedded) releaseStartupMemory();
+  if (url && config.demo) console.log(`Demo sign-ins: ${url}/signin (see README.md for the accounts)`);
+}
+
+/**
+ * Migrates once the database answers, however long that takes; then seeds the demo when asked.
+ * False when a signal came first.
+ */
+async function waitForDatabase(ctx: AppContext, lifetime: Lifetime): Promise<boolean> {
+  const where = describeDatabase(ctx.config.database);
+  const done = await untilDatabaseAnswers(
+    async () => {
+      await migrate(ctx.database, ctx.log);
+      return true;
+    },
+    { log: ctx.log, where, signal: lifetime.stopping },
+  );
+  if (!done) return false;
+  // The demo is a convenience: its failure (the database going away again) does not stop the start.
+  if (ctx.config.demo)
+    await printDemo(ctx).catch((err: unknown) => ctx.log.error({ err }, 'the demo was not seeded'));
+  return true;
+}
+
+async function listen(app: FastifyInstance, config: Readonly<Config>): Promise<string> {
+  const address = await app.listen({ port: config.port, host: config.host });
+  const url = new URL(address);
+  if (url.hostname === '127.0.0.1' || url.hostname === '[::1]') url.hostname = 'localhost';
+  return url.origin;
+}
+
+/**
+ * Readiness first: from now on /readyz answers 503, and the process keeps serving for
+ * WAYBILL_SHUTDOWN_DELAY_SECONDS so that load balancers see it and stop sending.
+ */
+async function announceShutdown(ctx: AppContext, servesTraffic: boolean, lifetime: Lifetime): Promise<void> {
+  ctx.health.shuttingDown = true;
+  // A worker-only process, or one still starting, takes no traffic: nothing to wait for.
+  const delayMs = servesTraffic ? ctx.config.shutdownDelayMs : 0;
+  console.log(
+    `Waybill stopping: /readyz answers 503${delayMs > 0 ? `, draining in ${delayMs / 1000} s` : ''}`,
+  );
+  if (delayMs > 0) await sleep(delayMs, undefined, { signal: lifetime.hurry }).catch(() => {});
+}
+
+/** The metrics listener (WAYBILL_METRICS_PORT), when configured. */
+async function startOperations(ctx: AppContext): Promise<OperationsListener | null> {
+  const port = ctx.config.metricsPort;
+  if (port === null) return null;
+  const { startOperationsListener } = await import('./modules/operations/listener.ts');
+  const listener = await startOperationsListener(ctx, { port, host: ctx.config.host });
+  console.log(`Waybill metrics on ${listener.url}/metrics`);
+  return listener;
+}
+
+/** A port the system has free now: PORT=0 asks for one, and the configuration must name it. */
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, host, () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/**
+ * A first start on the embedded database runs initdb in WebAssembly instances of their own, closed
+ * once the folder is made; their memory (hundreds of MB) goes back only when V8 collects them,
+ * which an idle process may not do for a long time. One full collection once started gives it back.
+ */
+function releaseStartupMemory(): void {
+  try {
+    setFlagsFromString('--expose-gc');
+    const collect = runInNewContext('gc') as () => void;
+    setTimeout(collect, 1000).unref();
+  } catch {
+    // Without it the memory still goes back, whenever V8 next collects.
+  }
+}
