@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, describe, expect, it } from 'vitest';
+import { type Receiver, startReceiver } from '../delivery/support.ts';
 import type { Json } from '../support/api.ts';
 import { createSchema, engine, TEST_SECRET_KEY } from '../support/harness.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
-import { type Receiver, startReceiver } from '../delivery/support.ts';
 import { type Run, waitFor, waybill } from './support.ts';
 
 /** Long enough to outlast every retry, backoff and pool timeout of the processes (issue 22). */
