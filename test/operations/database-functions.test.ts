@@ -1,0 +1,29 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWaybill, type TestWaybill } from '../support/harness.ts';
+
+let w: TestWaybill;
+
+beforeAll(async () => {
+  w = await startWaybill();
+});
+afterAll(async () => {
+  await w?.close();
+});
+
+describe('database functions', () => {
+  it("each runs with a fixed search_path: Waybill's schema, then pg_temp last", async () => {
+    const { rows } = await sql<{ name: string; schema: string; config: string[] | null }>`
+      SELECT p.proname AS name, n.nspname AS schema, p.proconfig AS config
+      FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+      WHERE n.nspname = current_schema() AND p.prokind = 'f'
+      ORDER BY p.proname`.execute(w.ctx.db);
+    // The claim, record, fan-out and trigger functions at least.
+    expect(rows.length).toBeGreaterThanOrEqual(5);
+    const unset = rows.filter(({ schema, config }) => {
+      const setting = (config ?? []).find((entry) => entry.startsWith('search_path='));
+      return setting?.replaceAll('"', '') !== `search_path=${schema}, pg_temp`;
+    });
+    expect(unset.map((row) => `${row.name} ${JSON.stringify(row.config)}`)).toEqual([]);
+  });
+});
