@@ -28,6 +28,8 @@ import { appEventPages } from './modules/app-events/portal-pages.ts';
 import { appEventRoutes } from './modules/app-events/routes.ts';
 import { registerUninstalledEvent } from './modules/app-events/uninstalled.ts';
 import { appsModule } from './modules/apps/plugin.ts';
+import { consoleRoutes, registerAppUsageCounting } from './modules/console/routes.ts';
+import { AppUsage } from './modules/console/usage.ts';
 import { listenerRoutes } from './modules/listeners/routes.ts';
 import { oauthRoutes, registerOAuth } from './modules/oauth/routes.ts';
 import { newHealthState } from './modules/operations/health.ts';
@@ -68,6 +70,7 @@ export function buildContext(options: BuildOptions): AppContext {
     afterCommitHooks: [],
     deliveryHooks: newDeliveryHooks(),
     health,
+    appUsage: new AppUsage(options.database.db, options.clock, options.logger),
     metrics: new WaybillMetrics({
       db: options.database.db,
       clock: options.clock,
@@ -185,12 +188,14 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   registerBearerAuth(app, ctx);
   registerIdempotency(app, ctx);
+  registerAppUsageCounting(app, ctx);
 
   await app.register(healthRoutes(ctx));
   await app.register(accountsRoutes(ctx));
   await app.register(shipmentsRoutes(ctx));
   await app.register(oauthRoutes(ctx));
   await app.register(appsModule(ctx));
+  await app.register(consoleRoutes(ctx));
   await app.register(appEventRoutes(ctx));
   await app.register(appEventPages(ctx));
   await app.register(privacyRoutes(ctx));

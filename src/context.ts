@@ -7,6 +7,7 @@ import type { Clock } from './lib/clock.ts';
 import type { SecretBox } from './lib/crypto.ts';
 import type { SecretPrefix } from './lib/ids.ts';
 import type { Principal } from './modules/accounts/access.ts';
+import type { AppUsage } from './modules/console/usage.ts';
 import type { HealthState } from './modules/operations/health.ts';
 import type { WaybillMetrics } from './modules/operations/metrics.ts';
 
@@ -41,6 +42,8 @@ export interface AppContext extends DeliveryContext {
   metrics: WaybillMetrics;
   /** What /readyz reads besides the database: shutting down, the worker's heartbeat. */
   health: HealthState;
+  /** What each app does (its API calls, its token grants), counted in memory and added in batches. */
+  appUsage: AppUsage;
 }
 
 export function runAfterCommit(ctx: AppContext): void {

@@ -6,6 +6,7 @@ import { addMember, createCompany, createCustomerAccount, goLive } from './modul
 import { SCOPES } from './modules/accounts/roles.ts';
 import { signUp } from './modules/accounts/users.ts';
 import { seedDemoApp } from './modules/apps/demo.ts';
+import { seedDemoConsole } from './modules/console/demo.ts';
 import { createShipment, moveShipment } from './modules/shipments/service.ts';
 import { seedDemoStore } from './modules/store/demo.ts';
 
@@ -20,7 +21,7 @@ export const DEMO_PEOPLE = {
 
 /** Modules' additions to the demo, in order (their types live in lib/demo.ts: no import circle). */
 export const demoExtensions: DemoExtension[] = [];
-demoExtensions.push(seedDemoApp, seedDemoStore);
+demoExtensions.push(seedDemoApp, seedDemoConsole, seedDemoStore);
 
 /** Seeds the demo on an empty database; does nothing when anyone has signed up already. */
 export async function seedDemo(ctx: AppContext): Promise<DemoSeed | null> {

@@ -1,5 +1,6 @@
 import type { WebhooksTables } from '../delivery/tables.ts';
 import type { AccountsTables } from '../modules/accounts/tables.ts';
+import type { ConsoleTables } from '../modules/console/tables.ts';
 import type { OAuthTables } from '../modules/oauth/tables.ts';
 import type { PrivacyTables } from '../modules/privacy/tables.ts';
 import type { ShipmentsTables } from '../modules/shipments/tables.ts';
@@ -12,4 +13,5 @@ export interface Database
     WebhooksTables,
     OAuthTables,
     PrivacyTables,
-    StoreTables {}
+    StoreTables,
+    ConsoleTables {}

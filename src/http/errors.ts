@@ -18,7 +18,15 @@ export function problemBody(error: AppError, instance?: string) {
   };
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The code of the problem answered, if one was (the developer console counts them). */
+    problemCode?: string;
+  }
+}
+
 export function sendProblem(reply: FastifyReply, error: AppError, request?: FastifyRequest) {
+  if (request) request.problemCode = error.code;
   if (error.status === 401) reply.header('www-authenticate', 'Bearer realm="waybill"');
   if (error.status === 503) reply.header('retry-after', '5');
   return reply

@@ -21,9 +21,7 @@ async function setSearchPath(db: Kysely<unknown>, fixed: boolean): Promise<void>
     FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
     WHERE n.nspname = current_schema() AND p.prokind = 'f'`.execute(db);
   for (const { signature, schema } of rows) {
-    const setting = fixed
-      ? sql`SET search_path = ${sql.id(schema)}, pg_temp`
-      : sql`RESET search_path`;
+    const setting = fixed ? sql`SET search_path = ${sql.id(schema)}, pg_temp` : sql`RESET search_path`;
     await sql`ALTER FUNCTION ${sql.raw(signature)} ${setting}`.execute(db);
   }
 }

@@ -5,7 +5,14 @@ import { type DashboardView, dashboardPage, dashboardView } from '../../web/dash
 import { html } from '../../web/html.ts';
 import { csrfField, sendPage } from '../../web/layout.ts';
 import { scopeList } from './install-page.ts';
-import { type Installation, listInstallations, uninstallAsPerson } from './installations.ts';
+import {
+  type Installation,
+  listInstallations,
+  MAX_UNINSTALL_REASON,
+  UNINSTALL_REASONS,
+  uninstallAsPerson,
+  uninstallReason,
+} from './installations.ts';
 
 const PATH = '/dashboard/apps';
 
@@ -18,6 +25,19 @@ async function accountNames(ctx: AppContext, tenantId: string): Promise<Map<stri
   return new Map(rows.map((row) => [row.id, row.name]));
 }
 
+/** Uninstalling asks, without insisting, why: the app's developer reads the answer, nobody else. */
+function uninstallForm(view: DashboardView, inst: Installation) {
+  const choices = Object.entries(UNINSTALL_REASONS).map(
+    ([value, label]) => html`<option value="${value}">${label}</option>`,
+  );
+  return html`<details class="uninstall"><summary>Uninstall</summary>
+<form method="post" action="${PATH}/${inst.id}/uninstall">${csrfField(view.csrf)}
+<label>Why are you uninstalling ${inst.app_name}? (optional; only its developer sees it)
+<select name="reason"><option value="">Rather not say</option>${choices}</select></label>
+<label>Anything to add? <textarea name="reason_text" rows="2" maxlength="${MAX_UNINSTALL_REASON}"></textarea></label>
+<button class="danger" type="submit" aria-label="Uninstall ${inst.app_name}">Uninstall ${inst.app_name}</button></form></details>`;
+}
+
 function installedApps(view: DashboardView, installations: Installation[], accounts: Map<string, string>) {
   const rows = installations.map(
     (inst) => html`<tr>
@@ -25,8 +45,7 @@ function installedApps(view: DashboardView, installations: Installation[], accou
 <td>${inst.customer_account_id ? (accounts.get(inst.customer_account_id) ?? inst.customer_account_id) : 'Whole company'}</td>
 <td>${scopeList(inst.scopes)}</td>
 <td>${inst.updated_at.slice(0, 10)}</td>
-<td><form class="inline" method="post" action="${PATH}/${inst.id}/uninstall">${csrfField(view.csrf)}
-<button class="danger" type="submit" aria-label="Uninstall ${inst.app_name}">Uninstall</button></form></td>
+<td>${uninstallForm(view, inst)}</td>
 </tr>`,
   );
   return html`<h1>Installed apps</h1>
@@ -60,14 +79,20 @@ export function dashboardAppsPage(ctx: AppContext): FastifyPluginAsync {
       },
     );
 
-    app.post<{ Params: { id: string } }>(
+    app.post<{ Params: { id: string }; Body: Record<string, string | string[] | undefined> | undefined }>(
       `${PATH}/:id/uninstall`,
       { schema: { hide: true }, preValidation: app.csrfProtection },
       async (request, reply) => {
         const view = await dashboardView(ctx, request, reply);
         if (!view) return reply;
         try {
-          await uninstallAsPerson(ctx, view.user.userId, view.tenantId, request.params.id);
+          const form = request.body ?? {};
+          const field = (name: string) => {
+            const value = form[name];
+            return Array.isArray(value) ? value[0] : value;
+          };
+          const reason = uninstallReason(field('reason') || undefined, field('reason_text'));
+          await uninstallAsPerson(ctx, view.user.userId, view.tenantId, request.params.id, reason);
         } catch (error) {
           if (!(error instanceof AppError)) throw error;
           const body = html`<h1>Installed apps</h1><p>${error.message}</p><p><a href="${PATH}">Back</a></p>`;

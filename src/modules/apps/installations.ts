@@ -1,6 +1,6 @@
 import type { AppContext } from '../../context.ts';
 import { newestFirst } from '../../db/paging.ts';
-import { AppError } from '../../lib/errors.ts';
+import { AppError, validationError } from '../../lib/errors.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { requireRole } from '../accounts/companies.ts';
 import { managesIntegrations, type Scope } from '../accounts/roles.ts';
@@ -88,13 +88,49 @@ export async function getInstallation(
   return presentInstallation(row);
 }
 
+/** Why a company uninstalls, as it may say (the developer console shows it to the app's developer). */
+export const UNINSTALL_REASONS = {
+  not_needed: 'No longer needed',
+  missing_features: 'Missing features',
+  not_working: 'Did not work as expected',
+  too_expensive: 'Too expensive',
+  switched: 'Switched to another app',
+  other: 'Other',
+} as const;
+export type UninstallReasonChoice = keyof typeof UNINSTALL_REASONS;
+export const MAX_UNINSTALL_REASON = 500;
+
+/** The reason as the developer reads it: the choice, then the company's words; null when none given. */
+export function uninstallReason(choice: string | undefined, words: string | undefined): string | null {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this removes.
+  const text = (words ?? '').replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  if (choice && !Object.hasOwn(UNINSTALL_REASONS, choice)) {
+    throw validationError([
+      { path: '/reason', message: `must be one of ${Object.keys(UNINSTALL_REASONS).join(', ')}` },
+    ]);
+  }
+  if (text.length > MAX_UNINSTALL_REASON) {
+    throw validationError([
+      { path: '/reason_text', message: `must be at most ${MAX_UNINSTALL_REASON} characters` },
+    ]);
+  }
+  const label = choice
+    ? UNINSTALL_REASONS[choice as UninstallReasonChoice]
+    : text
+      ? UNINSTALL_REASONS.other
+      : null;
+  if (!label) return null;
+  return text ? `${label}: ${text}` : label;
+}
+
 /** The company removes the app: every token of the installation ends and its endpoints are deleted. */
 export async function uninstallAsPerson(
   ctx: AppContext,
   userId: string,
   tenantId: string,
   installationId: string,
+  reason: string | null = null,
 ): Promise<void> {
   const accountId = await integrationScope(ctx, userId, tenantId);
-  await uninstall(ctx, tenantId, installationId, { customerAccountId: accountId });
+  await uninstall(ctx, tenantId, installationId, { customerAccountId: accountId, reason });
 }

@@ -2,8 +2,9 @@ import type { FastifyPluginAsync, FastifyReply, RouteGenericInterface } from 'fa
 import type { AppContext } from '../../context.ts';
 import { AppError, type FieldError } from '../../lib/errors.ts';
 import { type PageHandler, signedInPage } from '../../web/dashboard.ts';
-import { html } from '../../web/html.ts';
+import { html, type SafeHtml } from '../../web/html.ts';
 import { sendPage } from '../../web/layout.ts';
+import { appOverview } from '../console/pages.ts';
 import {
   type AppFormValues,
   appDetail,
@@ -69,6 +70,7 @@ export function portalPages(ctx: AppContext): FastifyPluginAsync {
       errors: FieldError[] = [],
       values?: AppFormValues,
       flash?: string,
+      overview: SafeHtml | '' = '',
     ) =>
       sendPage(
         reply,
@@ -76,6 +78,7 @@ export function portalPages(ctx: AppContext): FastifyPluginAsync {
           { csrf, flash: flash ? { kind: 'ok', message: flash } : null },
           found,
           appForm(`/developer/apps/${found.id}`, csrf, values ?? found, errors, false),
+          overview,
         ),
         errors.length > 0 ? 400 : 200,
       );
@@ -137,14 +140,9 @@ export function portalPages(ctx: AppContext): FastifyPluginAsync {
       hide,
       page<AppRoute>(async (userId, csrf, request, reply) => {
         const saved = request.query.saved === '1';
-        return showDetail(
-          reply,
-          csrf,
-          await getApp(ctx, userId, request.params.id),
-          [],
-          undefined,
-          saved ? 'Saved.' : undefined,
-        );
+        const found = await getApp(ctx, userId, request.params.id);
+        const overview = await appOverview(ctx, userId, found.id);
+        return showDetail(reply, csrf, found, [], undefined, saved ? 'Saved.' : undefined, overview);
       }),
     );
 

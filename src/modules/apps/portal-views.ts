@@ -112,11 +112,17 @@ export function secretShownOnce(
   );
 }
 
-export function appDetail(page: PortalPage, app: App, form: SafeHtml): SafeHtml {
+export function appDetail(
+  page: PortalPage,
+  app: App,
+  form: SafeHtml,
+  overview: SafeHtml | '' = '',
+): SafeHtml {
   return portalPage(
     page,
     app.name,
     html`<h1>${app.name} <span class="badge">${app.status}</span></h1>
+${overview}
 <section class="card"><h2>Credentials</h2>
 <div class="stack">${copyField('Client id', app.client_id, 'client_id')}${copyField('Install link (share it with companies)', app.install_url, 'install_url')}</div>
 ${

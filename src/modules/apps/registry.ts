@@ -3,6 +3,7 @@ import { constantTimeEqual } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
 import { hashSecret, newId } from '../../lib/ids.ts';
 import type { Scope } from '../accounts/roles.ts';
+import { recordInstallation, recordUninstall } from '../console/records.ts';
 import type { AppsTable } from '../oauth/tables.ts';
 
 /**
@@ -106,6 +107,7 @@ export async function upsertInstallation(
     )
     .returning('id')
     .executeTakeFirstOrThrow();
+  await recordInstallation(trx, { ...input, id: row.id, scopes }, now);
   const codes = await trx.deleteFrom('oauth_codes').where('installation_id', '=', row.id).executeTakeFirst();
   const tokens = await trx
     .updateTable('oauth_tokens')
@@ -161,7 +163,7 @@ export async function uninstall(
   ctx: AppContext,
   tenantId: string,
   installationId: string,
-  options: { customerAccountId?: string | null } = {},
+  options: { customerAccountId?: string | null; reason?: string | null } = {},
 ): Promise<UninstalledInstallation> {
   const removed = await ctx.db.transaction().execute(async (trx) => {
     let query = trx
@@ -174,6 +176,7 @@ export async function uninstall(
       .executeTakeFirst();
     if (!row) throw new AppError('installation.not_found');
     const removed = { ...row, uninstalled_at: ctx.clock.now() };
+    await recordUninstall(trx, removed.id, removed.uninstalled_at, options.reason ?? null);
     for (const listener of uninstallListeners) await listener(ctx, trx, removed);
     return removed;
   });

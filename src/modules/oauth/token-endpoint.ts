@@ -36,11 +36,27 @@ export async function tokenRequest(
   try {
     const issued = await grantTokens(ctx, authorization, params);
     ctx.metrics.oauthGrant(grantType, 'issued');
+    countForApp(ctx, authorization, params, grantType === 'refresh_token' ? 'refreshed' : 'issued');
     return issued;
   } catch (error) {
-    ctx.metrics.oauthGrant(grantType, grantOutcome(error));
+    const outcome = grantOutcome(error);
+    ctx.metrics.oauthGrant(grantType, outcome);
+    // invalid_grant comes after the client proved who it is, so the app is known.
+    if (outcome === 'invalid_grant' || outcome === 'reuse_detected')
+      countForApp(ctx, authorization, params, 'invalid_grant');
     throw error;
   }
+}
+
+/** The developer console's token counts, for the app that authenticated. */
+function countForApp(
+  ctx: AppContext,
+  authorization: string | undefined,
+  params: OAuthParams,
+  detail: 'issued' | 'refreshed' | 'invalid_grant',
+): void {
+  const clientId = presentedCredentials(authorization, params).clientId;
+  ctx.appUsage.count(clientId, 'token', detail);
 }
 
 function grantOutcome(error: unknown): GrantOutcome {

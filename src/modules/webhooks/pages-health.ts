@@ -1,4 +1,5 @@
 import { HOUR, MINUTE } from '../../lib/clock.ts';
+import { stackedBarChart } from '../../web/chart.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import type { EndpointHealth, EndpointStats, HourlyCount, StatsWindow } from './stats.ts';
 
@@ -34,37 +35,14 @@ export function failingWarning(
   return html`<span class="badge bad warning" role="status">Failing for ${spanWords(failingFor)}: disabled in ${spanWords(left)} unless a delivery succeeds</span>`;
 }
 
-const CHART_HEIGHT = 80;
 const hourLabel = (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
 
-/**
- * Successes and failures per hour as stacked bars, drawn here as SVG: no script, no inline style
- * (the pages' CSP forbids both); colours come from the stylesheet's classes.
- */
+/** Successes and failures per hour as stacked bars. */
 export function hourlyChart(hourly: readonly HourlyCount[]): SafeHtml {
-  const narrow = hourly.length > 48;
-  const bar = narrow ? 3 : 12;
-  const gap = narrow ? 1 : 4;
-  const width = hourly.length * (bar + gap) - gap;
-  const highest = Math.max(1, ...hourly.map((h) => h.succeeded + h.failed));
-  const scale = (count: number) => Math.round((count / highest) * CHART_HEIGHT);
-  const bars = hourly.map((h, i) => {
-    const x = i * (bar + gap);
-    const ok = scale(h.succeeded);
-    const bad = scale(h.failed);
-    return html`<g><title>${hourLabel(h.hour)}: ${h.succeeded} succeeded, ${h.failed} failed</title><rect class="chart-bg" x="${x}" y="0" width="${bar}" height="${CHART_HEIGHT}"/>${
-      bad > 0
-        ? html`<rect class="chart-bad" x="${x}" y="${CHART_HEIGHT - ok - bad}" width="${bar}" height="${bad}"/>`
-        : ''
-    }${ok > 0 ? html`<rect class="chart-ok" x="${x}" y="${CHART_HEIGHT - ok}" width="${bar}" height="${ok}"/>` : ''}</g>`;
-  });
-  const first = hourly[0];
-  const last = hourly[hourly.length - 1];
-  const summary = `Attempts per hour from ${first ? hourLabel(first.hour) : ''} to ${last ? hourLabel(last.hour) : ''}: succeeded in green, failed in red`;
-  return html`<figure class="chart-figure">
-<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${CHART_HEIGHT}" width="${width}" height="${CHART_HEIGHT}" role="img" aria-label="${summary}">${bars}</svg>
-<figcaption class="muted">${first ? hourLabel(first.hour) : ''} to ${last ? hourLabel(last.hour) : ''}, one bar per hour (max ${highest}): <span class="legend-ok">succeeded</span>, <span class="legend-bad">failed</span></figcaption>
-</figure>`;
+  return stackedBarChart(
+    hourly.map((h) => ({ label: hourLabel(h.hour), good: h.succeeded, bad: h.failed })),
+    { good: 'succeeded', bad: 'failed', per: 'hour', what: 'Attempts' },
+  );
 }
 
 const WINDOW_WORDS: Record<StatsWindow, string> = { '24h': 'last 24 hours', '7d': 'last 7 days' };
