@@ -7,12 +7,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import scalar from '@scalar/fastify-api-reference';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import helmet from 'helmet';
-import type { Logger } from 'pino';
-import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
-import type { DatabaseHandle } from './db/database.ts';
-import { newDeliveryHooks } from './delivery/context.ts';
-import { registerDeliveryEngine } from './delivery/fanout.ts';
 import { registerBearerAuth } from './http/auth.ts';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './http/errors.ts';
 import { registerIdempotency } from './http/idempotency.ts';
@@ -20,73 +15,26 @@ import { parseForm, registerInputGuards } from './http/input.ts';
 import { securitySchemes, transformDocument, transformRoute } from './http/openapi.ts';
 import { Problem } from './http/schemas.ts';
 import { validatorCompiler } from './http/validation.ts';
-import type { Clock } from './lib/clock.ts';
-import { SecretBox } from './lib/crypto.ts';
-import { registerAccountTokenResolvers } from './modules/accounts/authenticate.ts';
 import { accountsRoutes } from './modules/accounts/routes.ts';
 import { appEventPages } from './modules/app-events/portal-pages.ts';
 import { appEventRoutes } from './modules/app-events/routes.ts';
-import { registerUninstalledEvent } from './modules/app-events/uninstalled.ts';
 import { appsModule } from './modules/apps/plugin.ts';
 import { consoleRoutes, registerAppUsageCounting } from './modules/console/routes.ts';
-import { AppUsage } from './modules/console/usage.ts';
 import { listenerRoutes } from './modules/listeners/routes.ts';
-import { oauthRoutes, registerOAuth } from './modules/oauth/routes.ts';
-import { newHealthState } from './modules/operations/health.ts';
-import { WaybillMetrics } from './modules/operations/metrics.ts';
+import { oauthRoutes } from './modules/oauth/routes.ts';
 import { healthRoutes, registerHttpMetrics, registerStartingGate } from './modules/operations/routes.ts';
 import { privacyPages } from './modules/privacy/pages.ts';
 import { privacyRoutes } from './modules/privacy/routes.ts';
-import { registerShipmentModule, shipmentsRoutes } from './modules/shipments/routes.ts';
+import { shipmentsRoutes } from './modules/shipments/routes.ts';
 import { storeModule } from './modules/store/plugin.ts';
 import { webhookGuideRoutes } from './modules/webhooks/guide.ts';
-import { registerDisabledMail } from './modules/webhooks/mail.ts';
 import { mailboxPage } from './modules/webhooks/mailbox-page.ts';
 import { addEventCatalogue } from './modules/webhooks/openapi-webhooks.ts';
-import { registerOperationalEvents } from './modules/webhooks/operational-events.ts';
 import { webhookPages } from './modules/webhooks/pages.ts';
 import { webhooksRoutes } from './modules/webhooks/routes.ts';
 import { webRoutes } from './web/routes.ts';
 
-export interface BuildOptions {
-  config: Readonly<Config>;
-  database: DatabaseHandle;
-  clock: Clock;
-  logger: Logger;
-}
-
-/** The services' shared context: built once, handed to every module. */
-export function buildContext(options: BuildOptions): AppContext {
-  const health = newHealthState();
-  const ctx: AppContext = {
-    config: options.config,
-    db: options.database.db,
-    database: options.database,
-    clock: options.clock,
-    log: options.logger,
-    secrets: new SecretBox(options.config.secretKey),
-    eventSinks: [],
-    tokenResolvers: new Map(),
-    afterCommitHooks: [],
-    deliveryHooks: newDeliveryHooks(),
-    health,
-    appUsage: new AppUsage(options.database.db, options.clock, options.logger),
-    metrics: new WaybillMetrics({
-      db: options.database.db,
-      clock: options.clock,
-      log: options.logger,
-      health,
-    }),
-  };
-  registerAccountTokenResolvers(ctx);
-  registerShipmentModule(ctx);
-  registerOAuth(ctx);
-  registerDeliveryEngine(ctx);
-  registerDisabledMail(ctx);
-  registerOperationalEvents(ctx);
-  registerUninstalledEvent(ctx);
-  return ctx;
-}
+export { type BuildOptions, buildContext } from './services.ts';
 
 /** The composition root: every capability's routes, registered in one place. */
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {

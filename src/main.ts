@@ -36,7 +36,7 @@ async function oneShot(config: Readonly<Config>, log: Logger, waitSeconds: numbe
       giveUpAfterMs: waitSeconds * 1000,
     });
     if (seed) {
-      const { buildContext } = await import('./app.ts');
+      const { buildContext } = await import('./services.ts');
       await printDemo(buildContext({ config, database, clock: systemClock, logger: log }));
     } else console.log('Migrations are up to date');
   } finally {

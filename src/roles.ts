@@ -57,11 +57,12 @@ export async function runRoles(given: Readonly<Config>, log: Logger, roles: Role
   const database = await openDatabase(config, { log });
   const embedded = database.engine === 'pglite';
   if (embedded) await migrate(database, log);
-  const { buildApp, buildContext } = await import('./app.ts');
+  // A worker-only process loads the services alone: no Fastify, routes or pages to import.
+  const { buildContext } = await import('./services.ts');
   const ctx = buildContext({ config, database, clock: systemClock, logger: log });
   ctx.health.starting = true;
   if (embedded && config.demo) await printDemo(ctx);
-  const app = roles.api ? await buildApp(ctx) : null;
+  const app = roles.api ? await (await import('./app.ts')).buildApp(ctx) : null;
   // app.close() lets requests in flight finish, then waits for their connections to end: answers
   // given while stopping close theirs, or a client's keep-alive would hold the exit for its timeout.
   let closing = false;

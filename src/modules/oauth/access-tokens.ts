@@ -60,3 +60,8 @@ export async function resolveAppAccessToken(ctx: AppContext, secret: string): Pr
     },
   };
 }
+
+/** App access tokens authenticate API calls: the resolver for their prefix. */
+export function registerOAuth(ctx: AppContext): void {
+  ctx.tokenResolvers.set('atk_live_', resolveAppAccessToken);
+}

@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
-import { resolveAppAccessToken } from './access-tokens.ts';
 import { addressLimit } from './address-limit.ts';
 import { registerAuthorizeRoutes } from './authorize/routes.ts';
 import { basicCredentials, type Presented } from './client-auth.ts';
@@ -11,9 +10,7 @@ import { revocationRequest } from './revocation.ts';
 import { tokenRequest } from './token-endpoint.ts';
 
 /** Adds the `atk_live_` bearer to the API's token resolvers (spec 5.1). */
-export function registerOAuth(ctx: AppContext): void {
-  ctx.tokenResolvers.set('atk_live_', resolveAppAccessToken);
-}
+export { registerOAuth } from './access-tokens.ts';
 
 /** The client named by a token or revoke request, for the per-client rate limit. */
 function clientKey(request: FastifyRequest): string {

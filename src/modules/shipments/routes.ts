@@ -9,9 +9,6 @@ import { createShipment, getShipment, listEvents, listShipments, moveShipment } 
 const tags = ['Shipments'];
 const IdParams = Type.Object({ id: Id(64) }, { additionalProperties: false });
 
-/** Nothing to wire yet: shipments emit events through ctx.eventSinks, which other modules fill. */
-export function registerShipmentModule(_ctx: AppContext): void {}
-
 export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post(
