@@ -273,6 +273,8 @@ interface ScaleOutRound {
   workersUs: number;
   /** Their PostgreSQL backends' CPU µs per delivery, or null when not readable here. */
   postgresUs: number | null;
+  /** Write-ahead log per delivery, bytes (the whole server's: run it on an otherwise idle one). */
+  walBytes: number;
 }
 
 /**
@@ -318,6 +320,9 @@ async function workerProcesses(
   for (const meter of meters) meter.start();
   await postgresMeter?.start(WORKERS_APP);
   const before = sink.received.count;
+  const { rows: walStart } = await sql<{ lsn: string }>`SELECT pg_current_wal_lsn()::text AS lsn`.execute(
+    ctx.db,
+  );
   const started = performance.now();
   for (const child of children) child.send('go');
   await waitFor(() => sink.received.count - before >= count, 10);
@@ -325,8 +330,11 @@ async function workerProcesses(
   const seconds = (performance.now() - started) / 1000;
   const workersSeconds = meters.reduce((sum, meter) => sum + meter.stop().total, 0);
   const postgresSeconds = postgresMeter ? (await postgresMeter.stop()).backends : null;
+  const { rows: wal } = await sql<{ bytes: string }>`
+    SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), ${walStart[0]?.lsn}::pg_lsn)::text AS bytes`.execute(ctx.db);
   await tellAll(children, 'stop', 'exit');
   return {
+    walBytes: Number(wal[0]?.bytes ?? 0) / count,
     rate: count / seconds,
     workersUs: (workersSeconds * 1e6) / count,
     postgresUs: postgresSeconds === null ? null : (postgresSeconds * 1e6) / count,
@@ -751,19 +759,25 @@ async function main() {
     );
     if (pgUrl && schema && waybillUrl) {
       // Each side its own processes, alternated, best of 2: one worker process against two.
-      const none: ScaleOutRound = { rate: 0, workersUs: 0, postgresUs: null };
+      const none: ScaleOutRound = { rate: 0, workersUs: 0, postgresUs: null, walBytes: 0 };
       let one = none;
       let two = none;
+      let four = none;
       const better = (a: ScaleOutRound, b: ScaleOutRound) => (b.rate > a.rate ? b : a);
       for (let round = 0; round < 2; round++) {
         one = better(one, await workerProcesses(ctx, sink, waybillUrl, schema, EVENTS, 1, waybillMeter));
         two = better(two, await workerProcesses(ctx, sink, waybillUrl, schema, EVENTS, 2, waybillMeter));
+        four = better(four, await workerProcesses(ctx, sink, waybillUrl, schema, EVENTS, 4, waybillMeter));
       }
       // CPU per delivery says whether a second process adds work (contention) or only shares it.
       const cpu = (r: ScaleOutRound) =>
         `${r.workersUs.toFixed(0)}${r.postgresUs === null ? '' : ` + PostgreSQL ${r.postgresUs.toFixed(0)}`} µs`;
       console.log(
-        `[${engine}] (e) scale-out: ${one.rate.toFixed(0)} deliveries/s with one worker process, ${two.rate.toFixed(0)} with two (${(two.rate / one.rate).toFixed(2)} times, target >= 1.6; ${EVENTS} events, each worker its own process, warmed up by ${WARM_UP_EVENTS} deliveries, best of 2); CPU per delivery: one process ${cpu(one)}, two ${cpu(two)}`,
+        `[${engine}] (e) scale-out: ${one.rate.toFixed(0)} deliveries/s with one worker process, ${two.rate.toFixed(0)} with two (${(two.rate / one.rate).toFixed(2)} times), ${four.rate.toFixed(0)} with four (${EVENTS} events, each worker its own process, warmed up by ${WARM_UP_EVENTS} deliveries, best of 2); CPU per delivery: one process ${cpu(one)}, two ${cpu(two)}, four ${cpu(four)}`,
+      );
+      const total = (r: ScaleOutRound) => r.workersUs + (r.postgresUs ?? 0);
+      console.log(
+        `[${engine}] (e) CPU per delivery against one worker: two ${(total(two) / total(one)).toFixed(2)} times (target <= 1.15), four ${(total(four) / total(one)).toFixed(2)} times (target <= 1.3); WAL per delivery ${one.walBytes.toFixed(0)} / ${two.walBytes.toFixed(0)} / ${four.walBytes.toFixed(0)} bytes (1 / 2 / 4 workers)`,
       );
     }
   } finally {
