@@ -1,0 +1,134 @@
+import { sql } from 'kysely';
+import type { Trx } from '../../context.ts';
+
+/** What replaces a redacted recipient's personal data (shipments, envelopes, privacy records). */
+export const REDACTED = '[redacted]';
+
+/** The shipment fields that hold a recipient's personal data, and what each becomes. */
+const SHIPMENT_FIELDS: Record<string, string | null> = {
+  recipient_name: REDACTED,
+  recipient_email: null,
+  recipient_phone: null,
+};
+
+/** Rows rewritten per statement. */
+const CHUNK = 500;
+
+/**
+ * A copy of `value` with every shipment's personal fields redacted, at any depth (an envelope's
+ * `data.shipment`, and whatever else a later event type nests a shipment in). Key order is kept,
+ * so the envelope reads as before but for those values.
+ */
+function redactShipmentFields(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(redactShipmentFields);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(value)) {
+    out[key] = Object.hasOwn(SHIPMENT_FIELDS, key) ? SHIPMENT_FIELDS[key] : redactShipmentFields(field);
+  }
+  return out;
+}
+
+/** An app event's `data.recipient` with the given contact replaced (spec 2.7's privacy messages). */
+function redactPrivacyRecipient(payload: string): string {
+  const envelope = JSON.parse(payload) as { data?: { recipient?: Record<string, unknown> } };
+  const recipient = envelope.data?.recipient;
+  if (!recipient || typeof recipient !== 'object') return payload;
+  for (const key of ['email', 'phone']) {
+    if (recipient[key] !== null && recipient[key] !== undefined) recipient[key] = REDACTED;
+  }
+  return JSON.stringify(envelope);
+}
+
+async function rewrite(
+  trx: Trx,
+  table: 'events' | 'webhook_deliveries',
+  rows: ReadonlyArray<{ id: string; payload: string }>,
+): Promise<void> {
+  for (let start = 0; start < rows.length; start += CHUNK) {
+    const chunk = rows.slice(start, start + CHUNK);
+    const values = sql.join(chunk.map((row) => sql`(${row.id}, ${row.payload})`));
+    await sql`UPDATE ${sql.table(table)} AS t SET payload = v.payload
+      FROM (VALUES ${values}) AS v(id, payload) WHERE t.id = v.id`.execute(trx);
+  }
+}
+
+/**
+ * Redacts, in the erasure's transaction, every stored copy of the recipient's data besides the
+ * shipments themselves (issue 22 item 1, decision 0022):
+ *
+ * - the envelopes of the shipments' events, which their deliveries read when shown, sent, retried
+ *   and replayed (a shipment event's delivery holds no copy of its own since migration 0031);
+ * - the privacy messages (customer.data_request, customer.redact) of earlier requests about the
+ *   same contact, which app events keep in their deliveries;
+ * - the earlier privacy requests about that contact.
+ *
+ * `exceptRequest` is the erasure being filed: its own messages must still name the contact, so
+ * that the apps can find the person.
+ */
+export async function redactCopies(
+  trx: Trx,
+  input: {
+    tenantId: string;
+    shipmentIds: readonly string[];
+    recipient: { email: string | null; phone: string | null };
+    exceptRequest: string;
+  },
+): Promise<void> {
+  for (let start = 0; start < input.shipmentIds.length; start += CHUNK) {
+    const ids = input.shipmentIds.slice(start, start + CHUNK);
+    const events = await trx
+      .selectFrom('events')
+      .select(['id', 'payload'])
+      .where('shipment_id', 'in', ids)
+      .where('tenant_id', '=', input.tenantId)
+      .execute();
+    await rewrite(
+      trx,
+      'events',
+      events.map((event) => ({
+        id: event.id,
+        payload: JSON.stringify(redactShipmentFields(JSON.parse(event.payload))),
+      })),
+    );
+  }
+
+  const { email, phone } = input.recipient;
+  const earlier = await trx
+    .selectFrom('privacy_requests')
+    .select('id')
+    .where('tenant_id', '=', input.tenantId)
+    .where('id', '<>', input.exceptRequest)
+    .where((eb) =>
+      eb.or([
+        ...(email ? [eb('recipient_email', '=', email)] : []),
+        ...(phone ? [eb('recipient_phone', '=', phone)] : []),
+      ]),
+    )
+    .execute();
+  if (earlier.length === 0) return;
+  const requestIds = earlier.map((row) => row.id);
+  const messages = await trx
+    .selectFrom('privacy_request_messages as m')
+    .innerJoin('webhook_deliveries as d', 'd.id', 'm.delivery_id')
+    .select(['d.id', 'd.payload'])
+    .where('m.privacy_request_id', 'in', requestIds)
+    .where('d.payload', 'is not', null)
+    .execute();
+  await rewrite(
+    trx,
+    'webhook_deliveries',
+    messages.map((message) => ({
+      id: message.id,
+      payload: redactPrivacyRecipient(message.payload as string),
+    })),
+  );
+  await trx
+    .updateTable('privacy_requests')
+    .set((eb) => ({
+      recipient_email: eb.case().when('recipient_email', 'is not', null).then(REDACTED).else(null).end(),
+      recipient_phone: eb.case().when('recipient_phone', 'is not', null).then(REDACTED).else(null).end(),
+    }))
+    .where('id', 'in', requestIds)
+    .execute();
+}

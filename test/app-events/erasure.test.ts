@@ -1,0 +1,255 @@
+import { execFileSync } from 'node:child_process';
+import { Writable } from 'node:stream';
+import { sql } from 'kysely';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { purgeWebhookHistory } from '../../src/delivery/retention.ts';
+import { DAY, HOUR } from '../../src/lib/clock.ts';
+import { type Received, type Receiver, startReceiver, testWorker, verify } from '../delivery/support.ts';
+import { type CompanyFixture, call, createCompany, createShipment, type Json } from '../support/api.ts';
+import { engine, startWaybill, type TestWaybill } from '../support/harness.ts';
+import { signInInBrowser } from '../web/page-client.ts';
+
+/** The recipient to be erased, as the company typed them. */
+const NAME = 'Zebulon Quarrington';
+const EMAIL = 'zebulon.quarrington@example.org';
+const PHONE = '+44 20 7946 0123';
+/** Every form the recipient's details take (the phone is also kept by its digits). */
+const TRACES = [NAME, EMAIL, PHONE, '+442079460123', '2079460123', 'Quarrington'];
+/** Another recipient of the same company, who stays. */
+const OTHER = 'Philippa Unerased';
+
+let w: TestWaybill;
+const logLines: string[] = [];
+
+beforeAll(async () => {
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logLines.push(chunk.toString());
+      done();
+    },
+  });
+  w = await startWaybill({ logger: pino({ level: 'info' }, sink) });
+});
+afterAll(async () => {
+  await w?.close();
+});
+
+/**
+ * Every row of every table of the instance's schema, as text: `pg_dump` of the test schema on
+ * PostgreSQL (when it is on PATH), and each table's rows as JSON on both engines.
+ */
+async function dumpDatabase(): Promise<string> {
+  const { rows: tables } = await sql<{ name: string }>`
+    SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'm')
+    ORDER BY c.relname`.execute(w.ctx.db);
+  expect(tables.map((t) => t.name)).toContain('events');
+  const parts: string[] = [];
+  for (const { name } of tables) {
+    // bytea columns (answers received) as text as well as hex.
+    const { rows } = await sql<{
+      row: string;
+    }>`SELECT row_to_json(t)::text AS row FROM ${sql.table(name)} t`.execute(w.ctx.db);
+    for (const { row } of rows) {
+      parts.push(row);
+      for (const hex of row.matchAll(/\\\\x([0-9a-f]+)/g))
+        parts.push(Buffer.from(hex[1] ?? '', 'hex').toString('utf8'));
+    }
+  }
+  if (engine === 'postgres' && w.schema) {
+    try {
+      parts.push(
+        execFileSync('pg_dump', [`--schema=${w.schema}`, process.env.WAYBILL_TEST_DATABASE_URL as string], {
+          encoding: 'utf8',
+          maxBuffer: 512 * 1024 * 1024,
+        }),
+      );
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+  }
+  return parts.join('\n');
+}
+
+function tracesIn(text: string): string[] {
+  return TRACES.filter((trace) => text.includes(trace));
+}
+
+async function createEndpoint(company: CompanyFixture, url: string): Promise<{ id: string; secret: string }> {
+  const created = await call(w, 'POST', '/v1/webhook-endpoints', {
+    token: company.liveToken,
+    body: { url, event_types: ['shipment.created', 'shipment.status_changed'] },
+  });
+  expect(created.status).toBe(201);
+  return { id: created.body.id, secret: created.body.secret };
+}
+
+async function drain(): Promise<void> {
+  const worker = testWorker(w);
+  await worker.tick();
+  await worker.stop();
+}
+
+describe('an erasure', () => {
+  let company: CompanyFixture;
+  let receiver: Receiver;
+  let failing: Receiver;
+  let shipments: Json[];
+  let endpointA: { id: string; secret: string };
+  let endpointB: { id: string; secret: string };
+
+  beforeAll(async () => {
+    receiver = await startReceiver();
+    failing = await startReceiver((_m, res) => {
+      res.statusCode = 500;
+      res.end('down');
+    });
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await failing?.close();
+  });
+
+  it('reaches every copy: the database, the API, the pages and every message sent afterwards', async () => {
+    company = await createCompany(w, 'Erasure Co');
+    endpointA = await createEndpoint(company, receiver.url);
+    endpointB = await createEndpoint(company, failing.url);
+    const recipient = { recipient_name: NAME, recipient_email: EMAIL, recipient_phone: PHONE };
+    shipments = [
+      await createShipment(w, company.liveToken, { ...recipient, status: 'confirmed' }),
+      await createShipment(w, company.liveToken, { ...recipient, status: 'confirmed' }),
+    ];
+    const other = await createShipment(w, company.liveToken, { recipient_name: OTHER, status: 'confirmed' });
+    await drain();
+    // A later event of the first shipment goes unanswered by A: its retry is due after the erasure.
+    receiver.answer = (_m, res) => {
+      res.statusCode = 503;
+      res.end('busy');
+    };
+    const moved = await call(w, 'POST', `/v1/shipments/${shipments[0].id}/status`, {
+      token: company.liveToken,
+      body: { status: 'picked_up' },
+    });
+    expect(moved.status).toBe(200);
+    await drain();
+    // A data request about the recipient, filed before the erasure, keeps the contact until then.
+    const asked = await call(w, 'POST', `/v1/companies/${company.tenantId}/privacy-requests`, {
+      token: company.owner.token,
+      body: { kind: 'data_request', recipient: { email: EMAIL, phone: PHONE } },
+    });
+    expect(asked.status).toBe(201);
+    // Endpoint B failed every message: disabling it cancels them, for a bulk replay later.
+    const disabled = await call(w, 'PATCH', `/v1/webhook-endpoints/${endpointB.id}`, {
+      token: company.liveToken,
+      body: { enabled: false },
+    });
+    expect(disabled.status).toBe(200);
+
+    // Before the erasure, the details are there: in the messages, the events and the database.
+    expect(receiver.received.some((m) => m.body.includes(NAME))).toBe(true);
+    expect(tracesIn(await dumpDatabase())).toEqual(TRACES);
+    const sentBefore = receiver.received.length + failing.received.length;
+
+    const erased = await call(w, 'POST', `/v1/companies/${company.tenantId}/privacy-requests`, {
+      token: company.owner.token,
+      body: { kind: 'redact', recipient: { email: EMAIL.toUpperCase() } },
+    });
+    expect(erased.status).toBe(201);
+    expect(erased.body.shipment_count).toBe(2);
+
+    // The database: no row of any table holds them; the other recipient stays.
+    const dump = await dumpDatabase();
+    expect(tracesIn(dump)).toEqual([]);
+    expect(dump).toContain(OTHER);
+
+    // The API.
+    const answers: string[] = [];
+    const get = async (path: string, token = company.liveToken) => {
+      const response = await call(w, 'GET', path, { token });
+      expect(response.status, path).toBe(200);
+      answers.push(response.text);
+      return response.body;
+    };
+    for (const shipment of shipments) await get(`/v1/shipments/${shipment.id}`);
+    await get('/v1/shipments?limit=100');
+    const events = await get('/v1/events?limit=100');
+    expect(events.data.length).toBeGreaterThanOrEqual(4);
+    const deliveryIds: string[] = [];
+    for (const endpoint of [endpointA, endpointB]) {
+      const page = await get(`/v1/webhook-endpoints/${endpoint.id}/deliveries?limit=100`);
+      for (const delivery of page.data) deliveryIds.push(delivery.id);
+    }
+    expect(deliveryIds.length).toBeGreaterThanOrEqual(8);
+    for (const id of deliveryIds) {
+      const delivery = await get(`/v1/webhook-deliveries/${id}`);
+      expect(delivery.message.body).toBeTruthy();
+    }
+    await get(`/v1/companies/${company.tenantId}/privacy-requests`, company.owner.token);
+    expect(tracesIn(answers.join('\n'))).toEqual([]);
+    expect(answers.join('\n')).toContain(OTHER);
+
+    // The pages.
+    const owner = await signInInBrowser(w, company.owner.email);
+    const live = await owner.get(
+      `/dashboard/switch?tenant=${company.tenantId}&mode=live&return_to=/dashboard`,
+    );
+    expect(live.status).toBe(303);
+    const pages: string[] = [];
+    for (const path of [
+      '/dashboard/events',
+      '/dashboard/shipments',
+      `/dashboard/shipments/${shipments[0].id}`,
+      '/dashboard/privacy-requests',
+    ]) {
+      const page = await owner.get(path);
+      expect(page.status, path).toBe(200);
+      pages.push(page.text);
+    }
+    expect(pages[0]).toContain(shipments[0].id);
+    expect(tracesIn(pages.join('\n'))).toEqual([]);
+
+    // What is sent afterwards: the retry, a replay, a bulk replay; signed over what is sent.
+    receiver.answer = (_m, res) => res.end('ok');
+    failing.answer = (_m, res) => res.end('ok');
+    w.clock.advance(HOUR);
+    await drain();
+    const succeeded = (
+      await call(w, 'GET', `/v1/webhook-endpoints/${endpointA.id}/deliveries?limit=100`, {
+        token: company.liveToken,
+      })
+    ).body.data.filter((d: { status: string }) => d.status === 'succeeded');
+    const replayed = await call(w, 'POST', `/v1/webhook-deliveries/${succeeded[0].id}/replay`, {
+      token: company.liveToken,
+    });
+    expect(replayed.status).toBe(200);
+    const enabled = await call(w, 'PATCH', `/v1/webhook-endpoints/${endpointB.id}`, {
+      token: company.liveToken,
+      body: { enabled: true },
+    });
+    expect(enabled.status).toBe(200);
+    const bulk = await call(w, 'POST', `/v1/webhook-endpoints/${endpointB.id}/deliveries/replay`, {
+      token: company.liveToken,
+    });
+    expect(bulk.status).toBe(200);
+    expect(bulk.body.replayed).toBeGreaterThanOrEqual(3);
+    await drain();
+
+    // Those sent after the erasure: the retry (A), the replay (A) and the bulk replay (B).
+    const lateA = receiver.received.slice(receiver.received.length - 2);
+    const lateB = failing.received.slice(-bulk.body.replayed);
+    expect(receiver.received.length + failing.received.length - sentBefore).toBe(2 + bulk.body.replayed);
+    for (const message of [...lateA, ...lateB]) {
+      const secret = lateA.includes(message) ? endpointA.secret : endpointB.secret;
+      const envelope = verify(message, secret, w.clock.now()) as Json;
+      expect(envelope.data.shipment.id).toMatch(/^shp_/);
+      if (envelope.data.shipment.id !== other.id)
+        expect(envelope.data.shipment).toMatchObject({
+          recipient_name: '[redacted]',
+          recipient_email: null,
+          recipient_phone: null,
+        });
+      expect(tracesIn(message.body)).toEqual([]);
+    }
+  });
+});
