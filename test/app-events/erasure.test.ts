@@ -253,3 +253,95 @@ describe('an erasure', () => {
     }
   });
 });
+
+describe('the log', () => {
+  it('carries no value of a statement that failed', async () => {
+    const company = await createCompany(w, 'Log Co');
+    const fiona = { name: 'Fiona Failsworth', email: 'fiona.failsworth@example.org', phone: '+1 555 0199 42' };
+    // A statement the database refuses, with the recipient's details among its values.
+    await sql`ALTER TABLE shipments ADD CONSTRAINT no_fiona CHECK (recipient_name <> ${sql.lit(fiona.name)})`.execute(
+      w.ctx.db,
+    );
+    try {
+      const start = logLines.length;
+      const refused = await call(w, 'POST', '/v1/shipments', {
+        token: company.liveToken,
+        body: {
+          recipient_name: fiona.name,
+          recipient_email: fiona.email,
+          recipient_phone: fiona.phone,
+          currency: 'EUR',
+        },
+      });
+      expect(refused.status).toBe(500);
+      expect(refused.text).not.toContain('Fiona');
+      const log = logLines.slice(start).join('');
+      // The failure is logged, with what says what failed: its code and constraint.
+      expect(log).toContain('unhandled error');
+      expect(log).toContain('no_fiona');
+      expect(log).toContain('23514');
+      for (const value of [fiona.name, 'Failsworth', fiona.email, fiona.phone, '0199 42']) {
+        expect(log, value).not.toContain(value);
+      }
+    } finally {
+      await sql`ALTER TABLE shipments DROP CONSTRAINT no_fiona`.execute(w.ctx.db);
+    }
+  });
+});
+
+describe('events', () => {
+  it('are kept 30 days, and a delivery still pending keeps its event', async () => {
+    const company = await createCompany(w, 'Retention Co');
+    const receiver = await startReceiver();
+    try {
+      const endpoint = await createEndpoint(company, receiver.url);
+      const old = await createShipment(w, company.liveToken, { status: 'confirmed' });
+      await drain();
+      w.clock.advance(29 * DAY);
+      receiver.answer = (_m, res) => {
+        res.statusCode = 503;
+        res.end('busy');
+      };
+      const recent = await createShipment(w, company.liveToken, { status: 'confirmed' });
+      await drain();
+      const eventsOf = async (shipmentId: string) =>
+        (
+          await call(w, 'GET', `/v1/events?limit=100&shipment_id=${shipmentId}`, {
+            token: company.liveToken,
+          })
+        ).body.data as Json[];
+      expect(await eventsOf(old.id)).toHaveLength(1);
+
+      w.clock.advance(DAY + HOUR);
+      const purged = await purgeWebhookHistory(w.ctx);
+      expect(purged.events).toBeGreaterThanOrEqual(1);
+      expect(await eventsOf(old.id)).toEqual([]);
+      const kept = await eventsOf(recent.id);
+      expect(kept).toHaveLength(1);
+      // The shipment itself is no history: it stays.
+      expect((await call(w, 'GET', `/v1/shipments/${old.id}`, { token: company.liveToken })).status).toBe(200);
+      const deliveries = (
+        await call(w, 'GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries?limit=100`, {
+          token: company.liveToken,
+        })
+      ).body.data as Json[];
+      expect(deliveries.map((d) => d.status)).toEqual(['pending']);
+      const pending = await call(w, 'GET', `/v1/webhook-deliveries/${deliveries[0].id}`, {
+        token: company.liveToken,
+      });
+      expect(JSON.parse(pending.body.message.body).id).toBe(kept[0].id);
+
+      // The pending delivery is sent, with its event's message.
+      receiver.answer = (_m, res) => res.end('ok');
+      const before = receiver.received.length;
+      await drain();
+      const sent = receiver.received.slice(before);
+      expect(sent).toHaveLength(1);
+      const envelope = verify(sent[0] as Received, endpoint.secret, w.clock.now()) as Json;
+      expect(envelope.id).toBe(kept[0].id);
+      expect(envelope.data.shipment.id).toBe(recent.id);
+    } finally {
+      await receiver.close();
+    }
+  });
+});
