@@ -257,7 +257,11 @@ describe('an erasure', () => {
 describe('the log', () => {
   it('carries no value of a statement that failed', async () => {
     const company = await createCompany(w, 'Log Co');
-    const fiona = { name: 'Fiona Failsworth', email: 'fiona.failsworth@example.org', phone: '+1 555 0199 42' };
+    const fiona = {
+      name: 'Fiona Failsworth',
+      email: 'fiona.failsworth@example.org',
+      phone: '+1 555 0199 42',
+    };
     // A statement the database refuses, with the recipient's details among its values.
     await sql`ALTER TABLE shipments ADD CONSTRAINT no_fiona CHECK (recipient_name <> ${sql.lit(fiona.name)})`.execute(
       w.ctx.db,
@@ -319,7 +323,9 @@ describe('events', () => {
       const kept = await eventsOf(recent.id);
       expect(kept).toHaveLength(1);
       // The shipment itself is no history: it stays.
-      expect((await call(w, 'GET', `/v1/shipments/${old.id}`, { token: company.liveToken })).status).toBe(200);
+      expect((await call(w, 'GET', `/v1/shipments/${old.id}`, { token: company.liveToken })).status).toBe(
+        200,
+      );
       const deliveries = (
         await call(w, 'GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries?limit=100`, {
           token: company.liveToken,
