@@ -5,8 +5,17 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { purgeWebhookHistory } from '../../src/delivery/retention.ts';
 import { DAY, HOUR } from '../../src/lib/clock.ts';
+import { forgetToldContacts } from '../../src/modules/privacy/erasure.ts';
+import { install, registerApp } from '../apps/fixtures.ts';
 import { type Received, type Receiver, startReceiver, testWorker, verify } from '../delivery/support.ts';
-import { type CompanyFixture, call, createCompany, createShipment, type Json } from '../support/api.ts';
+import {
+  type CompanyFixture,
+  call,
+  createCompany,
+  createShipment,
+  type Json,
+  signUpPerson,
+} from '../support/api.ts';
 import { engine, startWaybill, type TestWaybill } from '../support/harness.ts';
 import { signInInBrowser } from '../web/page-client.ts';
 
@@ -95,12 +104,14 @@ describe('an erasure', () => {
   let company: CompanyFixture;
   let receiver: Receiver;
   let failing: Receiver;
+  let appReceiver: Receiver;
   let shipments: Json[];
   let endpointA: { id: string; secret: string };
   let endpointB: { id: string; secret: string };
 
   beforeAll(async () => {
     receiver = await startReceiver();
+    appReceiver = await startReceiver();
     failing = await startReceiver((_m, res) => {
       res.statusCode = 500;
       res.end('down');
@@ -109,12 +120,17 @@ describe('an erasure', () => {
   afterAll(async () => {
     await receiver?.close();
     await failing?.close();
+    await appReceiver?.close();
   });
 
   it('reaches every copy: the database, the API, the pages and every message sent afterwards', async () => {
     company = await createCompany(w, 'Erasure Co');
     endpointA = await createEndpoint(company, receiver.url);
     endpointB = await createEndpoint(company, failing.url);
+    // An installed app that can see the shipments: it is told of privacy requests.
+    const developer = await signUpPerson(w, 'Developer');
+    const app = await registerApp(w, developer, { events_url: appReceiver.url });
+    await install(w, { appId: app.id, tenantId: company.tenantId, userId: company.owner.id });
     const recipient = { recipient_name: NAME, recipient_email: EMAIL, recipient_phone: PHONE };
     shipments = [
       await createShipment(w, company.liveToken, { ...recipient, status: 'confirmed' }),
@@ -139,6 +155,14 @@ describe('an erasure', () => {
       body: { kind: 'data_request', recipient: { email: EMAIL, phone: PHONE } },
     });
     expect(asked.status).toBe(201);
+    await drain();
+    const dataRequest = verify(
+      appReceiver.received.at(-1) as Received,
+      app.events_secret,
+      w.clock.now(),
+    ) as Json;
+    expect(dataRequest.type).toBe('customer.data_request');
+    expect(dataRequest.data.recipient).toEqual({ email: EMAIL, phone: '+442079460123' });
     // Endpoint B failed every message: disabling it cancels them, for a bulk replay later.
     const disabled = await call(w, 'PATCH', `/v1/webhook-endpoints/${endpointB.id}`, {
       token: company.liveToken,
@@ -158,9 +182,15 @@ describe('an erasure', () => {
     expect(erased.status).toBe(201);
     expect(erased.body.shipment_count).toBe(2);
 
-    // The database: no row of any table holds them; the other recipient stays.
+    // The database: no row of any table holds them but the erasure's own message to the app,
+    // which names the person to erase (spec 2.7) until it reaches the app; the other recipient stays.
     const dump = await dumpDatabase();
-    expect(tracesIn(dump)).toEqual([]);
+    expect(tracesIn(dump)).toEqual([EMAIL]);
+    const notTheErasureMessage = dump
+      .split('\n')
+      .filter((line) => !line.includes('customer.redact'))
+      .join('\n');
+    expect(tracesIn(notTheErasureMessage)).toEqual([]);
     expect(dump).toContain(OTHER);
 
     // The API.
@@ -185,7 +215,11 @@ describe('an erasure', () => {
       const delivery = await get(`/v1/webhook-deliveries/${id}`);
       expect(delivery.message.body).toBeTruthy();
     }
-    await get(`/v1/companies/${company.tenantId}/privacy-requests`, company.owner.token);
+    const requests = await get(`/v1/companies/${company.tenantId}/privacy-requests`, company.owner.token);
+    expect(requests.data.map((r: Json) => r.recipient)).toEqual([
+      { email: '[redacted]', phone: null },
+      { email: '[redacted]', phone: '[redacted]' },
+    ]);
     expect(tracesIn(answers.join('\n'))).toEqual([]);
     expect(answers.join('\n')).toContain(OTHER);
 
@@ -234,6 +268,40 @@ describe('an erasure', () => {
     expect(bulk.status).toBe(200);
     expect(bulk.body.replayed).toBeGreaterThanOrEqual(3);
     await drain();
+
+    // The erasure's message reached the app, naming the person; from then on its copy does not.
+    const told = verify(appReceiver.received.at(-1) as Received, app.events_secret, w.clock.now()) as Json;
+    expect(told.type).toBe('customer.redact');
+    expect(told.data.recipient).toEqual({ email: EMAIL, phone: null });
+    expect(await forgetToldContacts(w.ctx)).toMatchObject({ redacted: 1 });
+    expect(tracesIn(await dumpDatabase())).toEqual([]);
+    const developerPages = await signInInBrowser(w, developer.email);
+    const messages = await call(w, 'GET', `/v1/developer/apps/${app.id}/event-messages?limit=100`, {
+      token: developer.token,
+    });
+    expect(messages.status).toBe(200);
+    expect(tracesIn(messages.text)).toEqual([]);
+    expect((await developerPages.get(`/developer/apps/${app.id}/event-messages`)).status).toBe(200);
+    expect(tracesIn((await developerPages.get(`/developer/apps/${app.id}/event-messages`)).text)).toEqual([]);
+    const appBefore = appReceiver.received.length;
+    for (const message of messages.body.data as Json[]) {
+      const again = await call(
+        w,
+        'POST',
+        `/v1/developer/apps/${app.id}/event-messages/${message.id}/replay`,
+        { token: developer.token },
+      );
+      expect(again.status).toBe(200);
+    }
+    const appLate = appReceiver.received.slice(appBefore);
+    expect(appLate.map((m) => JSON.parse(m.body).type).sort()).toEqual([
+      'customer.data_request',
+      'customer.redact',
+    ]);
+    for (const message of appLate) {
+      verify(message, app.events_secret, w.clock.now());
+      expect(tracesIn(message.body)).toEqual([]);
+    }
 
     // Those sent after the erasure: the retry (A), the replay (A) and the bulk replay (B).
     const lateA = receiver.received.slice(receiver.received.length - 2);

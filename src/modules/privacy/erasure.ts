@@ -1,5 +1,7 @@
 import { sql } from 'kysely';
-import type { Trx } from '../../context.ts';
+import type { AppContext, Trx } from '../../context.ts';
+import type { BackgroundJob } from '../../jobs.ts';
+import { MINUTE } from '../../lib/clock.ts';
 
 /** What replaces a redacted recipient's personal data (shipments, envelopes, privacy records). */
 export const REDACTED = '[redacted]';
@@ -132,3 +134,64 @@ export async function redactCopies(
     .where('id', 'in', requestIds)
     .execute();
 }
+
+/** Erasures looked at per run of the job (the oldest open ones first). */
+const OPEN_ERASURES_PER_RUN = 100;
+
+/**
+ * An erasure's own messages (customer.redact) name the contact so that each app can find the
+ * person; once a message has reached its app, its stored copy names them no more (a replay sends
+ * `[redacted]`). One not delivered keeps it, for a retry or a replay, until the history's 30 days
+ * take it. The erasure is complete once none of its messages holds the contact.
+ */
+export async function forgetToldContacts(ctx: AppContext): Promise<{ redacted: number; completed: number }> {
+  const open = await ctx.db
+    .selectFrom('privacy_requests')
+    .select('id')
+    .where('kind', '=', 'redact')
+    .where('completed_at', 'is', null)
+    .orderBy('created_at')
+    .limit(OPEN_ERASURES_PER_RUN)
+    .execute();
+  let redacted = 0;
+  let completed = 0;
+  for (const { id } of open) {
+    await ctx.db.transaction().execute(async (trx) => {
+      const messages = await trx
+        .selectFrom('privacy_request_messages as m')
+        .leftJoin('webhook_deliveries as d', 'd.id', 'm.delivery_id')
+        .select(['m.delivery_id', 'd.status', 'd.payload'])
+        .where('m.privacy_request_id', '=', id)
+        .execute();
+      const rewritten: Array<{ id: string; payload: string }> = [];
+      let holding = 0;
+      for (const message of messages) {
+        if (message.status === null || message.payload === null) continue;
+        if (message.status !== 'succeeded') {
+          holding += 1;
+          continue;
+        }
+        const payload = redactPrivacyRecipient(message.payload);
+        if (payload !== message.payload) rewritten.push({ id: message.delivery_id, payload });
+      }
+      await rewrite(trx, 'webhook_deliveries', rewritten);
+      redacted += rewritten.length;
+      if (holding === 0) {
+        await trx
+          .updateTable('privacy_requests')
+          .set({ completed_at: ctx.clock.now() })
+          .where('id', '=', id)
+          .execute();
+        completed += 1;
+      }
+    });
+  }
+  return { redacted, completed };
+}
+
+/** Housekeeping: what erasures told the apps stops naming the person once it has reached them. */
+export const erasureMessagesJob: BackgroundJob = {
+  name: 'erasure-messages',
+  everyMs: 5 * MINUTE,
+  run: forgetToldContacts,
+};
