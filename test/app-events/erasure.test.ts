@@ -110,8 +110,9 @@ describe('an erasure', () => {
   let endpointB: { id: string; secret: string };
 
   beforeAll(async () => {
-    receiver = await startReceiver();
-    appReceiver = await startReceiver();
+    // A receiver that answers with what it was sent: the attempt log keeps the answer's head.
+    receiver = await startReceiver((message, res) => res.end(message.body));
+    appReceiver = await startReceiver((message, res) => res.end(message.body));
     failing = await startReceiver((_m, res) => {
       res.statusCode = 500;
       res.end('down');

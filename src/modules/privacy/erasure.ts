@@ -31,6 +31,8 @@ function redactShipmentFields(value: unknown): unknown {
   return out;
 }
 
+type PrivacyContact = { email?: string | null; phone?: string | null };
+
 /** An app event's `data.recipient` with the given contact replaced (spec 2.7's privacy messages). */
 function redactPrivacyRecipient(payload: string): string {
   const envelope = JSON.parse(payload) as { data?: { recipient?: Record<string, unknown> } };
@@ -63,7 +65,9 @@ async function rewrite(
  *   and replayed (a shipment event's delivery holds no copy of its own since migration 0031);
  * - the privacy messages (customer.data_request, customer.redact) of earlier requests about the
  *   same contact, which app events keep in their deliveries;
- * - the earlier privacy requests about that contact.
+ * - the earlier privacy requests about that contact;
+ * - the heads of answers, kept with each attempt, of those messages' receivers that sent back what
+ *   they were sent (an echo), where they name the person: they become `[redacted]`.
  *
  * `exceptRequest` is the erasure being filed: its own messages must still name the contact, so
  * that the apps can find the person.
@@ -74,14 +78,17 @@ export async function redactCopies(
     tenantId: string;
     shipmentIds: readonly string[];
     recipient: { email: string | null; phone: string | null };
+    /** The shipments' details as they were: the forms in which an answer may have echoed them. */
+    traces: readonly string[];
     exceptRequest: string;
   },
 ): Promise<void> {
+  const deliveryIds: string[] = [];
   for (let start = 0; start < input.shipmentIds.length; start += CHUNK) {
     const ids = input.shipmentIds.slice(start, start + CHUNK);
     const events = await trx
       .selectFrom('events')
-      .select(['id', 'payload'])
+      .select(['id', 'payload', 'created_at'])
       .where('shipment_id', 'in', ids)
       .where('tenant_id', '=', input.tenantId)
       .execute();
@@ -93,6 +100,7 @@ export async function redactCopies(
         payload: JSON.stringify(redactShipmentFields(JSON.parse(event.payload))),
       })),
     );
+    deliveryIds.push(...(await deliveriesOf(trx, input.tenantId, events)));
   }
 
   const { email, phone } = input.recipient;
@@ -108,7 +116,10 @@ export async function redactCopies(
       ]),
     )
     .execute();
-  if (earlier.length === 0) return;
+  if (earlier.length === 0) {
+    await redactEchoes(trx, deliveryIds, input.traces);
+    return;
+  }
   const requestIds = earlier.map((row) => row.id);
   const messages = await trx
     .selectFrom('privacy_request_messages as m')
@@ -133,6 +144,54 @@ export async function redactCopies(
     }))
     .where('id', 'in', requestIds)
     .execute();
+  deliveryIds.push(...messages.map((message) => message.id));
+  await redactEchoes(trx, deliveryIds, input.traces);
+}
+
+/**
+ * The deliveries of some events of a company: by its targets and the events' time (an index), as
+ * a delivery is made with its event (there is no index by event).
+ */
+async function deliveriesOf(
+  trx: Trx,
+  tenantId: string,
+  events: ReadonlyArray<{ id: string; created_at: Date }>,
+): Promise<string[]> {
+  if (events.length === 0) return [];
+  const since = new Date(Math.min(...events.map((event) => event.created_at.getTime())));
+  const rows = await trx
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('endpoint_id', 'in', (eb) =>
+      eb.selectFrom('webhook_endpoints').select('id').where('tenant_id', '=', tenantId),
+    )
+    .where('created_at', '>=', since)
+    .where(
+      'event_id',
+      'in',
+      events.map((event) => event.id),
+    )
+    .execute();
+  return rows.map((row) => row.id);
+}
+
+/** Answers kept with these deliveries' attempts that contain any of `traces` become `[redacted]`. */
+async function redactEchoes(
+  trx: Trx,
+  deliveryIds: readonly string[],
+  traces: readonly string[],
+): Promise<void> {
+  const needles = [...new Set(traces.filter((trace) => trace.length >= 3))];
+  if (deliveryIds.length === 0 || needles.length === 0) return;
+  const found = sql.join(
+    needles.map((needle) => sql`position(convert_to(${needle}, 'UTF8') in response_body) > 0`),
+    sql` OR `,
+  );
+  for (let start = 0; start < deliveryIds.length; start += CHUNK) {
+    const ids = deliveryIds.slice(start, start + CHUNK);
+    await sql`UPDATE webhook_attempts SET response_body = convert_to(${REDACTED}, 'UTF8')
+      WHERE delivery_id IN (${sql.join(ids)}) AND response_body IS NOT NULL AND (${found})`.execute(trx);
+  }
 }
 
 /** Erasures looked at per run of the job (the oldest open ones first). */
@@ -164,6 +223,7 @@ export async function forgetToldContacts(ctx: AppContext): Promise<{ redacted: n
         .where('m.privacy_request_id', '=', id)
         .execute();
       const rewritten: Array<{ id: string; payload: string }> = [];
+      const traces: string[] = [];
       let holding = 0;
       for (const message of messages) {
         if (message.status === null || message.payload === null) continue;
@@ -172,9 +232,18 @@ export async function forgetToldContacts(ctx: AppContext): Promise<{ redacted: n
           continue;
         }
         const payload = redactPrivacyRecipient(message.payload);
-        if (payload !== message.payload) rewritten.push({ id: message.delivery_id, payload });
+        if (payload === message.payload) continue;
+        rewritten.push({ id: message.delivery_id, payload });
+        const { email, phone } = (JSON.parse(message.payload) as { data: { recipient: PrivacyContact } }).data
+          .recipient;
+        traces.push(email ?? '', phone ?? '');
       }
       await rewrite(trx, 'webhook_deliveries', rewritten);
+      await redactEchoes(
+        trx,
+        rewritten.map((message) => message.id),
+        traces,
+      );
       redacted += rewritten.length;
       if (holding === 0) {
         await trx

@@ -100,7 +100,14 @@ export async function createPrivacyRequest(
   await ctx.db.transaction().execute(async (trx) => {
     const shipments = await trx
       .selectFrom('shipments')
-      .select(['id', 'customer_account_id', 'livemode'])
+      .select([
+        'id',
+        'customer_account_id',
+        'livemode',
+        'recipient_name',
+        'recipient_email',
+        'recipient_phone',
+      ])
       .where('tenant_id', '=', tenantId)
       .where((eb) =>
         eb.or([
@@ -192,6 +199,11 @@ export async function createPrivacyRequest(
         tenantId,
         shipmentIds: shipments.map((s) => s.id),
         recipient,
+        traces: [
+          ...shipments.flatMap((s) => [s.recipient_name, s.recipient_email ?? '', s.recipient_phone ?? '']),
+          recipient.email ?? '',
+          recipient.phone ?? '',
+        ],
         exceptRequest: id,
       });
     }
