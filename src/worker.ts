@@ -4,6 +4,7 @@ import { startDeliveryWorker } from './delivery/worker.ts';
 import { type BackgroundJob, housekeeping, type Runner, startHousekeeping } from './jobs.ts';
 import { HOUR } from './lib/clock.ts';
 import { listenerSweepJob } from './modules/listeners/service.ts';
+import { erasureMessagesJob } from './modules/privacy/erasure.ts';
 
 /** Delivery history older than 30 days goes (spec 2.5 and 8). */
 const webhookRetentionJob: BackgroundJob = {
@@ -17,7 +18,7 @@ const webhookRetentionJob: BackgroundJob = {
 /** Everything that runs in the background of `waybill serve` and `waybill worker`. */
 export function startWorkers(ctx: AppContext): Runner {
   const runners: Runner[] = [
-    startHousekeeping(ctx, [...housekeeping, webhookRetentionJob, listenerSweepJob]),
+    startHousekeeping(ctx, [...housekeeping, webhookRetentionJob, listenerSweepJob, erasureMessagesJob]),
     startDeliveryWorker(ctx, { leaseMs: ctx.config.webhookLeaseMs }),
   ];
   return {

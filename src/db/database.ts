@@ -48,6 +48,98 @@ export interface DatabaseOptions {
 }
 
 /**
+ * What a failed statement's error may carry of the values it was given, removed before anyone
+ * logs it (issue 22 item 1: no personal data in logs). PGlite hangs the statement's bound
+ * parameters on its errors (`params`, and `queryOptions`); both engines put the failing row or
+ * key in `detail` ("Failing row contains (...)", "Key (...)=(...) already exists"), and a value
+ * that does not parse at the end of `message` (`invalid input syntax for type ...: "value"`).
+ * The statement's text stays (its values are parameters), and so do the code, the constraint,
+ * the table and the column, which say what failed.
+ */
+export function scrubDatabaseError(error: unknown): unknown {
+  if (error === null || typeof error !== 'object') return error;
+  const fields = error as Record<string, unknown>;
+  for (const name of ['params', 'queryOptions', 'parameters', 'values']) {
+    if (name in fields) delete fields[name];
+  }
+  if (typeof fields.detail === 'string' && fields.detail !== '') fields.detail = '[values not logged]';
+  if (error instanceof Error && /: ".*"$/s.test(error.message)) {
+    const message = error.message.replace(/: ".*"$/s, ': [value not logged]');
+    if (typeof error.stack === 'string') error.stack = error.stack.replace(error.message, message);
+    error.message = message;
+  }
+  return error;
+}
+
+const scrubbed = new WeakSet<DatabaseConnection>();
+
+/** Makes a connection's failed statements throw scrubbed errors (patched once per connection). */
+function scrubbing(connection: DatabaseConnection): DatabaseConnection {
+  if (scrubbed.has(connection)) return connection;
+  scrubbed.add(connection);
+  const execute = connection.executeQuery.bind(connection);
+  connection.executeQuery = async (query) => {
+    try {
+      return await execute(query);
+    } catch (error) {
+      throw scrubDatabaseError(error);
+    }
+  };
+  const stream = connection.streamQuery.bind(connection);
+  connection.streamQuery = async function* (query, chunkSize) {
+    try {
+      yield* stream(query, chunkSize);
+    } catch (error) {
+      throw scrubDatabaseError(error);
+    }
+  };
+  return connection;
+}
+
+/** A driver whose connections throw scrubbed errors (scrubDatabaseError), on either engine. */
+class ScrubbingDriver implements Driver {
+  private readonly inner: Driver;
+
+  constructor(inner: Driver) {
+    this.inner = inner;
+  }
+
+  init(): Promise<void> {
+    return this.inner.init();
+  }
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    return scrubbing(await this.inner.acquireConnection());
+  }
+
+  releaseConnection(connection: DatabaseConnection): Promise<void> {
+    return this.inner.releaseConnection(connection);
+  }
+
+  beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    return this.inner.beginTransaction(connection, settings);
+  }
+
+  commitTransaction(connection: DatabaseConnection): Promise<void> {
+    return this.inner.commitTransaction(connection);
+  }
+
+  rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    return this.inner.rollbackTransaction(connection);
+  }
+
+  destroy(): Promise<void> {
+    return this.inner.destroy();
+  }
+}
+
+class ScrubbingPostgresDialect extends PostgresDialect {
+  override createDriver(): Driver {
+    return new ScrubbingDriver(super.createDriver());
+  }
+}
+
+/**
  * Kysely's PGlite driver shares one connection between all callers, so a query issued while another
  * caller's transaction is open would run inside it. This mutex hands the connection to one caller at a time.
  */
@@ -102,7 +194,7 @@ class SerializedDriver implements Driver {
 
 export class SerializedPGliteDialect extends PGliteDialect {
   override createDriver(): Driver {
-    return new SerializedDriver(super.createDriver());
+    return new ScrubbingDriver(new SerializedDriver(super.createDriver()));
   }
 }
 
@@ -207,13 +299,17 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<Data
       options.log?.warn({ err: lostConnection(error) }, 'database connection lost'),
     );
   });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new ScrubbingPostgresDialect({ pool }) });
   const subscriptions = new Set<ListenSubscription>();
   return {
     async prepared<Row>(query: CompiledQuery) {
       const name = `w_${createHash('sha1').update(query.sql).digest('hex').slice(0, 16)}`;
-      const result = await pool.query({ name, text: query.sql, values: query.parameters as unknown[] });
-      return result.rows as Row[];
+      try {
+        const result = await pool.query({ name, text: query.sql, values: query.parameters as unknown[] });
+        return result.rows as Row[];
+      } catch (error) {
+        throw scrubDatabaseError(error);
+      }
     },
     db,
     engine: 'postgres',

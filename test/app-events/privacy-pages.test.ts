@@ -26,7 +26,9 @@ describe('privacy requests in the dashboard', () => {
     expect(filed.status).toBe(303);
     const list = await owner.get('/dashboard/privacy-requests');
     expect(list.text).toContain('nobody was told');
-    expect(list.text).toContain('erase.me@example.com');
+    // The erasure's own record keeps the contact only as [redacted] (decision 0022).
+    expect(list.text).not.toContain('erase.me@example.com');
+    expect(list.text).toContain('[redacted]');
     const after = await call(w, 'GET', `/v1/shipments/${shipment.id}`, { token: company.liveToken });
     expect(after.body.recipient_name).toBe('[redacted]');
 

@@ -25,7 +25,12 @@ describe('history retention', () => {
     const worker = testWorker(w);
 
     // The clock starts at 2026-11-21T12:00Z: the job makes that day and the three after it.
-    expect(await purgeWebhookHistory(w.ctx)).toEqual({ deliveries: 0, attempts: 0, droppedDays: [] });
+    expect(await purgeWebhookHistory(w.ctx)).toEqual({
+      deliveries: 0,
+      events: 0,
+      attempts: 0,
+      droppedDays: [],
+    });
     expect(await attemptPartitions(w.ctx)).toEqual([
       'webhook_attempts_p20261121',
       'webhook_attempts_p20261122',

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { buildApp, buildContext } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { AppContext } from '../../src/context.ts';
@@ -29,6 +29,8 @@ export interface TestWaybill {
 export interface StartOptions {
   env?: Record<string, string>;
   clock?: ManualClock;
+  /** Where the instance logs (tests that read the log); silent by default. */
+  logger?: Logger;
 }
 
 export const engine = (process.env.WAYBILL_TEST_ENGINE ?? 'pglite') as 'pglite' | 'postgres';
@@ -94,7 +96,7 @@ export async function startWaybill(options: StartOptions = {}): Promise<TestWayb
   });
   await migrateToLatest(database.db);
   const clock = options.clock ?? new ManualClock('2026-11-21T12:00:00.000Z');
-  const logger = pino({ level: process.env.WAYBILL_TEST_LOG ?? 'silent' });
+  const logger = options.logger ?? pino({ level: process.env.WAYBILL_TEST_LOG ?? 'silent' });
   // The port is in the configuration (it is the OAuth issuer), so it is chosen before listening;
   // a parallel test file can take it in between, and then another one is tried.
   for (let attempt = 1; ; attempt++) {

@@ -25,7 +25,13 @@ export const PrivacyRequestSchema = Type.Object({
   id: Type.String({ description: 'prq_...' }),
   tenant_id: Type.String(),
   kind: Type.String(),
-  recipient: Type.Object({ email: Nullable(Type.String()), phone: Nullable(Type.String()) }),
+  recipient: Type.Object(
+    { email: Nullable(Type.String()), phone: Nullable(Type.String()) },
+    {
+      description:
+        "As given, normalised; an erasure's record keeps it only as [redacted] (its 201 answer shows what was given)",
+    },
+  ),
   status: Type.String({
     description: 'no_apps_to_tell (nobody could see a matching shipment), sending, delivered or failed',
   }),

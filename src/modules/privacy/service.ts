@@ -7,14 +7,14 @@ import type { Page, PageRequest } from '../../lib/paging.ts';
 import { requireRole } from '../accounts/companies.ts';
 import { managesMembers } from '../accounts/roles.ts';
 import { type AppEvent, enqueueAppEvents } from '../app-events/enqueue.ts';
+import { REDACTED, redactCopies } from './erasure.ts';
 
 /** Spec section 8: at most 500 shipment ids in one message; more go in several with one id. */
 export const SHIPMENT_IDS_PER_MESSAGE = 500;
 
 export type PrivacyRequestKind = 'data_request' | 'redact';
 
-/** What replaces a redacted recipient's personal data on Waybill's own shipments. */
-export const REDACTED = '[redacted]';
+export { REDACTED } from './erasure.ts';
 
 export interface PrivacyRequestInput {
   kind: PrivacyRequestKind;
@@ -82,6 +82,9 @@ function statusOf(messages: readonly PrivacyMessage[]): PrivacyRequest['status']
  * installation only its account's; apps act in live mode, so live shipments), with at most 500
  * ids a message. A redact request then replaces the recipient's personal data on every matching
  * shipment, in the same transaction: the messages carry only ids and the contact the company gave.
+ * The erasure reaches every other copy too (erasure.ts): the shipments' event envelopes, earlier
+ * privacy messages and requests about the contact. Its own record keeps the contact only as
+ * `[redacted]`; the answer to the request that files it shows the contact given.
  */
 export async function createPrivacyRequest(
   ctx: AppContext,
@@ -93,10 +96,18 @@ export async function createPrivacyRequest(
   const recipient = normalizeRecipient(input.recipient);
   const now = ctx.clock.now();
   const id = newId('prq');
+  const erasing = input.kind === 'redact';
   await ctx.db.transaction().execute(async (trx) => {
     const shipments = await trx
       .selectFrom('shipments')
-      .select(['id', 'customer_account_id', 'livemode'])
+      .select([
+        'id',
+        'customer_account_id',
+        'livemode',
+        'recipient_name',
+        'recipient_email',
+        'recipient_phone',
+      ])
       .where('tenant_id', '=', tenantId)
       .where((eb) =>
         eb.or([
@@ -154,8 +165,8 @@ export async function createPrivacyRequest(
         id,
         tenant_id: tenantId,
         kind: input.kind,
-        recipient_email: recipient.email,
-        recipient_phone: recipient.phone,
+        recipient_email: erasing && recipient.email ? REDACTED : recipient.email,
+        recipient_phone: erasing && recipient.phone ? REDACTED : recipient.phone,
         status: events.length === 0 ? 'no_apps_to_tell' : 'messages_queued',
         shipment_count: shipments.length,
         requested_by: userId,
@@ -172,7 +183,7 @@ export async function createPrivacyRequest(
         )
         .execute();
     }
-    if (input.kind === 'redact' && shipments.length > 0) {
+    if (erasing && shipments.length > 0) {
       await trx
         .updateTable('shipments')
         .set({ recipient_name: REDACTED, recipient_email: null, recipient_phone: null, updated_at: now })
@@ -183,9 +194,23 @@ export async function createPrivacyRequest(
         )
         .execute();
     }
+    if (erasing) {
+      await redactCopies(trx, {
+        tenantId,
+        shipmentIds: shipments.map((s) => s.id),
+        recipient,
+        traces: [
+          ...shipments.flatMap((s) => [s.recipient_name, s.recipient_email ?? '', s.recipient_phone ?? '']),
+          recipient.email ?? '',
+          recipient.phone ?? '',
+        ],
+        exceptRequest: id,
+      });
+    }
   });
   runAfterCommit(ctx);
-  return getPrivacyRequest(ctx, userId, tenantId, id);
+  const filed = await getPrivacyRequest(ctx, userId, tenantId, id);
+  return { ...filed, recipient };
 }
 
 type RequestRow = {

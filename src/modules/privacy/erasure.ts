@@ -1,0 +1,266 @@
+import { sql } from 'kysely';
+import type { AppContext, Trx } from '../../context.ts';
+import type { BackgroundJob } from '../../jobs.ts';
+import { MINUTE } from '../../lib/clock.ts';
+
+/** What replaces a redacted recipient's personal data (shipments, envelopes, privacy records). */
+export const REDACTED = '[redacted]';
+
+/** The shipment fields that hold a recipient's personal data, and what each becomes. */
+const SHIPMENT_FIELDS: Record<string, string | null> = {
+  recipient_name: REDACTED,
+  recipient_email: null,
+  recipient_phone: null,
+};
+
+/** Rows rewritten per statement. */
+const CHUNK = 500;
+
+/**
+ * A copy of `value` with every shipment's personal fields redacted, at any depth (an envelope's
+ * `data.shipment`, and whatever else a later event type nests a shipment in). Key order is kept,
+ * so the envelope reads as before but for those values.
+ */
+function redactShipmentFields(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(redactShipmentFields);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(value)) {
+    out[key] = Object.hasOwn(SHIPMENT_FIELDS, key) ? SHIPMENT_FIELDS[key] : redactShipmentFields(field);
+  }
+  return out;
+}
+
+type PrivacyContact = { email?: string | null; phone?: string | null };
+
+/** An app event's `data.recipient` with the given contact replaced (spec 2.7's privacy messages). */
+function redactPrivacyRecipient(payload: string): string {
+  const envelope = JSON.parse(payload) as { data?: { recipient?: Record<string, unknown> } };
+  const recipient = envelope.data?.recipient;
+  if (!recipient || typeof recipient !== 'object') return payload;
+  for (const key of ['email', 'phone']) {
+    if (recipient[key] !== null && recipient[key] !== undefined) recipient[key] = REDACTED;
+  }
+  return JSON.stringify(envelope);
+}
+
+async function rewrite(
+  trx: Trx,
+  table: 'events' | 'webhook_deliveries',
+  rows: ReadonlyArray<{ id: string; payload: string }>,
+): Promise<void> {
+  for (let start = 0; start < rows.length; start += CHUNK) {
+    const chunk = rows.slice(start, start + CHUNK);
+    const values = sql.join(chunk.map((row) => sql`(${row.id}, ${row.payload})`));
+    await sql`UPDATE ${sql.table(table)} AS t SET payload = v.payload
+      FROM (VALUES ${values}) AS v(id, payload) WHERE t.id = v.id`.execute(trx);
+  }
+}
+
+/**
+ * Redacts, in the erasure's transaction, every stored copy of the recipient's data besides the
+ * shipments themselves (issue 22 item 1, decision 0022):
+ *
+ * - the envelopes of the shipments' events, which their deliveries read when shown, sent, retried
+ *   and replayed (a shipment event's delivery holds no copy of its own since migration 0031);
+ * - the privacy messages (customer.data_request, customer.redact) of earlier requests about the
+ *   same contact, which app events keep in their deliveries;
+ * - the earlier privacy requests about that contact;
+ * - the heads of answers, kept with each attempt, of those messages' receivers that sent back what
+ *   they were sent (an echo), where they name the person: they become `[redacted]`.
+ *
+ * `exceptRequest` is the erasure being filed: its own messages must still name the contact, so
+ * that the apps can find the person.
+ */
+export async function redactCopies(
+  trx: Trx,
+  input: {
+    tenantId: string;
+    shipmentIds: readonly string[];
+    recipient: { email: string | null; phone: string | null };
+    /** The shipments' details as they were: the forms in which an answer may have echoed them. */
+    traces: readonly string[];
+    exceptRequest: string;
+  },
+): Promise<void> {
+  const deliveryIds: string[] = [];
+  for (let start = 0; start < input.shipmentIds.length; start += CHUNK) {
+    const ids = input.shipmentIds.slice(start, start + CHUNK);
+    const events = await trx
+      .selectFrom('events')
+      .select(['id', 'payload', 'created_at'])
+      .where('shipment_id', 'in', ids)
+      .where('tenant_id', '=', input.tenantId)
+      .execute();
+    await rewrite(
+      trx,
+      'events',
+      events.map((event) => ({
+        id: event.id,
+        payload: JSON.stringify(redactShipmentFields(JSON.parse(event.payload))),
+      })),
+    );
+    deliveryIds.push(...(await deliveriesOf(trx, input.tenantId, events)));
+  }
+
+  const { email, phone } = input.recipient;
+  const earlier = await trx
+    .selectFrom('privacy_requests')
+    .select('id')
+    .where('tenant_id', '=', input.tenantId)
+    .where('id', '<>', input.exceptRequest)
+    .where((eb) =>
+      eb.or([
+        ...(email ? [eb('recipient_email', '=', email)] : []),
+        ...(phone ? [eb('recipient_phone', '=', phone)] : []),
+      ]),
+    )
+    .execute();
+  if (earlier.length === 0) {
+    await redactEchoes(trx, deliveryIds, input.traces);
+    return;
+  }
+  const requestIds = earlier.map((row) => row.id);
+  const messages = await trx
+    .selectFrom('privacy_request_messages as m')
+    .innerJoin('webhook_deliveries as d', 'd.id', 'm.delivery_id')
+    .select(['d.id', 'd.payload'])
+    .where('m.privacy_request_id', 'in', requestIds)
+    .where('d.payload', 'is not', null)
+    .execute();
+  await rewrite(
+    trx,
+    'webhook_deliveries',
+    messages.map((message) => ({
+      id: message.id,
+      payload: redactPrivacyRecipient(message.payload as string),
+    })),
+  );
+  await trx
+    .updateTable('privacy_requests')
+    .set((eb) => ({
+      recipient_email: eb.case().when('recipient_email', 'is not', null).then(REDACTED).else(null).end(),
+      recipient_phone: eb.case().when('recipient_phone', 'is not', null).then(REDACTED).else(null).end(),
+    }))
+    .where('id', 'in', requestIds)
+    .execute();
+  deliveryIds.push(...messages.map((message) => message.id));
+  await redactEchoes(trx, deliveryIds, input.traces);
+}
+
+/**
+ * The deliveries of some events of a company: by its targets and the events' time (an index), as
+ * a delivery is made with its event (there is no index by event).
+ */
+async function deliveriesOf(
+  trx: Trx,
+  tenantId: string,
+  events: ReadonlyArray<{ id: string; created_at: Date }>,
+): Promise<string[]> {
+  if (events.length === 0) return [];
+  const since = new Date(Math.min(...events.map((event) => event.created_at.getTime())));
+  const rows = await trx
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('endpoint_id', 'in', (eb) =>
+      eb.selectFrom('webhook_endpoints').select('id').where('tenant_id', '=', tenantId),
+    )
+    .where('created_at', '>=', since)
+    .where(
+      'event_id',
+      'in',
+      events.map((event) => event.id),
+    )
+    .execute();
+  return rows.map((row) => row.id);
+}
+
+/** Answers kept with these deliveries' attempts that contain any of `traces` become `[redacted]`. */
+async function redactEchoes(
+  trx: Trx,
+  deliveryIds: readonly string[],
+  traces: readonly string[],
+): Promise<void> {
+  const needles = [...new Set(traces.filter((trace) => trace.length >= 3))];
+  if (deliveryIds.length === 0 || needles.length === 0) return;
+  const found = sql.join(
+    needles.map((needle) => sql`position(convert_to(${needle}, 'UTF8') in response_body) > 0`),
+    sql` OR `,
+  );
+  for (let start = 0; start < deliveryIds.length; start += CHUNK) {
+    const ids = deliveryIds.slice(start, start + CHUNK);
+    await sql`UPDATE webhook_attempts SET response_body = convert_to(${REDACTED}, 'UTF8')
+      WHERE delivery_id IN (${sql.join(ids)}) AND response_body IS NOT NULL AND (${found})`.execute(trx);
+  }
+}
+
+/** Erasures looked at per run of the job (the oldest open ones first). */
+const OPEN_ERASURES_PER_RUN = 100;
+
+/**
+ * An erasure's own messages (customer.redact) name the contact so that each app can find the
+ * person; once a message has reached its app, its stored copy names them no more (a replay sends
+ * `[redacted]`). One not delivered keeps it, for a retry or a replay, until the history's 30 days
+ * take it. The erasure is complete once none of its messages holds the contact.
+ */
+export async function forgetToldContacts(ctx: AppContext): Promise<{ redacted: number; completed: number }> {
+  const open = await ctx.db
+    .selectFrom('privacy_requests')
+    .select('id')
+    .where('kind', '=', 'redact')
+    .where('completed_at', 'is', null)
+    .orderBy('created_at')
+    .limit(OPEN_ERASURES_PER_RUN)
+    .execute();
+  let redacted = 0;
+  let completed = 0;
+  for (const { id } of open) {
+    await ctx.db.transaction().execute(async (trx) => {
+      const messages = await trx
+        .selectFrom('privacy_request_messages as m')
+        .leftJoin('webhook_deliveries as d', 'd.id', 'm.delivery_id')
+        .select(['m.delivery_id', 'd.status', 'd.payload'])
+        .where('m.privacy_request_id', '=', id)
+        .execute();
+      const rewritten: Array<{ id: string; payload: string }> = [];
+      const traces: string[] = [];
+      let holding = 0;
+      for (const message of messages) {
+        if (message.status === null || message.payload === null) continue;
+        if (message.status !== 'succeeded') {
+          holding += 1;
+          continue;
+        }
+        const payload = redactPrivacyRecipient(message.payload);
+        if (payload === message.payload) continue;
+        rewritten.push({ id: message.delivery_id, payload });
+        const { email, phone } = (JSON.parse(message.payload) as { data: { recipient: PrivacyContact } }).data
+          .recipient;
+        traces.push(email ?? '', phone ?? '');
+      }
+      await rewrite(trx, 'webhook_deliveries', rewritten);
+      await redactEchoes(
+        trx,
+        rewritten.map((message) => message.id),
+        traces,
+      );
+      redacted += rewritten.length;
+      if (holding === 0) {
+        await trx
+          .updateTable('privacy_requests')
+          .set({ completed_at: ctx.clock.now() })
+          .where('id', '=', id)
+          .execute();
+        completed += 1;
+      }
+    });
+  }
+  return { redacted, completed };
+}
+
+/** Housekeeping: what erasures told the apps stops naming the person once it has reached them. */
+export const erasureMessagesJob: BackgroundJob = {
+  name: 'erasure-messages',
+  everyMs: 5 * MINUTE,
+  run: forgetToldContacts,
+};
