@@ -14,7 +14,12 @@ import type { DatabaseHandle } from './db/database.ts';
 import { newDeliveryHooks } from './delivery/context.ts';
 import { registerDeliveryEngine } from './delivery/fanout.ts';
 import { registerBearerAuth } from './http/auth.ts';
-import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './http/errors.ts';
+import {
+  clientErrorHandler,
+  expectationHandler,
+  frameworkErrors,
+  registerErrorHandling,
+} from './http/errors.ts';
 import { registerIdempotency } from './http/idempotency.ts';
 import { parseForm, registerInputGuards } from './http/input.ts';
 import { securitySchemes, transformDocument, transformRoute } from './http/openapi.ts';
@@ -96,6 +101,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     frameworkErrors,
     clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // An Expect header other than 100-continue: problem details, not Node's own empty 417.
+  app.server.on('checkExpectation', expectationHandler);
 
   app.setValidatorCompiler(validatorCompiler);
   app.addSchema(Problem);

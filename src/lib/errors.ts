@@ -15,6 +15,7 @@ export const problemCodes = {
   'request.timeout': [408, 'The request took too long to arrive'],
   'request.uri_too_long': [414, 'The URL is too long'],
   'request.header_too_large': [431, 'The request headers are too large'],
+  'request.expectation_failed': [417, 'The Expect header cannot be met'],
   'validation.failed': [400, 'The request is not valid'],
   rate_limited: [429, 'Too many requests'],
   'auth.invalid_token': [401, 'Missing, unknown, expired or revoked token'],
