@@ -21,6 +21,7 @@ export function problemBody(error: AppError, instance?: string) {
 export function sendProblem(reply: FastifyReply, error: AppError, request?: FastifyRequest) {
   if (error.status === 401) reply.header('www-authenticate', 'Bearer realm="waybill"');
   if (error.status === 503) reply.header('retry-after', '5');
+  if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter));
   return reply
     .code(error.status)
     .type('application/problem+json')

@@ -81,6 +81,8 @@ export class AppError extends Error {
   readonly status: number;
   readonly title: string;
   readonly extra: Record<string, unknown>;
+  /** Seconds for a Retry-After header (a 429 that knows when it ends). */
+  retryAfter: number | undefined;
 
   /** `status` overrides the code's own where the contract gives one code two statuses. */
   constructor(code: ProblemCode, detail?: string, extra: Record<string, unknown> = {}, status?: number) {
@@ -91,6 +93,7 @@ export class AppError extends Error {
     this.status = status ?? codeStatus;
     this.title = title;
     this.extra = extra;
+    this.retryAfter = undefined;
   }
 }
 
