@@ -147,9 +147,14 @@ describe('the outbound budget', () => {
     expect((await messages())[0].attempts).toHaveLength(1);
 
     nextWindow();
-    const replayed = await call(w, 'POST', `/v1/developer/apps/${app.id}/event-messages/${before[0].id}/replay`, {
-      token: developer.token,
-    });
+    const replayed = await call(
+      w,
+      'POST',
+      `/v1/developer/apps/${app.id}/event-messages/${before[0].id}/replay`,
+      {
+        token: developer.token,
+      },
+    );
     expect(replayed.status, replayed.text).toBe(200);
   });
 
