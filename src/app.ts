@@ -9,7 +9,12 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import helmet from 'helmet';
 import type { AppContext } from './context.ts';
 import { registerBearerAuth } from './http/auth.ts';
-import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './http/errors.ts';
+import {
+  clientErrorHandler,
+  expectationHandler,
+  frameworkErrors,
+  registerErrorHandling,
+} from './http/errors.ts';
 import { registerIdempotency } from './http/idempotency.ts';
 import { parseForm, registerInputGuards } from './http/input.ts';
 import { securitySchemes, transformDocument, transformRoute } from './http/openapi.ts';
@@ -47,6 +52,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     frameworkErrors,
     clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // An Expect header other than 100-continue: problem details, not Node's own empty 417.
+  app.server.on('checkExpectation', expectationHandler);
 
   app.setValidatorCompiler(validatorCompiler);
   app.addSchema(Problem);

@@ -3,6 +3,7 @@ import { isDatabaseUnavailable } from './db/database.ts';
 import { purgeIdempotencyKeys } from './http/idempotency.ts';
 import { HOUR } from './lib/clock.ts';
 import { purgeSignInFailures } from './modules/accounts/sign-in-throttle.ts';
+import { purgeOutboundBudget } from './modules/outbound/budget.ts';
 
 export interface BackgroundJob {
   name: string;
@@ -17,6 +18,7 @@ export interface BackgroundJob {
 export const housekeeping: BackgroundJob[] = [
   { name: 'idempotency-keys', everyMs: HOUR, run: purgeIdempotencyKeys },
   { name: 'sign-in-failures', everyMs: HOUR, run: purgeSignInFailures },
+  { name: 'outbound-budget', everyMs: HOUR, run: purgeOutboundBudget },
 ];
 
 export interface Runner {

@@ -96,7 +96,7 @@ export async function seedDemo(ctx: AppContext): Promise<DemoSeed | null> {
       `  app developer     ${DEMO_PEOPLE.developer.email}`,
       `  reviewer          ${DEMO_PEOPLE.reviewer.email}`,
       `  password (all)    ${DEMO_PASSWORD}`,
-      `  test API key      ${testKey.token}   (npx waybill listen --token ...)`,
+      `  test API key      ${testKey.token}   (WAYBILL_API_KEY=... npx waybill listen)`,
     ],
   };
   for (const extend of demoExtensions) await extend(ctx, seed, people);

@@ -11,12 +11,16 @@ import { request, WebSocket } from 'undici';
 import { readHead } from '../delivery/sender.ts';
 import type { MessageFrame, ResultFrame } from '../modules/listeners/protocol.ts';
 
-export const LISTEN_USAGE = `Usage: waybill listen --api <url> --token sk_test_... --forward-to <url> [--events a,b]
+export const LISTEN_USAGE = `Usage: waybill listen --api <url> --forward-to <url> [--events a,b]   (key in WAYBILL_API_KEY)
 
-  --api         Waybill's address, e.g. http://localhost:3000
-  --token       a test API key with webhooks:write (live keys are refused)
+  --api         Waybill's address, e.g. http://localhost:3000 (or WAYBILL_API_URL)
   --forward-to  where to POST each message, e.g. http://localhost:4000/webhooks
-  --events      event types to receive (default: all), comma-separated`;
+  --events      event types to receive (default: the shipment events), comma-separated
+  --token       the key, when WAYBILL_API_KEY is not set; prefer the variable: an option
+                shows in the process list (ps) to everyone on this machine
+
+The key is a test API key with webhooks:write (live keys are refused), read from the
+WAYBILL_API_KEY environment variable, or from --token.`;
 
 /** Under the engine's 10 s deadline, so that the answer gets back in time. */
 const FORWARD_DEADLINE_MS = 9_000;
@@ -76,7 +80,13 @@ async function callApi(options: Options, method: string, path: string, body?: un
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await response.body.text();
-  const json = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+  let json: Record<string, unknown> = {};
+  try {
+    json = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+  } catch {
+    // Not Waybill's answer (a proxy's page): the status says what happened.
+    json = { detail: `an answer that is not JSON (${response.statusCode})` };
+  }
   return { status: response.statusCode, json };
 }
 
@@ -136,6 +146,42 @@ function line(frame: MessageFrame, result: ResultFrame): string {
   return `${new Date().toISOString()}  ${frame.headers['webhook-event'] ?? 'message'}  ${outcome}  ${result.duration_ms} ms  ${frame.headers['webhook-id'] ?? ''}`;
 }
 
+/**
+ * A message frame, or null for anything else: a frame that is not JSON, or JSON of another shape,
+ * is logged (not its content) and skipped, and the connection goes on; other frame types
+ * (`ready`) are skipped quietly.
+ */
+function messageFrame(data: unknown): MessageFrame | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(String(data));
+  } catch {
+    console.error(
+      `${new Date().toISOString()}  ignored a frame that is not JSON (${String(data).length} characters)`,
+    );
+    return null;
+  }
+  const frame = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
+  if (frame.type !== 'message') {
+    if (typeof frame.type !== 'string')
+      console.error(`${new Date().toISOString()}  ignored a frame without a type`);
+    return null;
+  }
+  const headers = frame.headers;
+  const wellFormed =
+    typeof frame.id === 'string' &&
+    typeof frame.body === 'string' &&
+    typeof headers === 'object' &&
+    headers !== null &&
+    !Array.isArray(headers) &&
+    Object.values(headers).every((value) => typeof value === 'string');
+  if (!wellFormed) {
+    console.error(`${new Date().toISOString()}  ignored a message frame that is not well formed`);
+    return null;
+  }
+  return frame as unknown as MessageFrame;
+}
+
 /** Holds one connection until it closes; resolves with whether it had opened. */
 function connect(options: Options, listener: Registered, stop: AbortSignal): Promise<boolean> {
   const url = `${options.api.replace(/^http/, 'ws')}/v1/webhook-listeners/${listener.id}/connect`;
@@ -148,9 +194,8 @@ function connect(options: Options, listener: Registered, stop: AbortSignal): Pro
       opened = true;
     });
     socket.addEventListener('message', (event) => {
-      const frame = JSON.parse(String(event.data)) as MessageFrame | { type: string };
-      if (frame.type !== 'message') return;
-      const message = frame as MessageFrame;
+      const message = messageFrame(event.data);
+      if (message === null) return;
       void forward(options, message).then((result) => {
         console.log(line(message, result));
         if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(result));

@@ -2,6 +2,7 @@ import type { WebhooksTables } from '../delivery/tables.ts';
 import type { AccountsTables } from '../modules/accounts/tables.ts';
 import type { ConsoleTables } from '../modules/console/tables.ts';
 import type { OAuthTables } from '../modules/oauth/tables.ts';
+import type { OutboundTables } from '../modules/outbound/budget.ts';
 import type { PrivacyTables } from '../modules/privacy/tables.ts';
 import type { ShipmentsTables } from '../modules/shipments/tables.ts';
 import type { StoreTables } from '../modules/store/tables.ts';
@@ -14,4 +15,5 @@ export interface Database
     OAuthTables,
     PrivacyTables,
     StoreTables,
-    ConsoleTables {}
+    ConsoleTables,
+    OutboundTables {}

@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../db/database.ts';
@@ -29,6 +29,7 @@ export function sendProblem(reply: FastifyReply, error: AppError, request?: Fast
   if (request) request.problemCode = error.code;
   if (error.status === 401) reply.header('www-authenticate', 'Bearer realm="waybill"');
   if (error.status === 503) reply.header('retry-after', '5');
+  if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter));
   return reply
     .code(error.status)
     .type('application/problem+json')
@@ -111,10 +112,33 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
 
 const PARSER_ERROR = /^HPE_[A-Z_]+$/;
 
+/** The OAuth token and revoke endpoints answer every error in the RFC 6749 format, never problem details. */
+const OAUTH_JSON_PATH = /^\/oauth\/(token|revoke)(?:[?#]|$)/;
+
+/** The path of the request line at the start of what the parser read, when there is one. */
+function requestPath(raw: Buffer | undefined): string | null {
+  if (!raw || raw.length === 0) return null;
+  const line = raw.subarray(0, Math.min(raw.length, 8192)).toString('latin1').split('\r\n', 1)[0] ?? '';
+  const target = line.split(' ')[1];
+  return target?.startsWith('/') ? target : null;
+}
+
+/** An answer on the raw socket or a response Fastify never saw: problem details, or RFC 6749 JSON at /oauth/token and /oauth/revoke. */
+function earlyAnswer(known: AppError, path: string | null): { type: string; body: string } {
+  if (path !== null && OAUTH_JSON_PATH.test(path)) {
+    return {
+      type: 'application/json; charset=utf-8',
+      body: JSON.stringify({ error: 'invalid_request', error_description: known.message }),
+    };
+  }
+  return { type: 'application/problem+json', body: JSON.stringify(problemBody(known)) };
+}
+
 /**
  * Node's `clientError`: a request the HTTP parser refuses (a malformed or doubled Content-Length, a
- * control character in a header, headers too large) never reaches Fastify. It is answered here as
- * problem details on the raw socket, which is then closed.
+ * control character in a header such as a NUL in Basic credentials, headers too large) never
+ * reaches Fastify. It is answered here on the raw socket, which is then closed: problem details, or
+ * the RFC 6749 format when the request line names the OAuth token or revoke endpoint.
  */
 export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Duplex): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
@@ -127,17 +151,43 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Duplex)
             'request.bad_request',
             `The HTTP request could not be parsed${PARSER_ERROR.test(error.code ?? '') ? ` (${error.code})` : ''}`,
           );
-  const body = JSON.stringify(problemBody(known));
+  const { type, body } = earlyAnswer(known, requestPath((error as { rawPacket?: Buffer }).rawPacket));
   if (socket.writable) {
     socket.write(
       `HTTP/1.1 ${known.status} ${STATUS_CODES[known.status]}\r\n` +
-        'Content-Type: application/problem+json\r\n' +
+        `Content-Type: ${type}\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        'Cache-Control: no-store\r\n' +
         'X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n' +
         body,
     );
   }
   socket.destroy(error);
+}
+
+/**
+ * Node's `checkExpectation`: a request whose `Expect` header is not `100-continue` is refused by
+ * Node itself with an empty 417 unless the server listens for this event; the refusal is 417
+ * `request.expectation_failed` in problem details (RFC 6749 JSON at the OAuth token and revoke
+ * endpoints). The request never reaches Fastify, and the connection closes after the answer.
+ */
+export function expectationHandler(request: IncomingMessage, response: ServerResponse): void {
+  const known = new AppError(
+    'request.expectation_failed',
+    'The Expect header asks for something this server does not do; send no Expect, or Expect: 100-continue',
+  );
+  const { type, body } = earlyAnswer(known, request.url ?? null);
+  response.shouldKeepAlive = false;
+  response.writeHead(known.status, {
+    'content-type': type,
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    connection: 'close',
+  });
+  response.end(body);
+  // Whatever body the client sends after its headers is not read.
+  request.resume();
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {

@@ -15,6 +15,7 @@ export const problemCodes = {
   'request.timeout': [408, 'The request took too long to arrive'],
   'request.uri_too_long': [414, 'The URL is too long'],
   'request.header_too_large': [431, 'The request headers are too large'],
+  'request.expectation_failed': [417, 'The Expect header cannot be met'],
   'validation.failed': [400, 'The request is not valid'],
   rate_limited: [429, 'Too many requests'],
   'auth.invalid_token': [401, 'Missing, unknown, expired or revoked token'],
@@ -80,6 +81,8 @@ export class AppError extends Error {
   readonly status: number;
   readonly title: string;
   readonly extra: Record<string, unknown>;
+  /** Seconds for a Retry-After header (a 429 that knows when it ends). */
+  retryAfter: number | undefined;
 
   /** `status` overrides the code's own where the contract gives one code two statuses. */
   constructor(code: ProblemCode, detail?: string, extra: Record<string, unknown> = {}, status?: number) {
@@ -90,6 +93,7 @@ export class AppError extends Error {
     this.status = status ?? codeStatus;
     this.title = title;
     this.extra = extra;
+    this.retryAfter = undefined;
   }
 }
 

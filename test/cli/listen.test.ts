@@ -1,3 +1,7 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import websocket from '@fastify/websocket';
+import Fastify from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/lib/clock.ts';
@@ -109,5 +113,92 @@ describe('waybill listen', () => {
     const command = runListen(['--api', w.url]);
     expect(await command.exited).toBe(2);
     expect(command.stderr()).toContain('Usage: waybill listen');
+  });
+
+  it('says in --help that the key is read from WAYBILL_API_KEY, and listens with the key from there', async () => {
+    const help = runListen(['--help']);
+    expect(await help.exited).toBe(0);
+    expect(help.stdout()).toContain('WAYBILL_API_KEY');
+    expect(help.stdout()).toMatch(/process list/);
+
+    const command = waybill(['listen', '--api', w.url, '--forward-to', receiver.url], {
+      WAYBILL_API_KEY: company.testToken,
+    });
+    try {
+      const match = await eventually(
+        async () => /^Listener (we_\w+); /m.exec(command.stdout()),
+        'the command to be ready',
+      );
+      // The key is nowhere in the command line another user of the machine can read.
+      expect(command.child.spawnargs.join(' ')).not.toContain(company.testToken);
+      const listener = await call(w, 'GET', `/v1/webhook-endpoints/${(match as RegExpExecArray)[1]}`, {
+        token: company.testToken,
+      });
+      expect(listener.status).toBe(200);
+      command.child.kill('SIGINT');
+      expect(await command.exited).toBe(0);
+    } finally {
+      command.child.kill('SIGKILL');
+    }
+  });
+
+  it('logs and skips a frame that is not JSON (or not a message of the right shape), and keeps forwarding', async () => {
+    // A stand-in for Waybill that sends what the real one never does.
+    const results: Json[] = [];
+    const seen: string[] = [];
+    const fake = Fastify();
+    await fake.register(websocket);
+    fake.post('/v1/webhook-listeners', async (request, reply) => {
+      seen.push(String(request.headers.authorization));
+      return reply.code(201).send({ id: 'we_fake', secret: 'whsec_x', event_types: ['shipment.created'] });
+    });
+    fake.get('/v1/webhook-listeners/we_fake/connect', { websocket: true }, (socket) => {
+      socket.on('message', (data: Buffer) => results.push(JSON.parse(String(data))));
+      for (const frame of [
+        'not json {',
+        'null',
+        '42',
+        '{"type":"message","id":"m0"}',
+        '{"type":"message","id":"m1","headers":null,"body":"x"}',
+      ])
+        socket.send(frame);
+      socket.send(
+        JSON.stringify({
+          type: 'message',
+          id: 'm2',
+          headers: { 'content-type': 'application/json', 'webhook-event': 'shipment.created' },
+          body: '{}',
+        }),
+      );
+    });
+    fake.delete('/v1/webhook-endpoints/we_fake', async (_request, reply) => reply.code(204).send());
+    const fakeUrl = await fake.listen({ port: 0, host: '127.0.0.1' });
+    const forwarded: string[] = [];
+    const local = createServer((req, res) => {
+      forwarded.push(String(req.headers['webhook-event']));
+      req.resume();
+      res.writeHead(204).end();
+    });
+    await new Promise<void>((resolve) => local.listen(0, '127.0.0.1', resolve));
+    const localUrl = `http://127.0.0.1:${(local.address() as AddressInfo).port}/hook`;
+    const command = waybill(['listen', '--api', fakeUrl, '--forward-to', localUrl], {
+      WAYBILL_API_KEY: 'sk_test_fake',
+    });
+    try {
+      await eventually(async () => results.length >= 1, 'the result of the good frame');
+      expect(results).toEqual([expect.objectContaining({ type: 'result', id: 'm2', status_code: 204 })]);
+      expect(forwarded).toEqual(['shipment.created']);
+      expect(seen).toEqual(['Bearer sk_test_fake']);
+      expect(command.stderr()).toContain('ignored a frame that is not JSON');
+      expect(command.stderr()).toContain('ignored a message frame that is not well formed');
+      // Still running, still connected.
+      expect(command.child.exitCode).toBeNull();
+      command.child.kill('SIGINT');
+      expect(await command.exited).toBe(0);
+    } finally {
+      command.child.kill('SIGKILL');
+      await new Promise((resolve) => local.close(resolve));
+      await fake.close();
+    }
   });
 });

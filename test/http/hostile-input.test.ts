@@ -203,6 +203,30 @@ describe('OAuth endpoints keep their error formats', () => {
     }
   });
 
+  it('/oauth/token and /oauth/revoke over the wire: raw NUL and control bytes in Basic credentials or the body are RFC 6749 errors', async () => {
+    for (const path of ['/oauth/token', '/oauth/revoke']) {
+      const body = 'grant_type=refresh_token&refresh_token=atr_x&token=atr_x';
+      const rawBody = `grant_type=refresh_token&token=x&client_id=app_${NUL}x&client_secret=s${NUL}`;
+      for (const request of [
+        // The HTTP parser itself refuses these: a NUL or another control byte in the header.
+        `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Basic app_${NUL}:secret\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+        `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Basic YXBw\u0001OnNlY3JldA==\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+        `POST ${path}?client_id=a HTTP/1.1\r\nHost: x\r\nAuthorization: Basic \u007f\r\nContent-Length: 0\r\n\r\n`,
+        // A raw NUL in the form body reaches the endpoint.
+        `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${rawBody.length}\r\n\r\n${rawBody}`,
+      ]) {
+        const answer = headersAndBody(await rawHttp(w, request));
+        expect(answer.status, JSON.stringify(request)).toBeGreaterThanOrEqual(400);
+        expect(answer.status, JSON.stringify(request)).toBeLessThan(500);
+        expect(answer.headers['content-type'], JSON.stringify(request)).toMatch(/^application\/json/);
+        expectOAuthError({ status: answer.status, body: JSON.parse(answer.body) }, [
+          'invalid_request',
+          'invalid_client',
+        ]);
+      }
+    }
+  });
+
   it('/oauth/token given a deep JSON body or a form with a lone surrogate answers invalid_request', async () => {
     const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
     const response = await fetch(`${w.url}/oauth/token`, {
@@ -349,6 +373,33 @@ describe("Fastify's own refusals are problem details too", () => {
     const options = await w.app.inject({ method: 'OPTIONS', url: '/v1/shipments' });
     expect(options.statusCode).toBe(404);
     expect(options.headers['content-type']).toMatch(/^application\/problem\+json/);
+  });
+
+  it("a malformed Expect header is a 417 problem (not Node's empty 417); at /oauth/token the RFC 6749 format", async () => {
+    for (const expectation of ['bogus', '200-ok']) {
+      const answer = headersAndBody(
+        await rawHttp(w, `GET /v1/me HTTP/1.1\r\nHost: x\r\nExpect: ${expectation}\r\n\r\n`),
+      );
+      expect(answer.status, expectation).toBe(417);
+      expect(answer.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(JSON.parse(answer.body)).toMatchObject({ status: 417, code: 'request.expectation_failed' });
+    }
+    const oauth = headersAndBody(
+      await rawHttp(
+        w,
+        'POST /oauth/token HTTP/1.1\r\nHost: x\r\nExpect: bogus\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 12\r\n\r\ngrant_type=x',
+      ),
+    );
+    expect(oauth.status).toBe(417);
+    expect(oauth.headers['content-type']).toMatch(/^application\/json/);
+    expect(JSON.parse(oauth.body)).toMatchObject({ error: 'invalid_request' });
+    // Expect: 100-continue still works as it should.
+    const proceed = await rawHttp(
+      w,
+      'POST /v1/auth/sessions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}',
+    );
+    expect(proceed).toMatch(/^HTTP\/1\.1 100 Continue/);
+    expect(proceed).toMatch(/HTTP\/1\.1 400 /);
   });
 
   it('a Content-Length that disagrees with the body, or two of them, is a 400 problem over the wire', async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MINUTE } from '../../src/lib/clock.ts';
-import { sweepListeners } from '../../src/modules/listeners/service.ts';
+import { LISTENER_LIMIT, sweepListeners } from '../../src/modules/listeners/service.ts';
 import { install, issueAppTokens, registerApp } from '../apps/fixtures.ts';
 import { verify } from '../delivery/support.ts';
 import { expectProblem } from '../http/expect.ts';
@@ -14,6 +14,7 @@ import {
 } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
+import { createMerchant } from '../webhooks/api/support.ts';
 import { connectListener } from './support.ts';
 
 let w: TestWaybill;
@@ -114,6 +115,30 @@ describe('registering a listener', () => {
     }
     for (const id of [first.body.id, second.body.id])
       await call(w, 'DELETE', `/v1/webhook-endpoints/${id}`, { token: company.testToken });
+  });
+
+  it("counts listeners per owner: a merchant's test key cannot take the company's places, nor the company a merchant's", async () => {
+    const owner = await createCompany(w, 'Crowded Company');
+    const merchant = await createMerchant(w, owner, 'test');
+    const otherMerchant = await createMerchant(w, owner, 'test');
+    const taken: string[] = [];
+    for (let i = 0; i < LISTENER_LIMIT; i++) {
+      const created = await register(merchant.token);
+      expect(created.status).toBe(201);
+      taken.push(created.body.id);
+    }
+    expectProblem(await register(merchant.token), 409, 'webhook_listener.limit_reached');
+    // The company and another merchant still have all their places.
+    for (let i = 0; i < LISTENER_LIMIT; i++) {
+      const created = await register(owner.testToken);
+      expect(created.status).toBe(201);
+      taken.push(created.body.id);
+    }
+    expectProblem(await register(owner.testToken), 409, 'webhook_listener.limit_reached');
+    expect((await register(otherMerchant.token)).status).toBe(201);
+    // A place freed is a place again.
+    await call(w, 'DELETE', `/v1/webhook-endpoints/${taken[0]}`, { token: merchant.token });
+    expect((await register(merchant.token)).status).toBe(201);
   });
 
   it('answers 426 to a plain request for the connection, and 404 for an unknown or foreign listener', async () => {

@@ -97,6 +97,38 @@ describe('automated checks against real receivers', () => {
     expect(checks.events_url_accepts_signed_test.detail.received.status_code).toBe(401);
   });
 
+  it('a receiver answering a NUL byte (or bytes that are not UTF-8) is recorded, not a 500', async () => {
+    for (const body of ['\u0000', Buffer.from([0x6f, 0x6b, 0x00, 0xff, 0xfe, 0x00])]) {
+      const nul = await startEventsReceiver(
+        () => 200,
+        () => body,
+      );
+      try {
+        const { checks, submission } = await submitTo(nul.url, 'nul');
+        expect(submission.status).toBe('submitted');
+        const received = checks.events_url_accepts_signed_test.detail.received;
+        expect(received.status_code).toBe(200);
+        expect(typeof received.body).toBe('string');
+        expect(received.body).not.toContain('\u0000');
+        // The stored submission reads back the same.
+        const listed = await call(w, 'GET', `/v1/developer/apps/${submission.app_id}/submissions`, {
+          token: developer.token,
+        });
+        expect(listed.status).toBe(200);
+        expect(byName(listed.body.data[0].checks).events_url_accepts_signed_test.detail.received.body).toBe(
+          received.body,
+        );
+        // "Check my events URL" answers the same way.
+        const run = await call(w, 'POST', `/v1/developer/apps/${submission.app_id}/events-url-checks`, {
+          token: developer.token,
+        });
+        expect(run.status).toBe(200);
+      } finally {
+        await nul.close();
+      }
+    }
+  });
+
   it('an events URL that does not answer fails both, with the reason', async () => {
     const closed = await startEventsReceiver(() => 200);
     await closed.close();

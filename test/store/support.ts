@@ -25,7 +25,10 @@ export interface Received {
 }
 
 /** A real events receiver on 127.0.0.1: answers what `decide` says and records every message. */
-export async function startEventsReceiver(decide: (message: Omit<Received, 'status'>) => number) {
+export async function startEventsReceiver(
+  decide: (message: Omit<Received, 'status'>) => number,
+  answer?: (status: number) => string | Buffer,
+) {
   const received: Received[] = [];
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
@@ -36,7 +39,7 @@ export async function startEventsReceiver(decide: (message: Omit<Received, 'stat
       const status = decide(message);
       received.push({ ...message, status });
       response.writeHead(status, { 'content-type': 'text/plain' });
-      response.end(status < 300 ? 'thanks' : 'refused');
+      response.end(answer ? answer(status) : status < 300 ? 'thanks' : 'refused');
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -4,6 +4,7 @@ import { type AttemptOutcome, attemptDelivery } from '../../delivery/attempt.ts'
 import { AppError } from '../../lib/errors.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { ownedAppRow } from '../apps/service.ts';
+import { spendOutbound } from '../outbound/budget.ts';
 import { type Attempt, type Delivery, presentAttempt, presentDelivery } from '../webhooks/deliveries.ts';
 import { enqueueAppEvents, NO_COMPANY } from './enqueue.ts';
 
@@ -68,9 +69,10 @@ export async function listEventMessages(
 }
 
 /** A suspended app receives nothing, replays and tests included (spec 3.2). */
-async function requireNotSuspended(ctx: AppContext, developerId: string, appId: string): Promise<void> {
+async function requireNotSuspended(ctx: AppContext, developerId: string, appId: string) {
   const app = await ownedAppRow(ctx, developerId, appId);
   if (app.status === 'suspended') throw new AppError('app.suspended');
+  return app;
 }
 
 /** Sends one of the app's messages again now (same webhook-id); counts as one more attempt. */
@@ -84,12 +86,14 @@ export async function replayEventMessage(
   const found = await ctx.db
     .selectFrom('webhook_deliveries')
     .innerJoin('webhook_endpoints', 'webhook_endpoints.id', 'webhook_deliveries.endpoint_id')
-    .select('webhook_deliveries.id')
+    .select(['webhook_deliveries.id', 'webhook_endpoints.url'])
     .where('webhook_deliveries.id', '=', deliveryId)
     .where('webhook_endpoints.app_id', '=', appId)
     .where('webhook_endpoints.kind', '=', 'app_events')
     .executeTakeFirst();
   if (!found) throw new AppError('webhook_delivery.not_found');
+  // One request on the developer's behalf (decision 0028).
+  await spendOutbound(ctx, { account: { kind: 'user', id: developerId }, url: found.url });
   return attemptDelivery(ctx, deliveryId, 'replay');
 }
 
@@ -102,7 +106,9 @@ export async function sendTestAppEvent(
   developerId: string,
   appId: string,
 ): Promise<AttemptOutcome> {
-  await requireNotSuspended(ctx, developerId, appId);
+  const app = await requireNotSuspended(ctx, developerId, appId);
+  // One request on the developer's behalf, refused before the message is made (decision 0028).
+  await spendOutbound(ctx, { account: { kind: 'user', id: developerId }, url: app.events_url });
   return sendTestAppEventToApp(ctx, appId);
 }
 

@@ -72,7 +72,7 @@ export function appEventRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags: ['Developer'],
           summary: 'Send an app-event message again now, with the same webhook-id',
           params: MessageParams,
-          response: { 200: OutcomeSchema, ...errorResponses(401, 403, 404, 409) },
+          response: { 200: OutcomeSchema, ...errorResponses(401, 403, 404, 409, 429) },
         },
       },
       async (request) =>
@@ -92,7 +92,7 @@ export function appEventRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags: ['Developer'],
           summary: 'Send a test app.uninstalled (test: true, no real company) to the events URL',
           params: AppParams,
-          response: { 200: OutcomeSchema, ...errorResponses(401, 403, 404, 409) },
+          response: { 200: OutcomeSchema, ...errorResponses(401, 403, 404, 409, 429) },
         },
       },
       async (request) => sendTestAppEvent(ctx, requireUser(request.principal).userId, request.params.id),

@@ -19,7 +19,7 @@ import { SHIPMENT_EVENT_TYPES } from '../webhooks/event-types.ts';
  * waking, a network change) gets the deliveries that waited, with the same secret.
  */
 export const LISTENER_GRACE_MS = 10 * MINUTE;
-/** Listeners per company (or merchant) at once: each holds a connection and a worker's attention. */
+/** Listeners per owner (the company, or each of its merchants) at once: each holds a connection and a worker's attention. */
 export const LISTENER_LIMIT = 10;
 export const LISTENER_DESCRIPTION = 'listening from the command line';
 
@@ -57,11 +57,18 @@ export async function createListener(
   });
   await ctx.db.transaction().execute(async (trx) => {
     await trx.selectFrom('companies').select('id').where('id', '=', access.tenantId).forUpdate().execute();
+    // Per owner, as the endpoint limit: a merchant's key fills the merchant's places, never the
+    // company's (nor another merchant's).
     const { count } = await trx
       .selectFrom('webhook_endpoints')
       .select((eb) => eb.fn.countAll<string>().as('count'))
       .where('tenant_id', '=', access.tenantId)
       .where('kind', '=', 'listener')
+      .where((eb) =>
+        access.customerAccountId
+          ? eb('customer_account_id', '=', access.customerAccountId)
+          : eb('customer_account_id', 'is', null),
+      )
       .executeTakeFirstOrThrow();
     if (Number(count) >= LISTENER_LIMIT) {
       throw new AppError(

@@ -117,11 +117,21 @@ function wronglySigned(message: OutgoingMessage): OutgoingMessage {
   return { ...message, headers: { ...headers, 'webhook-signature': signature } };
 }
 
+/**
+ * The answer as text that a jsonb column holds: the checks are stored with the submission, and
+ * PostgreSQL refuses a NUL in jsonb (and text), so a receiver answering one made the submission a
+ * 500. Bytes that are not UTF-8 are already U+FFFD (responseText); a NUL becomes U+FFFD as well.
+ * Delivery attempts keep their answers as bytes (bytea) and need none of this.
+ */
+function storableText(head: Uint8Array | null): string | null {
+  return responseText(head)?.replaceAll('\u0000', '\ufffd') ?? null;
+}
+
 function received(result: SendResult): NonNullable<CheckDetail['received']> {
   return {
     status_code: result.status_code,
     duration_ms: result.duration_ms,
-    body: responseText(result.response_head),
+    body: storableText(result.response_head),
     error: result.error,
   };
 }

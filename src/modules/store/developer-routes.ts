@@ -122,7 +122,7 @@ export function developerStoreRoutes(ctx: AppContext): FastifyPluginAsyncTypebox
             "Sends the two test messages to the events URL (or to `events_url` when given) and checks `scope_justifications` against the app's scopes (or `scopes`). The answer is the checks a submission would record.",
           params: AppParams,
           body: ChecksBody,
-          response: { 200: ChecksSchema, ...errorResponses(400, 401, 403, 404) },
+          response: { 200: ChecksSchema, ...errorResponses(400, 401, 403, 404, 429) },
         },
         preValidation: async (request) => {
           request.body ??= {};

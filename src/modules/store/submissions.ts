@@ -6,6 +6,7 @@ import type { Page, PageRequest } from '../../lib/paging.ts';
 import type { Scope } from '../accounts/roles.ts';
 import { jsonArray } from '../apps/registry.ts';
 import { type App, type AppPatch, getApp, normalizeAppPatch, type ReviewedValues } from '../apps/service.ts';
+import { spendOutbound } from '../outbound/budget.ts';
 import { type Check, runSubmissionChecks } from './checks.ts';
 import { REJECTIONS_LOOKBACK_MS, submissionsOpenAt } from './cooldown.ts';
 import { checkListing, type Listing, type ScopeJustification } from './listing.ts';
@@ -137,6 +138,11 @@ function requireBasics(values: ReviewedValues): void {
   }
 }
 
+/** The automated checks send two messages to the events URL. */
+function spendChecks(ctx: AppContext, userId: string, eventsUrl: string): Promise<void> {
+  return spendOutbound(ctx, { account: { kind: 'user', id: userId }, url: eventsUrl, sends: 2 });
+}
+
 /**
  * POST /v1/developer/apps/{id}/submissions (spec 2.8, 3.1): checks the state, the proposed values
  * (as PATCH does), the requirements and the listing; runs the automated checks; stores the snapshot
@@ -161,6 +167,9 @@ export async function createSubmission(
   const values = submittedValues(live, proposed);
   requireBasics(values);
   const listing = checkListing(input.listing, values.scopes);
+  // The two messages spend from the person's and the events URL host's outbound budget, before
+  // anything is sent or stored (decision 0028).
+  if (values.events_url) await spendChecks(ctx, userId, values.events_url);
   // The checks talk to the developer's server: no transaction is open while they run.
   const checks = await runSubmissionChecks(ctx, { id: live.id, ...values }, listing);
   const { events_url, ...snapshot } = values;
@@ -266,5 +275,6 @@ export async function checkBeforeSubmitting(
   });
   const values = submittedValues(live, proposed);
   const listing = input.scope_justifications ? { scope_justifications: input.scope_justifications } : null;
+  if (values.events_url) await spendChecks(ctx, userId, values.events_url);
   return { checks: await runSubmissionChecks(ctx, { id: live.id, ...values }, listing) };
 }

@@ -6,6 +6,7 @@ import type { WebhookEndpointsTable } from '../../delivery/tables.ts';
 import { addMs, DAY } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { requireScope, type TenantAccess } from '../accounts/access.ts';
+import { spendEndpointSend } from './budget.ts';
 import { type Attempt, type DeliveryStatus, findVisibleDelivery, getDelivery } from './deliveries.ts';
 import { findVisibleEndpoint, updateEndpoint } from './endpoints.ts';
 
@@ -30,6 +31,7 @@ export async function replayDelivery(
   requireScope(access, 'webhooks:write');
   const { endpoint } = await findVisibleDelivery(ctx, access, deliveryId);
   assertEnabled(endpoint);
+  await spendEndpointSend(ctx, access, endpoint);
   await attemptDelivery(ctx, deliveryId, 'replay');
   const after = await getDelivery(ctx, access, deliveryId);
   const latest = after.attempts.at(-1);
@@ -50,6 +52,17 @@ export async function replayFailed(
   requireScope(access, 'webhooks:write');
   const endpoint = await findVisibleEndpoint(ctx.db, access, endpointId);
   assertEnabled(endpoint);
+  // One request from the budget, whatever it queues: the engine sends those at the endpoint's own
+  // pace, and they are deliveries the endpoint was due anyway (decision 0028).
+  await spendEndpointSend(ctx, access, endpoint);
+  return queueFailedAgain(ctx, endpoint);
+}
+
+async function queueFailedAgain(
+  ctx: AppContext,
+  endpoint: WebhookEndpointsTable,
+): Promise<{ replayed: number }> {
+  const endpointId = endpoint.id;
   const now = ctx.clock.now();
   const result = await ctx.db
     .updateTable('webhook_deliveries')
@@ -76,6 +89,9 @@ export async function enableAndReplay(
   access: TenantAccess,
   endpointId: string,
 ): Promise<{ replayed: number }> {
+  requireScope(access, 'webhooks:write');
+  // Spent before the endpoint is enabled, so that a refusal changes nothing.
+  await spendEndpointSend(ctx, access, await findVisibleEndpoint(ctx.db, access, endpointId));
   await updateEndpoint(ctx, access, endpointId, { enabled: true });
-  return replayFailed(ctx, access, endpointId);
+  return queueFailedAgain(ctx, await findVisibleEndpoint(ctx.db, access, endpointId));
 }

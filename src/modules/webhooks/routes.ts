@@ -155,7 +155,7 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           ...byId,
           summary: 'Send a test message (test: true, an example shipment) and answer what the receiver said',
           body: TestSendBody,
-          response: { 200: TestSendResultSchema, ...errorResponses(400, 401, 403, 404) },
+          response: { 200: TestSendResultSchema, ...errorResponses(400, 401, 403, 404, 429) },
         },
         // The body is optional: no body means the endpoint's first event type.
         preValidation: async (request) => {
@@ -202,7 +202,7 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         schema: {
           ...byId,
           summary: 'Queue again every failed and cancelled delivery of the last 7 days',
-          response: { 200: BulkReplayResultSchema, ...errorResponses(401, 403, 404, 409) },
+          response: { 200: BulkReplayResultSchema, ...errorResponses(401, 403, 404, 409, 429) },
         },
       },
       async (request) => replayFailed(ctx, write(request), request.params.id),
@@ -228,7 +228,7 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         schema: {
           ...byId,
           summary: 'One more attempt of a delivery, now, with the same webhook-id',
-          response: { 200: ReplayResultSchema, ...errorResponses(401, 403, 404, 409) },
+          response: { 200: ReplayResultSchema, ...errorResponses(401, 403, 404, 409, 429) },
         },
       },
       async (request) => replayDelivery(ctx, write(request), request.params.id),

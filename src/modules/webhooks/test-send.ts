@@ -3,6 +3,7 @@ import { attemptDelivery } from '../../delivery/attempt.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { requireScope, type TenantAccess } from '../accounts/access.ts';
+import { spendEndpointSend } from './budget.ts';
 import { eventTypesOf, findVisibleEndpoint } from './endpoints.ts';
 import { exampleEnvelope, isEventType } from './event-types.ts';
 
@@ -34,6 +35,8 @@ export async function sendTestMessage(
       errors: [{ path: '/event_type', message: `unknown event type ${type}` }],
     });
   }
+  // One request on the owner's behalf, refused before the message is made (decision 0028).
+  await spendEndpointSend(ctx, access, endpoint);
   const now = ctx.clock.now();
   const eventId = newId('evt');
   const deliveryId = newId('dlv');
