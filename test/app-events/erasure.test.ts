@@ -171,6 +171,23 @@ describe('an erasure', () => {
     });
     expect(disabled.status).toBe(200);
 
+    // A delivery written before migration 0016 holds a copy of its own (one that differs from its
+    // event's, which migration 0031 left): it is what that delivery sends.
+    const legacy = await w.ctx.db
+      .selectFrom('webhook_deliveries as d')
+      .innerJoin('events as ev', 'ev.id', 'd.event_id')
+      .select(['d.id', 'ev.payload'])
+      .where('d.endpoint_id', '=', endpointA.id)
+      .where('ev.shipment_id', '=', shipments[1].id)
+      .executeTakeFirstOrThrow();
+    const legacyCopy = JSON.parse(legacy.payload);
+    legacyCopy.data.shipment.external_ref = 'kept in the delivery';
+    await w.ctx.db
+      .updateTable('webhook_deliveries')
+      .set({ payload: JSON.stringify(legacyCopy) })
+      .where('id', '=', legacy.id)
+      .execute();
+
     // Before the erasure, the details are there: in the messages, the events and the database.
     expect(receiver.received.some((m) => m.body.includes(NAME))).toBe(true);
     expect(tracesIn(await dumpDatabase())).toEqual(TRACES);

@@ -100,7 +100,24 @@ export async function redactCopies(
         payload: JSON.stringify(redactShipmentFields(JSON.parse(event.payload))),
       })),
     );
-    deliveryIds.push(...(await deliveriesOf(trx, input.tenantId, events)));
+    const deliveries = await deliveriesOf(trx, input.tenantId, events);
+    deliveryIds.push(...deliveries.map((delivery) => delivery.id));
+    // A delivery holds a copy of its own only if written before migration 0016 and not reached by
+    // 0031 (a copy that differs from its event's): it is what that delivery sends.
+    await rewrite(
+      trx,
+      'webhook_deliveries',
+      deliveries.flatMap((delivery) =>
+        delivery.payload === null
+          ? []
+          : [
+              {
+                id: delivery.id,
+                payload: JSON.stringify(redactShipmentFields(JSON.parse(delivery.payload))),
+              },
+            ],
+      ),
+    );
   }
 
   const { email, phone } = input.recipient;
@@ -156,12 +173,12 @@ async function deliveriesOf(
   trx: Trx,
   tenantId: string,
   events: ReadonlyArray<{ id: string; created_at: Date }>,
-): Promise<string[]> {
+): Promise<Array<{ id: string; payload: string | null }>> {
   if (events.length === 0) return [];
   const since = new Date(Math.min(...events.map((event) => event.created_at.getTime())));
   const rows = await trx
     .selectFrom('webhook_deliveries')
-    .select('id')
+    .select(['id', 'payload'])
     .where('endpoint_id', 'in', (eb) =>
       eb.selectFrom('webhook_endpoints').select('id').where('tenant_id', '=', tenantId),
     )
@@ -172,7 +189,7 @@ async function deliveriesOf(
       events.map((event) => event.id),
     )
     .execute();
-  return rows.map((row) => row.id);
+  return rows;
 }
 
 /** Answers kept with these deliveries' attempts that contain any of `traces` become `[redacted]`. */

@@ -31,7 +31,8 @@ async function privacyBody(ctx: AppContext, view: DashboardView) {
   return html`<h1>Privacy requests</h1>
 <p class="muted">When a recipient asks what you hold about them, or to be erased, file it here: every installed app
 that can see their shipments is told (customer.data_request or customer.redact). Erasing also replaces the
-recipient's name, e-mail and phone on your shipments; tracking and statuses stay.</p>
+recipient's name, e-mail and phone on your shipments, their events and every message sent from now on
+(retries and replays included); tracking and statuses stay. An erasure is listed without the contact.</p>
 <form class="stack card" method="post" action="${PRIVACY}">
 ${csrfField(view.csrf)}
 <h2>New request</h2>
