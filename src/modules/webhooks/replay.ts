@@ -6,6 +6,7 @@ import type { WebhookEndpointsTable } from '../../delivery/tables.ts';
 import { addMs, DAY } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { requireScope, type TenantAccess } from '../accounts/access.ts';
+import { assertInstallationReceives, installationReceives } from '../oauth/installation-grants.ts';
 import { type Attempt, type DeliveryStatus, findVisibleDelivery, getDelivery } from './deliveries.ts';
 import { findVisibleEndpoint, updateEndpoint } from './endpoints.ts';
 
@@ -28,8 +29,10 @@ export async function replayDelivery(
   deliveryId: string,
 ): Promise<Attempt & { delivery_id: string; delivery_status: DeliveryStatus }> {
   requireScope(access, 'webhooks:write');
-  const { endpoint } = await findVisibleDelivery(ctx, access, deliveryId);
+  const { endpoint, delivery } = await findVisibleDelivery(ctx, access, deliveryId);
   assertEnabled(endpoint);
+  // An app's endpoint receives only what its grant allows now, replays included (decision 0024).
+  await assertInstallationReceives(ctx.db, endpoint.installation_id, [delivery.event_type]);
   await attemptDelivery(ctx, deliveryId, 'replay');
   const after = await getDelivery(ctx, access, deliveryId);
   const latest = after.attempts.at(-1);
@@ -50,6 +53,9 @@ export async function replayFailed(
   requireScope(access, 'webhooks:write');
   const endpoint = await findVisibleEndpoint(ctx.db, access, endpointId);
   assertEnabled(endpoint);
+  // A held installation's endpoint gets nothing (409); one with narrower scopes than it had gets
+  // back only the types they allow now (decision 0024).
+  await assertInstallationReceives(ctx.db, endpoint.installation_id, []);
   const now = ctx.clock.now();
   const result = await ctx.db
     .updateTable('webhook_deliveries')
@@ -64,6 +70,7 @@ export async function replayFailed(
           .whereRef('events.id', '=', 'webhook_deliveries.event_id'),
       ),
     )
+    .where(installationReceives(sql.val(endpoint.installation_id), sql.ref('webhook_deliveries.event_type')))
     .executeTakeFirst();
   const replayed = Number(result.numUpdatedRows);
   if (replayed > 0) runAfterCommit(ctx);
@@ -76,6 +83,9 @@ export async function enableAndReplay(
   access: TenantAccess,
   endpointId: string,
 ): Promise<{ replayed: number }> {
+  // Refused before anything changes when the app's installation may receive nothing.
+  const endpoint = await findVisibleEndpoint(ctx.db, access, endpointId);
+  await assertInstallationReceives(ctx.db, endpoint.installation_id, []);
   await updateEndpoint(ctx, access, endpointId, { enabled: true });
   return replayFailed(ctx, access, endpointId);
 }
