@@ -230,10 +230,12 @@ describe("an installation's endpoints follow its grant", () => {
     const admin = await addMember(company, 'admin');
     const tokens = await obtainTokens(w, as, app, admin, { scope: 'shipments:read webhooks:write' });
     const hook = await receiver();
+    const gone = await receiver(410);
     const endpoint = await appEndpoint(tokens.access_token, hook.url, [
       'shipment.created',
-      'webhook_endpoint.failing',
+      'webhook_endpoint.disabled',
     ]);
+    const sibling = await appEndpoint(tokens.access_token, gone.url, ['shipment.created']);
     // Leave and come back as a viewer (the role that holds shipments:read only).
     await call(w, 'DELETE', `/v1/companies/${company.tenantId}/members/${admin.id}`, {
       token: company.owner.token,
@@ -244,10 +246,12 @@ describe("an installation's endpoints follow its grant", () => {
     });
     expect(await endpointAsCompany(company, endpoint.id)).toMatchObject({
       held_reason: null,
-      withheld_event_types: ['webhook_endpoint.failing'],
+      withheld_event_types: ['webhook_endpoint.disabled'],
     });
     await createShipment(w, company.liveToken);
-    expect(await deliver(hook)).toEqual([['shipment.created']]);
+    // The sibling answers 410 and is disabled; telling of it needs webhooks:read, beyond a viewer.
+    expect(await deliver(hook, gone)).toEqual([['shipment.created'], ['shipment.created']]);
+    expect((await endpointAsCompany(company, sibling.id)).enabled).toBe(false);
   });
 });
 
