@@ -28,10 +28,11 @@ export function installationReceives(
   installation: RawBuilder<unknown>,
   type: RawBuilder<unknown>,
 ): RawBuilder<boolean> {
-  return sql<boolean>`(${installation} IS NULL OR EXISTS (
+  // Cast: a bound null alone has no type.
+  return sql<boolean>`((${installation})::text IS NULL OR EXISTS (
     SELECT 1 FROM installation_grants g
-    WHERE g.installation_id = ${installation} AND g.held_reason IS NULL
-      AND scopes_allow(g.scopes, event_type_scope(${type}))))`;
+    WHERE g.installation_id = (${installation})::text AND g.held_reason IS NULL
+      AND scopes_allow(g.scopes, event_type_scope((${type})::text))))`;
 }
 
 /** How an installation's endpoint stands under the rule: shown on the endpoint (API and dashboard). */
