@@ -179,6 +179,40 @@ describe("an installation's endpoints follow its grant", () => {
     expect(envelope.data.shipment.id).toBe(shipment.id);
   });
 
+  it('a retry waiting when the approver leaves is not sent: cancelled, and replayable once approved again', async () => {
+    const company = await liveCompany();
+    const app = await newApp();
+    const admin = await addMember(company, 'admin');
+    const tokens = await obtainTokens(w, as, app, admin, { scope: 'shipments:read webhooks:write' });
+    const hook = await receiver(500);
+    const endpoint = await appEndpoint(tokens.access_token, hook.url, ['shipment.created']);
+    await createShipment(w, company.liveToken);
+    expect(await deliver(hook)).toEqual([['shipment.created']]);
+    hook.answer = (_m, res) => res.end('ok');
+
+    await call(w, 'DELETE', `/v1/companies/${company.tenantId}/members/${admin.id}`, {
+      token: company.owner.token,
+    });
+    w.clock.advance(60 * 60_000);
+    expect(await deliver(hook)).toEqual([[]]);
+    const listed = await call(w, 'GET', `/v1/webhook-endpoints/${endpoint.id}/deliveries`, {
+      token: company.liveToken,
+    });
+    expect(listed.body.data.map((d: { status: string }) => d.status)).toEqual(['cancelled']);
+    const refused = await call(w, 'POST', `/v1/webhook-endpoints/${endpoint.id}/deliveries/replay`, {
+      token: company.liveToken,
+    });
+    expect(refused.status).toBe(409);
+    expect(refused.body.code).toBe('installation.needs_approval');
+
+    await obtainTokens(w, as, app, company.owner, { scope: 'shipments:read webhooks:write' });
+    const replayed = await call(w, 'POST', `/v1/webhook-endpoints/${endpoint.id}/deliveries/replay`, {
+      token: company.liveToken,
+    });
+    expect(replayed.body).toEqual({ replayed: 1 });
+    expect(await deliver(hook)).toEqual([['shipment.created']]);
+  });
+
   it('an approval with fewer scopes: only the types those scopes allow are sent, and the endpoint lists the rest', async () => {
     const company = await liveCompany();
     const app = await newApp();

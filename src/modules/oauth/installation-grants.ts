@@ -107,3 +107,37 @@ export async function assertInstallationReceives(
     );
   }
 }
+
+/**
+ * Cancels what waits (a retry, or a message not yet sent) for the company's installation endpoints
+ * that may no longer receive it: called in the transaction that narrows a grant (a new approval)
+ * or ends it (the approver leaves the company). Cancelled, not held: a company replays them once a
+ * person approved the app again (bulk replay takes cancelled deliveries). A suspension holds
+ * instead, and its reinstatement sends what was held (apps/moderation.ts).
+ */
+export async function cancelWithheldDeliveries(trx: Trx, tenantId: string, now: Date): Promise<number> {
+  const result = await trx
+    .updateTable('webhook_deliveries')
+    .set({ status: 'cancelled', next_attempt_at: null, updated_at: now })
+    .where('status', '=', 'pending')
+    // Through the queue: the log's own rows of these endpoints are mostly history.
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('webhook_queue as q')
+        .innerJoin('webhook_endpoints as e', 'e.id', 'q.endpoint_id')
+        .innerJoin('installation_grants as g', 'g.installation_id', 'e.installation_id')
+        .select('q.delivery_id')
+        .where('e.tenant_id', '=', tenantId)
+        .where('g.held_reason', 'is distinct from', 'app_suspended'),
+    )
+    .where(({ not }) =>
+      not(
+        installationReceives(
+          sql`(SELECT e.installation_id FROM webhook_endpoints e WHERE e.id = webhook_deliveries.endpoint_id)`,
+          sql.ref('webhook_deliveries.event_type'),
+        ),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
