@@ -1,5 +1,7 @@
+import { sql } from 'kysely';
 import type * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROLES, scopesOfRole } from '../../src/modules/accounts/roles.ts';
 import { registerApp as registerAppByApi } from '../apps/fixtures.ts';
 import { type Receiver, startReceiver, testWorker, verify } from '../delivery/support.ts';
 import { discover, obtainTokens, type TestApp } from '../oauth/support.ts';
@@ -387,5 +389,16 @@ describe('a suspended app', () => {
       token: company.liveToken,
     });
     expect(after.body.data).toEqual(before.body.data);
+  });
+});
+
+describe('the rule in the database', () => {
+  it("holds each role's scopes as roles.ts does", async () => {
+    for (const role of ROLES) {
+      const { rows } = await sql<{ scopes: string[] }>`SELECT role_scopes(${role}) AS scopes`.execute(
+        w.ctx.db,
+      );
+      expect([...(rows[0]?.scopes ?? [])].sort(), role).toEqual([...scopesOfRole(role)].sort());
+    }
   });
 });
