@@ -168,6 +168,16 @@ describe("an installation's endpoints follow its grant", () => {
     expect(page.text).toContain('approve the app again');
     const list = await browser.get('/dashboard/webhooks');
     expect(list.text).toContain('data-held-reason="needs_approval"');
+    // The company's installed apps say so too, where a person approves it again.
+    const installation = await call(
+      w,
+      'GET',
+      `/v1/companies/${company.tenantId}/installations/${tokens.installation_id}`,
+      { token: company.owner.token },
+    );
+    expect(installation.body.held_reason).toBe('needs_approval');
+    const apps = await browser.get('/dashboard/apps');
+    expect(apps.text).toContain('data-held-reason="needs_approval"');
 
     // The owner approves the app again: new events flow again.
     await obtainTokens(w, as, app, company.owner, { scope: 'shipments:read webhooks:write' });
