@@ -48,6 +48,11 @@ export const problemCodes = {
   'webhook_listener.already_connected': [409, 'The listener is connected already'],
   'webhook_listener.upgrade_required': [426, 'Connect with a WebSocket'],
   'installation.not_found': [404, 'No such installation'],
+  'installation.needs_approval': [
+    409,
+    "The installation's approver left or lost the role; it receives nothing until a person approves it again",
+  ],
+  'installation.scope_not_granted': [409, "The installation's grant does not allow this event type"],
   'app.not_found': [404, 'No such app'],
   'app.published_requires_review': [409, 'A published app changes this field through review'],
   'app.invalid_redirect_uri': [400, 'Redirect URI not allowed'],

@@ -110,6 +110,7 @@ describe('installations API', () => {
       app_id: appId,
       app_name: appName,
       app_status: 'private',
+      held_reason: null,
       tenant_id: company.tenantId,
       customer_account_id: accountA,
       scopes: ['shipments:read', 'webhooks:write'],

@@ -3,6 +3,7 @@ import { newestFirst } from '../../db/paging.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId, newTenantId } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
+import { cancelWithheldDeliveries } from '../oauth/installation-grants.ts';
 import { isMerchantRole, managesIntegrations, managesMembers, type Role } from './roles.ts';
 import type { CompaniesTable, CustomerAccountsTable, MembershipsTable } from './tables.ts';
 import { normalizeEmail } from './users.ts';
@@ -200,7 +201,8 @@ export async function addMember(
 
 /**
  * The person leaves the company. Their app access tokens stop working at once, because every
- * app-token call checks the approver's current membership.
+ * app-token call checks the approver's current membership; the endpoints of the installations they
+ * approved receive nothing until a person approves again (decision 0024).
  */
 export async function removeMember(ctx: AppContext, userId: string, tenantId: string, memberUserId: string) {
   const leavingSelf = userId === memberUserId;
@@ -229,6 +231,9 @@ export async function removeMember(ctx: AppContext, userId: string, tenantId: st
       if (Number(owners.n) <= 1) throw new AppError('member.last_owner');
     }
     await trx.deleteFrom('memberships').where('id', '=', target.id).execute();
+    // The installations they approved receive nothing more: what waits for their endpoints is
+    // cancelled (decision 0024).
+    await cancelWithheldDeliveries(trx, tenantId, ctx.clock.now());
   });
 }
 

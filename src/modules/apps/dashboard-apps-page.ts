@@ -41,7 +41,7 @@ function uninstallForm(view: DashboardView, inst: Installation) {
 function installedApps(view: DashboardView, installations: Installation[], accounts: Map<string, string>) {
   const rows = installations.map(
     (inst) => html`<tr>
-<td>${inst.app_name}${inst.app_status === 'suspended' ? html` <span class="badge bad">suspended: its access and events are stopped</span>` : ''}</td>
+<td>${inst.app_name}${inst.app_status === 'suspended' ? html` <span class="badge bad">suspended: its access and events are stopped</span>` : ''}${inst.held_reason === 'needs_approval' ? html` <span class="badge bad" data-held-reason="needs_approval">needs approving again: the person who approved it left or lost the role; its endpoints receive nothing until then</span>` : ''}</td>
 <td>${inst.customer_account_id ? (accounts.get(inst.customer_account_id) ?? inst.customer_account_id) : 'Whole company'}</td>
 <td>${scopeList(inst.scopes)}</td>
 <td>${inst.updated_at.slice(0, 10)}</td>

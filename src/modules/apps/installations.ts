@@ -4,6 +4,7 @@ import { AppError, validationError } from '../../lib/errors.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { requireRole } from '../accounts/companies.ts';
 import { managesIntegrations, type Scope } from '../accounts/roles.ts';
+import type { HeldReason } from '../oauth/installation-grants.ts';
 import type { InstallationsTable } from '../oauth/tables.ts';
 import { jsonArray, uninstall } from './registry.ts';
 
@@ -14,6 +15,11 @@ export interface Installation {
   app_name: string;
   /** The app's status: a suspended app's tokens, webhooks and events are stopped (spec 3.2). */
   app_status: string;
+  /**
+   * Why the installation receives nothing on its endpoints (decision 0024): `app_suspended`, or
+   * `needs_approval` (its approver left the company or lost the role); null while its grant is in force.
+   */
+  held_reason: HeldReason | null;
   tenant_id: string;
   customer_account_id: string | null;
   scopes: Scope[];
@@ -25,7 +31,11 @@ export interface Installation {
   updated_at: string;
 }
 
-type InstallationRow = InstallationsTable & { app_name: string; app_status: string };
+type InstallationRow = InstallationsTable & {
+  app_name: string;
+  app_status: string;
+  held_reason: HeldReason | null;
+};
 
 function presentInstallation(row: InstallationRow): Installation {
   return {
@@ -33,6 +43,7 @@ function presentInstallation(row: InstallationRow): Installation {
     app_id: row.app_id,
     app_name: row.app_name,
     app_status: row.app_status,
+    held_reason: row.held_reason,
     tenant_id: row.tenant_id,
     customer_account_id: row.customer_account_id,
     scopes: jsonArray<Scope>(row.scopes),
@@ -57,8 +68,9 @@ function installationsOf(ctx: AppContext, tenantId: string, accountId: string | 
   let query = ctx.db
     .selectFrom('installations')
     .innerJoin('apps', 'apps.id', 'installations.app_id')
+    .innerJoin('installation_grants as g', 'g.installation_id', 'installations.id')
     .selectAll('installations')
-    .select(['apps.name as app_name', 'apps.status as app_status'])
+    .select(['apps.name as app_name', 'apps.status as app_status', 'g.held_reason'])
     .where('installations.tenant_id', '=', tenantId);
   if (accountId) query = query.where('installations.customer_account_id', '=', accountId);
   return query;

@@ -4,6 +4,7 @@ import { AppError } from '../../lib/errors.ts';
 import { hashSecret, newId } from '../../lib/ids.ts';
 import type { Scope } from '../accounts/roles.ts';
 import { recordInstallation, recordUninstall } from '../console/records.ts';
+import { cancelWithheldDeliveries } from '../oauth/installation-grants.ts';
 import type { AppsTable } from '../oauth/tables.ts';
 
 /**
@@ -115,6 +116,9 @@ export async function upsertInstallation(
     .where('installation_id', '=', row.id)
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
+  // Narrower scopes: what waits for the installation's endpoints that they no longer allow is
+  // cancelled (decision 0024).
+  await cancelWithheldDeliveries(trx, input.tenantId, now);
   await trx
     .insertInto('audit_events')
     .values({

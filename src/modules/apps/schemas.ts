@@ -91,6 +91,10 @@ export const InstallationSchema = Type.Object(
     app_id: Type.String(),
     app_name: Type.String(),
     app_status: Type.String({ description: 'private, published, delisted or suspended' }),
+    held_reason: Type.Union([Type.Literal('app_suspended'), Type.Literal('needs_approval'), Type.Null()], {
+      description:
+        "Why the app's endpoints receive nothing: `app_suspended`, or `needs_approval` (the person who approved it left the company or lost the role: approve it again); null while the grant is in force",
+    }),
     tenant_id: Type.String(),
     customer_account_id: Nullable(Type.String()),
     scopes: Type.Array(Type.String()),

@@ -25,21 +25,20 @@ export interface AppInstallation {
 
 /**
  * Every installation the app had, with its status now: uninstalled (the record outlives the
- * installation), suspended (the app is), needs approval (the person who approved is no longer a
- * member of the company, so its tokens and endpoints stand still), or active.
+ * installation), suspended (the app is), needs approval (the grant is not in force: the person
+ * who approved left the company or its merchant account; decision 0024's installation_grants),
+ * or active.
  */
 function installationRecords(ctx: AppContext, appId: string) {
   const status = sql<InstallationStatus>`CASE
-    WHEN r.uninstalled_at IS NOT NULL OR i.id IS NULL THEN 'uninstalled'
-    WHEN a.status = 'suspended' THEN 'suspended'
-    WHEN NOT EXISTS (SELECT 1 FROM memberships m WHERE m.tenant_id = i.tenant_id AND m.user_id = i.user_id)
-      THEN 'needs_approval'
+    WHEN r.uninstalled_at IS NOT NULL OR g.installation_id IS NULL THEN 'uninstalled'
+    WHEN g.held_reason = 'app_suspended' THEN 'suspended'
+    WHEN g.held_reason IS NOT NULL THEN 'needs_approval'
     ELSE 'active' END`;
   return ctx.db.selectFrom((db) =>
     db
       .selectFrom('installation_records as r')
-      .innerJoin('apps as a', 'a.id', 'r.app_id')
-      .leftJoin('installations as i', 'i.id', 'r.id')
+      .leftJoin('installation_grants as g', 'g.installation_id', 'r.id')
       .leftJoin('companies as c', 'c.id', 'r.tenant_id')
       .select([
         'r.id',

@@ -61,9 +61,23 @@ export interface OAuthTokensTable {
   revoked_at: Date | null;
 }
 
+/** The view of migration 0033: what each installation's grant lets it receive now. */
+export interface InstallationGrantsView {
+  installation_id: string;
+  app_id: string;
+  tenant_id: string;
+  customer_account_id: string | null;
+  approved_by: string;
+  /** Why the installation receives nothing, or null while its grant is in force. */
+  held_reason: 'app_suspended' | 'needs_approval' | null;
+  /** The granted scopes the approver's role holds now. */
+  scopes: string[];
+}
+
 export interface OAuthTables {
   apps: AppsTable;
   installations: InstallationsTable;
+  installation_grants: InstallationGrantsView;
   oauth_codes: OAuthCodesTable;
   oauth_tokens: OAuthTokensTable;
 }

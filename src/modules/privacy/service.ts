@@ -7,6 +7,7 @@ import type { Page, PageRequest } from '../../lib/paging.ts';
 import { requireRole } from '../accounts/companies.ts';
 import { managesMembers } from '../accounts/roles.ts';
 import { type AppEvent, enqueueAppEvents } from '../app-events/enqueue.ts';
+import { installationReceives } from '../oauth/installation-grants.ts';
 import { REDACTED, redactCopies } from './erasure.ts';
 
 /** Spec section 8: at most 500 shipment ids in one message; more go in several with one id. */
@@ -78,7 +79,8 @@ function statusOf(messages: readonly PrivacyMessage[]): PrivacyRequest['status']
 
 /**
  * Files a privacy request (spec 2.7, issue 8): finds the recipient's shipments in the company and
- * tells every installed app whose installation can see at least one of them (a merchant
+ * tells every installed app whose installation may read shipments now (decision 0024) and can see
+ * at least one of them (a merchant
  * installation only its account's; apps act in live mode, so live shipments), with at most 500
  * ids a message. A redact request then replaces the recipient's personal data on every matching
  * shipment, in the same transaction: the messages carry only ids and the contact the company gave.
@@ -121,10 +123,14 @@ export async function createPrivacyRequest(
       .orderBy('id')
       .forUpdate()
       .execute();
+    const type = input.kind === 'redact' ? 'customer.redact' : 'customer.data_request';
+    // Only installations that may read the shipments now are told: grant in force (app not
+    // suspended, approver still there) and shipments:read among its scopes in force (decision 0024).
     const installations = await trx
       .selectFrom('installations')
       .select(['id', 'app_id', 'customer_account_id'])
       .where('tenant_id', '=', tenantId)
+      .where(installationReceives(sql.ref('installations.id'), sql.val(type)))
       .orderBy('created_at')
       .execute();
     const events: AppEvent[] = [];
@@ -141,7 +147,7 @@ export async function createPrivacyRequest(
         const ids = visible.slice(start, start + SHIPMENT_IDS_PER_MESSAGE);
         events.push({
           appId: installation.app_id,
-          type: input.kind === 'redact' ? 'customer.redact' : 'customer.data_request',
+          type,
           tenantId,
           data: {
             privacy_request_id: id,

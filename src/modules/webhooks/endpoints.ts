@@ -12,6 +12,12 @@ import { newId } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { canSee, requireScope, type TenantAccess } from '../accounts/access.ts';
 import {
+  type EndpointGrantState,
+  endpointGrantStates,
+  type HeldReason,
+  NOT_HELD,
+} from '../oauth/installation-grants.ts';
+import {
   checkCustomHeaders,
   checkOrdering,
   checkRateLimit,
@@ -36,6 +42,13 @@ export interface WebhookEndpoint {
   enabled: boolean;
   disabled_reason: 'gone' | 'failing' | 'manual' | null;
   installation_id: string | null;
+  /**
+   * Why an installation's endpoint receives nothing (decision 0024): `app_suspended`, or
+   * `needs_approval` (the approver left the company or lost the role); null otherwise.
+   */
+  held_reason: HeldReason | null;
+  /** Subscribed types the installation's grant does not allow now: they are not sent here. */
+  withheld_event_types: string[];
   customer_account_id: string | null;
   /** CONTRACT.md: a `waybill listen` endpoint is listed with kind `cli`. */
   kind: 'endpoint' | 'cli';
@@ -77,6 +90,7 @@ export function eventTypesOf(row: Pick<WebhookEndpointsTable, 'event_types'>): s
 export function presentEndpoint(
   ctx: Pick<AppContext, 'secrets'>,
   row: WebhookEndpointsTable,
+  grant: EndpointGrantState = NOT_HELD,
 ): WebhookEndpoint {
   return {
     id: row.id,
@@ -87,6 +101,8 @@ export function presentEndpoint(
     enabled: row.enabled,
     disabled_reason: row.disabled_reason,
     installation_id: row.installation_id,
+    held_reason: grant.held_reason,
+    withheld_event_types: grant.withheld_event_types,
     customer_account_id: row.customer_account_id,
     kind: row.kind === 'listener' ? 'cli' : 'endpoint',
     rate_limit: row.rate_limit,
@@ -96,6 +112,23 @@ export function presentEndpoint(
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };
+}
+
+/** Endpoints as presented, with how each installation's endpoint stands under its grant. */
+export async function presentEndpoints(
+  ctx: AppContext,
+  rows: readonly WebhookEndpointsTable[],
+): Promise<WebhookEndpoint[]> {
+  const states = await endpointGrantStates(
+    ctx.db,
+    rows.filter((row) => row.installation_id !== null).map((row) => row.id),
+  );
+  return rows.map((row) => presentEndpoint(ctx, row, states.get(row.id)));
+}
+
+async function presentOne(ctx: AppContext, row: WebhookEndpointsTable): Promise<WebhookEndpoint> {
+  const [presented] = await presentEndpoints(ctx, [row]);
+  return presented as WebhookEndpoint;
 }
 
 /** Company, mode and merchant as canSee; an app token also only its own installation's endpoints. */
@@ -240,7 +273,7 @@ export async function createEndpoint(
     await assertBelowLimit(trx, access);
     await trx.insertInto('webhook_endpoints').values(row).execute();
   });
-  return { ...presentEndpoint(ctx, { ...row, event_types: eventTypes }), secret };
+  return { ...(await presentOne(ctx, row)), secret };
 }
 
 export async function listEndpoints(
@@ -256,7 +289,8 @@ export async function listEndpoints(
     .where('livemode', '=', access.livemode);
   if (access.customerAccountId) query = query.where('customer_account_id', '=', access.customerAccountId);
   if (access.installationId) query = query.where('installation_id', '=', access.installationId);
-  return newestFirst(query, 'webhook_endpoints', page, (row) => presentEndpoint(ctx, row));
+  const rows = await newestFirst(query, 'webhook_endpoints', page, (row) => row);
+  return { next_cursor: rows.next_cursor, data: await presentEndpoints(ctx, rows.data) };
 }
 
 export async function getEndpoint(
@@ -265,7 +299,7 @@ export async function getEndpoint(
   id: string,
 ): Promise<WebhookEndpoint> {
   requireScope(access, 'webhooks:read');
-  return presentEndpoint(ctx, await findVisibleEndpoint(ctx.db, access, id));
+  return presentOne(ctx, await findVisibleEndpoint(ctx.db, access, id));
 }
 
 /**
@@ -311,7 +345,7 @@ export async function updateEndpoint(
       .executeTakeFirstOrThrow();
   });
   if (cancelled !== null) ctx.metrics.deliveryOutcome(metricKind(row.kind), 'cancelled', cancelled);
-  return presentEndpoint(ctx, row);
+  return presentOne(ctx, row);
 }
 
 export async function deleteEndpoint(ctx: AppContext, access: TenantAccess, id: string): Promise<void> {

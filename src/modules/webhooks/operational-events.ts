@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { Type } from 'typebox';
 import { type AppContext, runAfterCommit } from '../../context.ts';
 import type { EndpointNews } from '../../delivery/context.ts';
@@ -5,6 +6,7 @@ import { notifyWorkers } from '../../delivery/fanout.ts';
 import { FAILING_DISABLE_MS, FAILING_NOTICE_MS } from '../../delivery/schedule.ts';
 import { PrefixedId } from '../../http/schemas.ts';
 import { newId } from '../../lib/ids.ts';
+import { installationReceives } from '../oauth/installation-grants.ts';
 import { buildEnvelope } from '../shipments/events.ts';
 import type { EventDefinition, ExampleContext } from './event-schema.ts';
 
@@ -178,22 +180,9 @@ export async function sendOperationalEvents(ctx: AppContext, news: readonly Endp
           ]),
         )
         .where((eb) => eb(eb.ref('e.event_types'), '@>', eb.val(JSON.stringify([type]))))
-        // An installation of a suspended app receives nothing (spec 3.2).
-        .where((eb) =>
-          eb.or([
-            eb('e.installation_id', 'is', null),
-            eb.not(
-              eb.exists(
-                eb
-                  .selectFrom('installations as i')
-                  .innerJoin('apps as a', 'a.id', 'i.app_id')
-                  .select('i.id')
-                  .whereRef('i.id', '=', 'e.installation_id')
-                  .where('a.status', '=', 'suspended'),
-              ),
-            ),
-          ]),
-        )
+        // An installation's endpoint only while its grant is in force and allows the type
+        // (webhooks:read): the rule of decision 0024, shared with the fan-out.
+        .where(installationReceives(sql.ref('e.installation_id'), sql.val(type)))
         .execute();
       const eventId = newId('evt');
       const now = ctx.clock.now();

@@ -25,10 +25,28 @@ const DISABLED_WORDS: Record<NonNullable<WebhookEndpoint['disabled_reason']>, st
   manual: 'Disabled by hand',
 };
 
+/** Why an app's endpoint receives nothing (decision 0024), in words. */
+const HELD_WORDS: Record<NonNullable<WebhookEndpoint['held_reason']>, string> = {
+  app_suspended: 'Receives nothing: the app is suspended',
+  needs_approval:
+    'Receives nothing: the person who approved the app left or lost the role; approve the app again',
+};
+
+/** An installation's endpoint held, or limited by the app's grant, as a note after its status. */
+function grantNote(endpoint: WebhookEndpoint): SafeHtml | string {
+  if (endpoint.held_reason) {
+    return html`<br><span class="badge bad" data-held-reason="${endpoint.held_reason}">${HELD_WORDS[endpoint.held_reason]}</span>`;
+  }
+  if (endpoint.withheld_event_types.length > 0) {
+    return html`<br><span class="muted">Not sent here (the app's grant does not allow them now): ${endpoint.withheld_event_types.join(', ')}</span>`;
+  }
+  return '';
+}
+
 export function statusBadge(endpoint: WebhookEndpoint): SafeHtml {
-  if (endpoint.enabled) return html`<span class="badge ok">Enabled</span>`;
+  if (endpoint.enabled) return html`<span class="badge ok">Enabled</span>${grantNote(endpoint)}`;
   const words = endpoint.disabled_reason ? DISABLED_WORDS[endpoint.disabled_reason] : 'Disabled';
-  return html`<span class="badge bad">${words}</span>`;
+  return html`<span class="badge bad">${words}</span>${grantNote(endpoint)}`;
 }
 
 function deliveryBadge(status: DeliveryStatus): SafeHtml {

@@ -6,6 +6,7 @@ import type { WebhookEndpointsTable } from '../../delivery/tables.ts';
 import { addMs, DAY } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { requireScope, type TenantAccess } from '../accounts/access.ts';
+import { assertInstallationReceives, installationReceives } from '../oauth/installation-grants.ts';
 import { spendEndpointSend } from './budget.ts';
 import { type Attempt, type DeliveryStatus, findVisibleDelivery, getDelivery } from './deliveries.ts';
 import { findVisibleEndpoint, updateEndpoint } from './endpoints.ts';
@@ -29,8 +30,10 @@ export async function replayDelivery(
   deliveryId: string,
 ): Promise<Attempt & { delivery_id: string; delivery_status: DeliveryStatus }> {
   requireScope(access, 'webhooks:write');
-  const { endpoint } = await findVisibleDelivery(ctx, access, deliveryId);
+  const { endpoint, delivery } = await findVisibleDelivery(ctx, access, deliveryId);
   assertEnabled(endpoint);
+  // An app's endpoint receives only what its grant allows now, replays included (decision 0024).
+  await assertInstallationReceives(ctx.db, endpoint.installation_id, [delivery.event_type]);
   await spendEndpointSend(ctx, access, endpoint);
   await attemptDelivery(ctx, deliveryId, 'replay');
   const after = await getDelivery(ctx, access, deliveryId);
@@ -52,6 +55,9 @@ export async function replayFailed(
   requireScope(access, 'webhooks:write');
   const endpoint = await findVisibleEndpoint(ctx.db, access, endpointId);
   assertEnabled(endpoint);
+  // A held installation's endpoint gets nothing (409); one with narrower scopes than it had gets
+  // back only the types they allow now (decision 0024).
+  await assertInstallationReceives(ctx.db, endpoint.installation_id, []);
   // One request from the budget, whatever it queues: the engine sends those at the endpoint's own
   // pace, and they are deliveries the endpoint was due anyway (decision 0028).
   await spendEndpointSend(ctx, access, endpoint);
@@ -77,6 +83,7 @@ async function queueFailedAgain(
           .whereRef('events.id', '=', 'webhook_deliveries.event_id'),
       ),
     )
+    .where(installationReceives(sql.val(endpoint.installation_id), sql.ref('webhook_deliveries.event_type')))
     .executeTakeFirst();
   const replayed = Number(result.numUpdatedRows);
   if (replayed > 0) runAfterCommit(ctx);
@@ -90,8 +97,10 @@ export async function enableAndReplay(
   endpointId: string,
 ): Promise<{ replayed: number }> {
   requireScope(access, 'webhooks:write');
-  // Spent before the endpoint is enabled, so that a refusal changes nothing.
-  await spendEndpointSend(ctx, access, await findVisibleEndpoint(ctx.db, access, endpointId));
+  // Refused before anything changes: an installation that may receive nothing, then the budget.
+  const endpoint = await findVisibleEndpoint(ctx.db, access, endpointId);
+  await assertInstallationReceives(ctx.db, endpoint.installation_id, []);
+  await spendEndpointSend(ctx, access, endpoint);
   await updateEndpoint(ctx, access, endpointId, { enabled: true });
   return queueFailedAgain(ctx, await findVisibleEndpoint(ctx.db, access, endpointId));
 }

@@ -70,6 +70,14 @@ export const EndpointSchema = Type.Object(
       Type.Union([Type.Literal('gone'), Type.Literal('failing'), Type.Literal('manual')]),
     ),
     installation_id: Nullable(Type.String()),
+    held_reason: Type.Union([Type.Literal('app_suspended'), Type.Literal('needs_approval'), Type.Null()], {
+      description:
+        "Read only. Why an app installation's endpoint receives nothing: `app_suspended` (the app is suspended), `needs_approval` (the person who approved the app left the company or lost the role; a person must approve it again); null otherwise",
+    }),
+    withheld_event_types: Type.Array(Type.String(), {
+      description:
+        "Read only. Subscribed types the app installation's grant does not allow now (shipment events need shipments:read, operational events webhooks:read): they are not sent here. Empty for company and merchant endpoints",
+    }),
     customer_account_id: Nullable(Type.String()),
     kind: Type.Union([Type.Literal('endpoint'), Type.Literal('cli')], {
       description:

@@ -3,6 +3,7 @@ import { attemptDelivery } from '../../delivery/attempt.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { requireScope, type TenantAccess } from '../accounts/access.ts';
+import { assertInstallationReceives } from '../oauth/installation-grants.ts';
 import { spendEndpointSend } from './budget.ts';
 import { eventTypesOf, findVisibleEndpoint } from './endpoints.ts';
 import { exampleEnvelope, isEventType } from './event-types.ts';
@@ -35,6 +36,8 @@ export async function sendTestMessage(
       errors: [{ path: '/event_type', message: `unknown event type ${type}` }],
     });
   }
+  // A suspended or held app's endpoint receives nothing, test messages included (decision 0024).
+  await assertInstallationReceives(ctx.db, endpoint.installation_id, [type]);
   // One request on the owner's behalf, refused before the message is made (decision 0028).
   await spendEndpointSend(ctx, access, endpoint);
   const now = ctx.clock.now();

@@ -13,6 +13,8 @@ const ENDPOINT_FIELDS = [
   'event_types',
   'id',
   'installation_id',
+  'held_reason',
+  'withheld_event_types',
   'livemode',
   'updated_at',
   'url',
@@ -56,6 +58,8 @@ describe('webhook endpoints API', () => {
       enabled: true,
       disabled_reason: null,
       installation_id: null,
+      held_reason: null,
+      withheld_event_types: [],
       customer_account_id: null,
     });
     expect(created.body.id).toMatch(/^we_/);
