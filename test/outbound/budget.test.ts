@@ -96,7 +96,7 @@ describe('the outbound budget', () => {
       expect(withdrawn.status).toBe(200);
     }
     const sentBefore = one.received;
-    const refused = await submit(w, developer, app.id, body);
+    const refused = await submit(w, developer, app.id, body, 'retry-me');
     expectRefused(refused);
     // "Check my events URL" spends from the same budget.
     expectRefused(
@@ -115,9 +115,10 @@ describe('the outbound budget', () => {
     const otherApp = await registerPublishable(w, other, one.url);
     expect((await submit(w, other, otherApp.id, { listing: listing(otherApp.scopes) })).status).toBe(201);
 
-    // The window passes: allowed again.
+    // The window passes: allowed again, the refused request's Idempotency-Key included (a 429 is
+    // not kept as its answer).
     nextWindow();
-    expect((await submit(w, developer, app.id, body)).status).toBe(201);
+    expect((await submit(w, developer, app.id, body, 'retry-me')).status).toBe(201);
   });
 
   it('app-event test and replay: refused past the account budget, without a message made', async () => {
