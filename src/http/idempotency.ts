@@ -133,7 +133,9 @@ export function registerIdempotency(app: FastifyInstance, ctx: AppContext): void
       .updateTable('idempotency_keys')
       .where('scope', '=', claim.scope)
       .where('key', '=', claim.key);
-    if (reply.statusCode >= 500) {
+    // A 5xx, or a 429 ("try again after Retry-After", nothing done): the key is let go, so the
+    // retry it asks for runs rather than getting the refusal back for a day.
+    if (reply.statusCode >= 500 || reply.statusCode === 429) {
       await ctx.db
         .deleteFrom('idempotency_keys')
         .where('scope', '=', claim.scope)

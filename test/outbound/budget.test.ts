@@ -10,6 +10,7 @@ import { expectProblem } from '../http/expect.ts';
 import { listing, registerPublishable, submit } from '../store/support.ts';
 import { type ApiResponse, call, createCompany, type Json, signUpPerson } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
+import { PageClient } from '../web/page-client.ts';
 
 /**
  * One outbound budget (decision 0028): every route that makes Waybill send a request for someone
@@ -95,7 +96,7 @@ describe('the outbound budget', () => {
       expect(withdrawn.status).toBe(200);
     }
     const sentBefore = one.received;
-    const refused = await submit(w, developer, app.id, body);
+    const refused = await submit(w, developer, app.id, body, 'retry-me');
     expectRefused(refused);
     // "Check my events URL" spends from the same budget.
     expectRefused(
@@ -114,9 +115,10 @@ describe('the outbound budget', () => {
     const otherApp = await registerPublishable(w, other, one.url);
     expect((await submit(w, other, otherApp.id, { listing: listing(otherApp.scopes) })).status).toBe(201);
 
-    // The window passes: allowed again.
+    // The window passes: allowed again, the refused request's Idempotency-Key included (a 429 is
+    // not kept as its answer).
     nextWindow();
-    expect((await submit(w, developer, app.id, body)).status).toBe(201);
+    expect((await submit(w, developer, app.id, body, 'retry-me')).status).toBe(201);
   });
 
   it('app-event test and replay: refused past the account budget, without a message made', async () => {
@@ -231,5 +233,31 @@ describe('the outbound budget', () => {
       token: company.testToken,
     });
     expect(replayed.status, replayed.text).toBe(200);
+  });
+
+  it("the dashboard's test send spends from the same budget: over it, a 429 page and nothing sent", async () => {
+    nextWindow();
+    const company = await createCompany(w, 'Clicking Company');
+    const endpoint = await call(w, 'POST', '/v1/webhook-endpoints', {
+      token: company.testToken,
+      body: { url: one.url, event_types: ['shipment.created'] },
+    });
+    const id = endpoint.body.id as string;
+    for (let i = 0; i < OUTBOUND_SENDS_PER_ACCOUNT; i++)
+      expect(
+        (await call(w, 'POST', `/v1/webhook-endpoints/${id}/test`, { token: company.testToken, body: {} }))
+          .status,
+      ).toBe(200);
+    const browser = new PageClient(w);
+    browser.cookies.set('waybill_session', company.owner.token);
+    const page = await browser.request('GET', `/dashboard/webhooks/${id}`);
+    expect(page.status).toBe(200);
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(page.text)?.[1] as string;
+    const sentBefore = one.received;
+    const refused = await browser.request('POST', `/dashboard/webhooks/${id}/test`, { _csrf: csrf });
+    expect(refused.status).toBe(429);
+    expect(refused.text).toContain('too many requests');
+    expect(refused.text).toMatch(/try again in \d+ s/);
+    expect(one.received).toBe(sentBefore);
   });
 });

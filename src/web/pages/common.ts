@@ -94,6 +94,7 @@ export function errorPage(error: AppError): SafeHtml {
 /** Renders any error of a page as the friendly page; unknown ones are logged and leak nothing. */
 export function sendErrorPage(request: FastifyRequest, reply: FastifyReply, error: AppError | null) {
   const known = error ?? new AppError('internal', `Something went wrong (request ${request.id})`);
+  if (known.retryAfter !== undefined) reply.header('retry-after', String(known.retryAfter));
   return sendPage(reply, errorPage(known), known.status);
 }
 
