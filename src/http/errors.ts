@@ -21,6 +21,8 @@ export function problemBody(error: AppError, instance?: string) {
 export function sendProblem(reply: FastifyReply, error: AppError, request?: FastifyRequest) {
   if (error.status === 401) reply.header('www-authenticate', 'Bearer realm="waybill"');
   if (error.status === 503) reply.header('retry-after', '5');
+  if (typeof error.extra.retry_after === 'number')
+    reply.header('retry-after', String(error.extra.retry_after));
   return reply
     .code(error.status)
     .type('application/problem+json')

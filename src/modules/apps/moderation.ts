@@ -3,7 +3,7 @@ import { type AppContext, runAfterCommit, type Trx } from '../../context.ts';
 import { DAY } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { getPerson } from '../accounts/users.ts';
+import { isListedReviewer, isReviewer } from '../accounts/users.ts';
 import type { AppsTable } from '../oauth/tables.ts';
 import { type App, presentApp } from './service.ts';
 
@@ -12,11 +12,24 @@ export type ModerationAction = 'suspend' | 'delist' | 'reinstate';
 /** App events and webhooks are retried for about three days; what was held longer is not sent. */
 const HELD_WINDOW_MS = 3 * DAY;
 
-/** Only people listed in WAYBILL_REVIEWER_EMAILS review and moderate (CONTRACT.md). */
+/**
+ * Only people listed in WAYBILL_REVIEWER_EMAILS, with that address verified, review and moderate
+ * (CONTRACT.md): a listed person who has not opened the verification link yet is told so (403
+ * `auth.email_not_verified`), so whoever signs up first with a colleague's address gains nothing.
+ */
 export async function requireReviewer(ctx: AppContext, userId: string): Promise<void> {
-  const person = await getPerson(ctx, userId);
-  if (!person.is_reviewer)
+  const row = await ctx.db
+    .selectFrom('users')
+    .select(['email', 'demo_reviewer', 'email_verified_at'])
+    .where('id', '=', userId)
+    .executeTakeFirst();
+  if (!row || !isListedReviewer(ctx, row))
     throw new AppError('auth.insufficient_scope', 'Only reviewers of the App Store can do this');
+  if (!isReviewer(ctx, row))
+    throw new AppError(
+      'auth.email_not_verified',
+      'Reviewing waits for your e-mail address to be confirmed: open the link sent to it',
+    );
 }
 
 /** Holds (or lets go) everything waiting for the app: its events target and its installations' endpoints. */
