@@ -58,10 +58,7 @@ export const problemCodes = {
   'app.not_confidential': [409, 'A public app has no client secret'],
   'app.suspended': [409, 'The app is suspended'],
   'app.invalid_status': [409, 'The app cannot move from its status'],
-  'review.conflict_of_interest': [
-    409,
-    'A reviewer does not judge the app of someone in one of their companies',
-  ],
+  'review.conflict_of_interest': [403, 'A reviewer does not judge their own app or a colleague’s'],
   'app.events_url_not_allowed': [422, 'The events URL is not allowed'],
   'privacy_request.invalid_recipient': [400, 'Give the recipient an e-mail or a phone'],
   'submission.not_found': [404, 'No such submission'],

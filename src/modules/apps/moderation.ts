@@ -32,6 +32,28 @@ export async function requireReviewer(ctx: AppContext, userId: string): Promise<
     );
 }
 
+/**
+ * Why this reviewer may not judge an app of this developer, or null: their own app, or the app of
+ * someone who shares a company with them. Reviews and moderation (suspend, delist, reinstate) alike.
+ */
+export async function conflictOfInterest(
+  db: Trx | AppContext['db'],
+  reviewerId: string,
+  developerId: string,
+): Promise<string | null> {
+  if (developerId === reviewerId) return 'You cannot review your own app.';
+  const shared = await db
+    .selectFrom('memberships as mine')
+    .innerJoin('memberships as theirs', 'theirs.tenant_id', 'mine.tenant_id')
+    .select('mine.tenant_id')
+    .where('mine.user_id', '=', reviewerId)
+    .where('theirs.user_id', '=', developerId)
+    .executeTakeFirst();
+  return shared
+    ? 'You cannot review an app of your own company: its developer is in one of your companies.'
+    : null;
+}
+
 /** Holds (or lets go) everything waiting for the app: its events target and its installations' endpoints. */
 async function holdTargets(trx: Trx, appId: string, held: boolean, now: Date): Promise<void> {
   await trx
@@ -104,6 +126,12 @@ export async function moderateApp(
   reason: string,
 ): Promise<App> {
   await requireReviewer(ctx, reviewerId);
+  const why = reason.trim();
+  if (!why) {
+    throw new AppError('validation.failed', 'Give a reason: the developer and the audit log read it', {
+      errors: [{ path: '/reason', message: 'must not be empty or blank' }],
+    });
+  }
   const now = ctx.clock.now();
   const updated = await ctx.db.transaction().execute(async (trx) => {
     const app = await trx
@@ -113,9 +141,8 @@ export async function moderateApp(
       .forUpdate()
       .executeTakeFirst();
     if (!app) throw new AppError('app.not_found');
-    if (app.developer_id === reviewerId) {
-      throw new AppError('auth.insufficient_scope', 'A reviewer does not moderate their own app');
-    }
+    const conflict = await conflictOfInterest(trx, reviewerId, app.developer_id);
+    if (conflict) throw new AppError('review.conflict_of_interest', conflict);
     let next: AppsTable['status'];
     if (action === 'suspend') {
       if (app.status === 'suspended')
@@ -141,7 +168,7 @@ export async function moderateApp(
         tenant_id: null,
         actor: reviewerId,
         action: `app.${action === 'suspend' ? 'suspended' : action === 'delist' ? 'delisted' : 'reinstated'}`,
-        details: JSON.stringify({ app_id: appId, reason, previous_status: app.status, status: next }),
+        details: JSON.stringify({ app_id: appId, reason: why, previous_status: app.status, status: next }),
         created_at: now,
       })
       .execute();
