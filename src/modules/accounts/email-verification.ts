@@ -17,6 +17,7 @@ export const RESEND_INTERVAL_MS = MINUTE;
 export const RESENDS_PER_HOUR = 5;
 
 const TOKEN_PREFIX = 'emv_';
+export const VERIFICATION_SUBJECT = 'Confirm your e-mail address for Waybill';
 
 export interface VerificationSent {
   email: string;
@@ -58,7 +59,7 @@ export async function sendVerificationLink(ctx: AppContext, userId: string): Pro
   const link = `${ctx.config.webUrl}/verify-email?token=${encodeURIComponent(token)}`;
   await sendMail(ctx, {
     to: [user.email],
-    subject: 'Confirm your e-mail address for Waybill',
+    subject: VERIFICATION_SUBJECT,
     text: [
       `Hello ${user.name},`,
       '',
