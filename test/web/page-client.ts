@@ -84,6 +84,8 @@ export async function signUpInBrowser(w: TestWaybill, name = 'Page Person') {
   expect((await client.get(`${link.pathname}${link.search}`)).status).toBe(200);
   const verified = await client.post('/verify-email', { token: link.searchParams.get('token') ?? '' });
   expect(verified.status, verified.text.slice(0, 300)).toBe(200);
+  // ... and goes on to the dashboard, which (without a company yet) offers to create one.
+  expect((await client.get('/dashboard/companies/new')).status).toBe(200);
   return { client, email };
 }
 
