@@ -29,14 +29,15 @@ export function setSessionCookie(ctx: AppContext, reply: FastifyReply, token: st
 
 /** Where a page's sign-in comes from: the address, and the browser's device cookie. */
 export function signInSource(request: FastifyRequest): SignInSource {
-  return { address: request.ip, device: request.cookies[DEVICE_COOKIE] };
+  return { address: request.ip, browser: true, device: request.cookies[DEVICE_COOKIE] };
 }
 
 /**
  * The browser's device token: a browser that signed in to an account before is not held back by
  * failed sign-ins from elsewhere (sign-in-throttle.ts). It outlives sign-out on purpose.
  */
-export function setDeviceCookie(ctx: AppContext, reply: FastifyReply, device: string): void {
+export function setDeviceCookie(ctx: AppContext, reply: FastifyReply, device: string | null): void {
+  if (!device) return;
   reply.setCookie(DEVICE_COOKIE, device, {
     path: '/',
     httpOnly: true,

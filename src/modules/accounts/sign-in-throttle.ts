@@ -39,6 +39,8 @@ const DEVICE_PREFIX = 'dev_';
 /** Where a sign-in comes from: the client address, and the browser's device cookie when it has one. */
 export interface SignInSource {
   address: string;
+  /** A browser (the pages) keeps a device cookie; an API client does not. */
+  browser?: boolean;
   device?: string | undefined;
 }
 
@@ -64,7 +66,7 @@ function sourceKeys(ctx: AppContext, source: SignInSource): string[] {
 
 export interface SignInTicket {
   /** Call when the password was right: forgets this key's failures and trusts the source. */
-  succeeded(): Promise<{ device: string }>;
+  succeeded(): Promise<{ device: string | null }>;
 }
 
 /**
@@ -127,9 +129,12 @@ export async function countSignInAttempt(
   return {
     async succeeded() {
       await ctx.db.deleteFrom('sign_in_delays').where('throttle_key', '=', throttleKey).execute();
-      const device = source.device?.startsWith(DEVICE_PREFIX)
-        ? source.device
-        : `${DEVICE_PREFIX}${randomBase62(32)}`;
+      // A browser keeps its device token, or gets one; an API client is trusted by its address only.
+      const device = !source.browser
+        ? undefined
+        : source.device?.startsWith(DEVICE_PREFIX) && source.device.length <= 100
+          ? source.device
+          : `${DEVICE_PREFIX}${randomBase62(32)}`;
       for (const key of sourceKeys(ctx, { ...source, device })) {
         await ctx.db
           .insertInto('sign_in_trust')
@@ -137,7 +142,7 @@ export async function countSignInAttempt(
           .onConflict((oc) => oc.columns(['account_key', 'source_key']).doUpdateSet({ last_success_at: now }))
           .execute();
       }
-      return { device };
+      return { device: device ?? null };
     },
   };
 }

@@ -97,7 +97,7 @@ export async function signIn(
   ctx: AppContext,
   input: { email: string; password: string },
   source: SignInSource,
-): Promise<{ session: SessionGrant; device: string }> {
+): Promise<{ session: SessionGrant; device: string | null }> {
   const email = normalizeEmail(input.email);
   // Throttled per account across addresses and routes; counted before the password is checked.
   const ticket = await countSignInAttempt(ctx, email, source);
