@@ -1,5 +1,4 @@
 import cookie from '@fastify/cookie';
-import csrf from '@fastify/csrf-protection';
 import formbody from '@fastify/formbody';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
@@ -37,6 +36,7 @@ import { mailboxPage } from './modules/webhooks/mailbox-page.ts';
 import { addEventCatalogue } from './modules/webhooks/openapi-webhooks.ts';
 import { webhookPages } from './modules/webhooks/pages.ts';
 import { webhooksRoutes } from './modules/webhooks/routes.ts';
+import { registerCsrf } from './web/csrf.ts';
 import { webRoutes } from './web/routes.ts';
 
 export { type BuildOptions, buildContext } from './services.ts';
@@ -88,16 +88,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(rateLimit, { global: false });
   await app.register(formbody, { bodyLimit: 64 * 1024, parser: parseForm });
   await app.register(cookie);
-  await app.register(csrf, {
-    sessionPlugin: '@fastify/cookie',
-    cookieOpts: {
-      path: '/',
-      sameSite: 'lax',
-      httpOnly: true,
-      secure: ctx.config.secureCookies,
-      signed: false,
-    },
-  });
+  await registerCsrf(app, ctx);
 
   await app.register(swagger, {
     openapi: {

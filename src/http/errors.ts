@@ -29,7 +29,9 @@ export function sendProblem(reply: FastifyReply, error: AppError, request?: Fast
   if (request) request.problemCode = error.code;
   if (error.status === 401) reply.header('www-authenticate', 'Bearer realm="waybill"');
   if (error.status === 503) reply.header('retry-after', '5');
-  if (error.retryAfter !== undefined) reply.header('retry-after', String(error.retryAfter));
+  const retryAfter =
+    error.retryAfter ?? (typeof error.extra.retry_after === 'number' ? error.extra.retry_after : undefined);
+  if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter));
   return reply
     .code(error.status)
     .type('application/problem+json')

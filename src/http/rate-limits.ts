@@ -25,6 +25,13 @@ export const signInRateLimit = {
 } as const;
 
 /** Sign-up: twenty accounts a minute per client address. */
+/** Asking for a new verification link, per client address (the service limits it per person too). */
+export const emailVerificationRateLimit = {
+  max: 10,
+  timeWindow: '1 minute',
+  keyGenerator: peerAddress,
+} as const;
+
 export const signUpRateLimit = {
   max: 20,
   timeWindow: '1 minute',

@@ -3,6 +3,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 /** Prefixes of public identifiers (CONTRACT.md, Conventions). */
 export type IdPrefix =
   | 'usr'
+  | 'evr'
   | 'acct'
   | 'inst'
   | 'app'

@@ -213,6 +213,12 @@ ${accountSelect(view)}<select name="mode" aria-label="Data">
 <form class="inline" method="post" action="/signout">${csrfField(view.csrf)}<button class="secondary" type="submit">Sign out</button></form>`;
 }
 
+/** Told on every dashboard page until the address is confirmed: what waits for it, and a new link. */
+function unverifiedBanner(view: DashboardView): SafeHtml {
+  return html`<div class="flash unverified" role="note"><p>Confirm your e-mail address ${view.person.email}: open the link we sent to it. Until then, joining a company by invitation, and the review console for App Store reviewers, wait for it.</p>
+<form class="inline" method="post" action="/verify-email/resend">${csrfField(view.csrf)}<button class="secondary" type="submit">Send a new link</button></form></div>`;
+}
+
 /** A signed-in dashboard page: the shared frame with navigation and the company switcher. */
 export function dashboardPage(
   view: DashboardView,
@@ -224,6 +230,6 @@ export function dashboardPage(
     : html`<p class="flash test-mode" role="note">Viewing test data: nothing here touches live shipments.</p>`;
   return layout(
     { title: options.title, nav: navBar(view, options.path), flash: options.flash ?? null },
-    html`${banner}${body}`,
+    html`${banner}${view.person.email_verified ? '' : unverifiedBanner(view)}${body}`,
   );
 }

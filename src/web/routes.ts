@@ -7,7 +7,15 @@ import { signIn, signOut, signUp } from '../modules/accounts/users.ts';
 import { html } from './html.ts';
 import { csrfField, layout, sendPage } from './layout.ts';
 import { dashboardPages } from './pages/index.ts';
-import { clearSessionCookie, pageUser, sameSiteReturnPath, setSessionCookie } from './session.ts';
+import {
+  clearSessionCookie,
+  pageUser,
+  sameSiteReturnPath,
+  setDeviceCookie,
+  setSessionCookie,
+  signInSource,
+} from './session.ts';
+import { verifyEmailPages } from './verify-email.ts';
 
 const stylesheet = readFileSync(new URL('./static/waybill.css', import.meta.url), 'utf8');
 
@@ -52,6 +60,7 @@ ${csrfField(csrf)}
 export function webRoutes(ctx: AppContext): FastifyPluginAsync {
   return async (app) => {
     await app.register(dashboardPages(ctx));
+    await app.register(verifyEmailPages(ctx));
 
     app.get('/static/waybill.css', { schema: { hide: true } }, async (_request, reply) =>
       reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(stylesheet),
@@ -80,14 +89,21 @@ export function webRoutes(ctx: AppContext): FastifyPluginAsync {
         const form = request.body ?? {};
         const returnTo = sameSiteReturnPath(ctx.config.webUrl, form.return_to);
         try {
-          const session = await signIn(ctx, {
-            email: String(form.email ?? '').slice(0, 254),
-            password: String(form.password ?? '').slice(0, 200),
-          });
+          const { session, device } = await signIn(
+            ctx,
+            {
+              email: String(form.email ?? '').slice(0, 254),
+              password: String(form.password ?? '').slice(0, 200),
+            },
+            signInSource(request),
+          );
           setSessionCookie(ctx, reply, session.token);
+          setDeviceCookie(ctx, reply, device);
           return reply.redirect(returnTo, 303);
         } catch (error) {
           if (!(error instanceof AppError)) throw error;
+          if (typeof error.extra.retry_after === 'number')
+            reply.header('retry-after', String(error.extra.retry_after));
           return sendPage(reply, signInPage(reply.generateCsrf(), returnTo, error.message), error.status);
         }
       },
@@ -136,8 +152,9 @@ export function webRoutes(ctx: AppContext): FastifyPluginAsync {
         }
         try {
           await signUp(ctx, { email, password, name });
-          const session = await signIn(ctx, { email, password });
+          const { session, device } = await signIn(ctx, { email, password }, signInSource(request));
           setSessionCookie(ctx, reply, session.token);
+          setDeviceCookie(ctx, reply, device);
           return reply.redirect(returnTo, 303);
         } catch (error) {
           if (!(error instanceof AppError)) throw error;

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
+import { DEVICE_COOKIE, type SignInSource, TRUST_LIFETIME_MS } from '../modules/accounts/sign-in-throttle.ts';
 import { findSession, SESSION_LIFETIME_MS } from '../modules/accounts/users.ts';
 
 export const SESSION_COOKIE = 'waybill_session';
@@ -23,6 +24,26 @@ export function setSessionCookie(ctx: AppContext, reply: FastifyReply, token: st
     sameSite: 'lax',
     secure: ctx.config.secureCookies,
     maxAge: SESSION_LIFETIME_MS / 1000,
+  });
+}
+
+/** Where a page's sign-in comes from: the address, and the browser's device cookie. */
+export function signInSource(request: FastifyRequest): SignInSource {
+  return { address: request.ip, browser: true, device: request.cookies[DEVICE_COOKIE] };
+}
+
+/**
+ * The browser's device token: a browser that signed in to an account before is not held back by
+ * failed sign-ins from elsewhere (sign-in-throttle.ts). It outlives sign-out on purpose.
+ */
+export function setDeviceCookie(ctx: AppContext, reply: FastifyReply, device: string | null): void {
+  if (!device) return;
+  reply.setCookie(DEVICE_COOKIE, device, {
+    path: '/',
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: ctx.config.secureCookies,
+    maxAge: TRUST_LIFETIME_MS / 1000,
   });
 }
 

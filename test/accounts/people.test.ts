@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DAY } from '../../src/lib/clock.ts';
+import { MAX_DELAY_MS } from '../../src/modules/accounts/sign-in-throttle.ts';
 import { expectProblem } from '../http/expect.ts';
-import { call, signUpPerson } from '../support/api.ts';
+import { call, signUpPerson, verifyEmailAddress } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 
 const PASSWORD = 'correct horse battery';
@@ -50,11 +51,16 @@ describe('sign-up', () => {
     expect(ok.status).toBe(201);
   });
 
-  it('marks reviewers from WAYBILL_REVIEWER_EMAILS', async () => {
+  it('marks reviewers from WAYBILL_REVIEWER_EMAILS once the address is verified', async () => {
     const reviewer = await call(w, 'POST', '/v1/auth/signup', {
       body: { email: 'Reviewer@Example.test', password: PASSWORD, name: 'Rene' },
     });
-    expect(reviewer.body.is_reviewer).toBe(true);
+    expect(reviewer.body).toMatchObject({ is_reviewer: false, email_verified: false });
+    await verifyEmailAddress(w, 'reviewer@example.test');
+    const session = await call(w, 'POST', '/v1/auth/sessions', {
+      body: { email: 'reviewer@example.test', password: PASSWORD },
+    });
+    expect(session.body.user).toMatchObject({ is_reviewer: true, email_verified: true });
   });
 });
 
@@ -158,6 +164,8 @@ describe('sign-in rate limit', () => {
     const email = freshEmail();
     const statuses: number[] = [];
     for (let i = 0; i < 11; i++) {
+      // Past the account's own growing delay (sign-in-throttle.ts): this is the per-address limit.
+      w.clock.advance(MAX_DELAY_MS);
       const attempt = await call(w, 'POST', '/v1/auth/sessions', {
         body: { email, password: `guess-${i}-xxxx` },
       });
@@ -169,6 +177,7 @@ describe('sign-in rate limit', () => {
     }
     expect(statuses).toEqual([...Array(10).fill(401), 429]);
     // Another client address is not held back by this one's attempts.
+    w.clock.advance(MAX_DELAY_MS);
     const other = await w.app.inject({
       method: 'POST',
       url: '/v1/auth/sessions',

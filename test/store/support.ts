@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { call, type Json, type Person } from '../support/api.ts';
+import { call, type Json, type Person, signUpWithEmail } from '../support/api.ts';
 import type { TestWaybill } from '../support/harness.ts';
 import { checkReceived } from '../support/message-check.ts';
 
@@ -11,11 +11,14 @@ export const REVIEWERS = ['reviewer@example.test', 'second-reviewer@example.test
 /** Harness options with two reviewers (a reviewer's e-mail can sign up once per Waybill). */
 export const reviewerEnv = { env: { WAYBILL_REVIEWER_EMAILS: REVIEWERS.join(',') } };
 
-export async function signUpAs(w: TestWaybill, email: string, name = 'Someone'): Promise<Person> {
-  const signup = await call(w, 'POST', '/v1/auth/signup', { body: { email, password: PASSWORD, name } });
-  if (signup.status !== 201) throw new Error(`signup failed: ${signup.text}`);
-  const session = await call(w, 'POST', '/v1/auth/sessions', { body: { email, password: PASSWORD } });
-  return { id: signup.body.id, email, token: session.body.token };
+/** A person with this e-mail, verified through the mailed link unless told otherwise. */
+export async function signUpAs(
+  w: TestWaybill,
+  email: string,
+  name = 'Someone',
+  options: { verified?: boolean } = {},
+): Promise<Person> {
+  return signUpWithEmail(w, email, name, options);
 }
 
 export interface Received {

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { TestWaybill } from './harness.ts';
 
 export interface ApiResponse<T = Record<string, unknown>> {
@@ -58,15 +59,64 @@ export interface Person {
   token: string;
 }
 
-export async function signUpPerson(w: TestWaybill, name = 'Test Person'): Promise<Person> {
+/**
+ * A person signed up and signed in through the API; verified (through the link of the e-mail sign-up
+ * sent, as the person would) unless told otherwise.
+ */
+export async function signUpPerson(
+  w: TestWaybill,
+  name = 'Test Person',
+  options: { verified?: boolean } = {},
+): Promise<Person> {
   counter += 1;
   const email = `person${counter}-${Date.now()}@example.test`;
+  return signUpWithEmail(w, email, name, options);
+}
+
+export async function signUpWithEmail(
+  w: TestWaybill,
+  email: string,
+  name = 'Test Person',
+  options: { verified?: boolean } = {},
+): Promise<Person> {
   const password = 'correct horse battery';
   const signup = await call(w, 'POST', '/v1/auth/signup', { body: { email, password, name } });
   if (signup.status !== 201) throw new Error(`signup failed: ${signup.text}`);
+  if (options.verified ?? true) await verifyEmailAddress(w, email);
   const session = await call(w, 'POST', '/v1/auth/sessions', { body: { email, password } });
   if (session.status !== 201) throw new Error(`sign-in failed: ${session.text}`);
   return { id: signup.body.id, email, token: session.body.token };
+}
+
+/** The newest verification link mailed to the address (the outbox: tests run without SMTP). */
+export async function verificationLink(w: TestWaybill, email: string): Promise<string> {
+  const mail = await w.ctx.db
+    .selectFrom('mail_outbox')
+    .select('body')
+    .where(sql<boolean>`recipients @> jsonb_build_array(${email.trim().toLowerCase()}::text)`)
+    .where('subject', 'like', 'Confirm your e-mail address%')
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .executeTakeFirst();
+  const link = mail ? /https?:\/\/\S+\/verify-email\?token=\S+/.exec(mail.body)?.[0] : undefined;
+  if (!link) throw new Error(`no verification link was mailed to ${email}`);
+  return link;
+}
+
+/** Opens the mailed link and presses its button, as the person would in a browser. */
+export async function verifyEmailAddress(w: TestWaybill, email: string): Promise<void> {
+  const link = new URL(await verificationLink(w, email));
+  const page = await w.app.inject({ method: 'GET', url: `${link.pathname}${link.search}` });
+  if (page.statusCode !== 200) throw new Error(`verification page failed: ${page.statusCode}`);
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)?.[1] ?? '';
+  const cookie = page.cookies.map((c) => `${c.name}=${c.value}`).join('; ');
+  const confirmed = await w.app.inject({
+    method: 'POST',
+    url: '/verify-email',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+    payload: new URLSearchParams({ _csrf: csrf, token: link.searchParams.get('token') ?? '' }).toString(),
+  });
+  if (confirmed.statusCode !== 200) throw new Error(`verification failed: ${confirmed.statusCode}`);
 }
 
 export interface CompanyFixture {

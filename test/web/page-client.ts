@@ -1,4 +1,5 @@
 import { expect } from 'vitest';
+import { verificationLink } from '../support/api.ts';
 import type { TestWaybill } from '../support/harness.ts';
 
 export interface PageResponse {
@@ -78,6 +79,13 @@ export async function signUpInBrowser(w: TestWaybill, name = 'Page Person') {
   await client.get('/signup');
   const signedUp = await client.post('/signup', { name, email, password: PASSWORD, return_to: '/dashboard' });
   expect(signedUp.status).toBe(303);
+  // The person opens the link mailed to them and presses its button.
+  const link = new URL(await verificationLink(w, email));
+  expect((await client.get(`${link.pathname}${link.search}`)).status).toBe(200);
+  const verified = await client.post('/verify-email', { token: link.searchParams.get('token') ?? '' });
+  expect(verified.status, verified.text.slice(0, 300)).toBe(200);
+  // ... and goes on to the dashboard, which (without a company yet) offers to create one.
+  expect((await client.get('/dashboard/companies/new')).status).toBe(200);
   return { client, email };
 }
 

@@ -20,6 +20,7 @@ import * as timeOrderedDeliveryIds from './0018_time_ordered_delivery_ids.ts';
 import * as endpointDeliveryControls from './0026_endpoint_delivery_controls.ts';
 import * as failingNotice from './0030_failing_notice.ts';
 import * as eventRetentionAndErasure from './0031_event_retention_and_erasure.ts';
+import * as verifiedPeople from './0032_verified_people.ts';
 import * as installationGrants from './0033_installation_grants.ts';
 import * as outboundBudget from './0035_outbound_budget.ts';
 import * as developerConsole from './0036_developer_console.ts';
@@ -48,6 +49,7 @@ export const migrations: Record<string, Migration> = {
   '0026_endpoint_delivery_controls': endpointDeliveryControls,
   '0030_failing_notice': failingNotice,
   '0031_event_retention_and_erasure': eventRetentionAndErasure,
+  '0032_verified_people': verifiedPeople,
   '0033_installation_grants': installationGrants,
   '0035_outbound_budget': outboundBudget,
   '0036_developer_console': developerConsole,

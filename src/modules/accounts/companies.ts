@@ -177,10 +177,18 @@ export async function addMember(
   if (accountId) await getCustomerAccountRow(ctx, tenantId, accountId);
   const person = await ctx.db
     .selectFrom('users')
-    .select(['id', 'email', 'name'])
+    .select(['id', 'email', 'name', 'email_verified_at'])
     .where('email', '=', normalizeEmail(input.email))
     .executeTakeFirst();
   if (!person) throw new AppError('user.not_found', 'No person has signed up with that e-mail');
+  // An address proves who joins only once its owner has opened the link sent to it: otherwise
+  // whoever signed up first with a colleague's address would join in the colleague's place.
+  if (!person.email_verified_at) {
+    throw new AppError(
+      'member.email_not_verified',
+      'That person has not confirmed their e-mail address yet: add them once they have',
+    );
+  }
   const row = {
     id: newId('mem'),
     tenant_id: tenantId,

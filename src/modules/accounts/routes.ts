@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
-import { signInRateLimit, signUpRateLimit } from '../../http/rate-limits.ts';
+import { emailVerificationRateLimit, signInRateLimit, signUpRateLimit } from '../../http/rate-limits.ts';
 import { errorResponses, Id, Page, PageQuery } from '../../http/schemas.ts';
 import { requireUser } from './access.ts';
 import { createApiToken, listApiTokens, revokeApiToken } from './api-tokens.ts';
@@ -17,6 +17,7 @@ import {
   membershipsOfPerson,
   removeMember,
 } from './companies.ts';
+import { resendVerificationLink } from './email-verification.ts';
 import {
   ApiTokenSchema,
   CompanySchema,
@@ -74,7 +75,25 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         },
         config: { auth: 'public', rateLimit: signInRateLimit },
       },
-      async (request, reply) => reply.code(201).send(await signIn(ctx, request.body)),
+      async (request, reply) =>
+        reply.code(201).send((await signIn(ctx, request.body, { address: request.ip })).session),
+    );
+
+    app.post(
+      '/v1/auth/email-verification',
+      {
+        config: { auth: 'session', rateLimit: emailVerificationRateLimit },
+        schema: {
+          tags,
+          summary: 'Send a new link that verifies your e-mail address (one a minute, five an hour)',
+          response: {
+            202: Type.Object({ email: Type.String(), expires_at: Type.String() }),
+            ...errorResponses(401, 403, 409, 429),
+          },
+        },
+      },
+      async (request, reply) =>
+        reply.code(202).send(await resendVerificationLink(ctx, requireUser(request.principal).userId)),
     );
 
     app.delete(

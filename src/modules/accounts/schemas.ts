@@ -12,6 +12,7 @@ export const PersonSchema = Type.Object(
     id: Type.String(),
     email: Type.String(),
     name: Type.String(),
+    email_verified: Type.Boolean(),
     is_reviewer: Type.Boolean(),
     created_at: Timestamp,
   },

@@ -5,6 +5,8 @@ export interface UsersTable {
   password_hash: string;
   /** The reviewer the demo seeded: a reviewer while the demo is on (users.ts isReviewer). */
   demo_reviewer: boolean;
+  /** When the person opened a verification link sent to `email` (email-verification.ts); null until then. */
+  email_verified_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -86,12 +88,32 @@ export interface MailOutboxTable {
   error: string | null;
 }
 
-/** Failed sign-ins per account, across addresses and routes, in a fixed window (sign-in-throttle.ts). */
-export interface SignInFailuresTable {
-  /** HMAC of the normalised e-mail: e-mails that never signed up are not stored. */
-  account_key: string;
-  window_started_at: Date;
+/** A verification link sent to a person's address: single use, 24 hours (email-verification.ts). */
+export interface EmailVerificationsTable {
+  id: string;
+  user_id: string;
+  /** The address the link was sent to: it verifies that address only. */
+  email: string;
+  token_hash: string;
+  created_at: Date;
+  expires_at: Date;
+  used_at: Date | null;
+}
+
+/** The growing delay of failed sign-ins, per account and per trusted source (sign-in-throttle.ts). */
+export interface SignInDelaysTable {
+  /** HMAC of the normalised e-mail, with the trusted source's key when the attempt came from one. */
+  throttle_key: string;
   failures: number;
+  last_failure_at: Date;
+  next_attempt_at: Date;
+}
+
+/** Sources (a browser's device cookie, an address) that signed in to an account successfully. */
+export interface SignInTrustTable {
+  account_key: string;
+  source_key: string;
+  last_success_at: Date;
 }
 
 export interface AccountsTables {
@@ -104,5 +126,7 @@ export interface AccountsTables {
   idempotency_keys: IdempotencyKeysTable;
   audit_events: AuditEventsTable;
   mail_outbox: MailOutboxTable;
-  sign_in_failures: SignInFailuresTable;
+  email_verifications: EmailVerificationsTable;
+  sign_in_delays: SignInDelaysTable;
+  sign_in_trust: SignInTrustTable;
 }

@@ -3,7 +3,8 @@ import { addMs, DAY } from '../../lib/clock.ts';
 import { hashPassword, passwordDecoy, verifyPassword } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
 import { hashSecret, newId, newSecret } from '../../lib/ids.ts';
-import { countSignInAttempt } from './sign-in-throttle.ts';
+import { sendVerificationLink } from './email-verification.ts';
+import { countSignInAttempt, type SignInSource } from './sign-in-throttle.ts';
 import type { UsersTable } from './tables.ts';
 
 export const SESSION_LIFETIME_MS = 14 * DAY;
@@ -12,26 +13,38 @@ export interface Person {
   id: string;
   email: string;
   name: string;
+  email_verified: boolean;
   is_reviewer: boolean;
   created_at: string;
 }
 
+type ReviewerFacts = Pick<UsersTable, 'email' | 'demo_reviewer' | 'email_verified_at'>;
+
 /**
- * Service staff: the e-mails of WAYBILL_REVIEWER_EMAILS, and the demo's reviewer only when the demo
- * seeded that very account (not whoever signs up with its e-mail) and the demo is on.
+ * Listed as service staff: the e-mails of WAYBILL_REVIEWER_EMAILS (lower case, as every stored
+ * e-mail is), and the demo's reviewer only when the demo seeded that very account (not whoever
+ * signs up with its e-mail) and the demo is on. Listed is not enough to review: see isReviewer.
  */
-export function isReviewer(ctx: AppContext, row: Pick<UsersTable, 'email' | 'demo_reviewer'>): boolean {
-  return ctx.config.reviewerEmails.has(row.email) || (ctx.config.demoReviewer && row.demo_reviewer);
+export function isListedReviewer(ctx: AppContext, row: Pick<UsersTable, 'email' | 'demo_reviewer'>): boolean {
+  return (
+    ctx.config.reviewerEmails.has(normalizeEmail(row.email)) || (ctx.config.demoReviewer && row.demo_reviewer)
+  );
+}
+
+/** A reviewer: listed, and the address proved (CONTRACT.md: reviewers are verified people). */
+export function isReviewer(ctx: AppContext, row: ReviewerFacts): boolean {
+  return row.email_verified_at !== null && isListedReviewer(ctx, row);
 }
 
 export function presentPerson(
   ctx: AppContext,
-  row: Pick<UsersTable, 'id' | 'email' | 'name' | 'demo_reviewer' | 'created_at'>,
+  row: Pick<UsersTable, 'id' | 'email' | 'name' | 'demo_reviewer' | 'email_verified_at' | 'created_at'>,
 ): Person {
   return {
     id: row.id,
     email: row.email,
     name: row.name,
+    email_verified: row.email_verified_at !== null,
     is_reviewer: isReviewer(ctx, row),
     created_at: row.created_at.toISOString(),
   };
@@ -44,6 +57,7 @@ export function normalizeEmail(email: string): string {
 export async function signUp(
   ctx: AppContext,
   input: { email: string; password: string; name: string },
+  options: { verified?: boolean } = {},
 ): Promise<Person> {
   const email = normalizeEmail(input.email);
   const now = ctx.clock.now();
@@ -53,6 +67,8 @@ export async function signUp(
     name: input.name.trim(),
     password_hash: await hashPassword(input.password),
     demo_reviewer: false,
+    // Only the demo's seed makes people verified from the start.
+    email_verified_at: options.verified ? now : null,
     created_at: now,
     updated_at: now,
   };
@@ -63,6 +79,7 @@ export async function signUp(
     .returning('id')
     .executeTakeFirst();
   if (!inserted) throw new AppError('user.email_taken');
+  if (!options.verified) await sendVerificationLink(ctx, row.id);
   return presentPerson(ctx, row);
 }
 
@@ -72,19 +89,24 @@ export interface SessionGrant {
   user: Person;
 }
 
+/**
+ * Signs in; answers the session and the browser's device token (pages keep it in a cookie, so that
+ * this browser is not held back by failures from elsewhere: sign-in-throttle.ts).
+ */
 export async function signIn(
   ctx: AppContext,
   input: { email: string; password: string },
-): Promise<SessionGrant> {
+  source: SignInSource,
+): Promise<{ session: SessionGrant; device: string | null }> {
   const email = normalizeEmail(input.email);
-  // Limited per account across addresses and routes; counted before the password is checked.
-  const refund = await countSignInAttempt(ctx, email);
+  // Throttled per account across addresses and routes; counted before the password is checked.
+  const ticket = await countSignInAttempt(ctx, email, source);
   const user = await ctx.db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
   // Spend the same time whether or not the person exists.
   const ok = await verifyPassword(input.password, user?.password_hash ?? (await passwordDecoy()));
   if (!user || !ok) throw new AppError('auth.invalid_credentials');
-  await refund();
-  return startSession(ctx, user);
+  const { device } = await ticket.succeeded();
+  return { session: await startSession(ctx, user), device };
 }
 
 export async function startSession(ctx: AppContext, user: UsersTable): Promise<SessionGrant> {

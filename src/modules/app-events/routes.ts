@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { errorResponses, Id, Nullable, Page, PageQuery, Timestamp } from '../../http/schemas.ts';
 import { requireUser } from '../accounts/access.ts';
-import { moderateApp } from '../apps/moderation.ts';
+import { moderateApp, requireReviewer } from '../apps/moderation.ts';
 import { AppParams, AppSchema } from '../apps/schemas.ts';
 import { listEventMessages, replayEventMessage, sendTestAppEvent } from './messages.ts';
 
@@ -41,7 +41,14 @@ const OutcomeSchema = Type.Object({
 
 const MessageParams = Type.Object({ id: Id(64), delivery_id: Id(64) }, { additionalProperties: false });
 const ReasonBody = Type.Object(
-  { reason: Type.String({ minLength: 1, maxLength: 1000 }) },
+  {
+    reason: Type.String({
+      minLength: 1,
+      maxLength: 1000,
+      pattern: '\\S',
+      description: 'Why: the developer and the audit log read it; not blank',
+    }),
+  },
   { additionalProperties: false },
 );
 
@@ -103,6 +110,10 @@ export function appEventRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         `/v1/review/apps/:id/${action}`,
         {
           config: { auth: 'session' },
+          // Who may call comes before what they sent: a non-reviewer is 403 whatever the body.
+          preValidation: async (request) => {
+            await requireReviewer(ctx, requireUser(request.principal).userId);
+          },
           schema: {
             tags: ['Review'],
             summary:

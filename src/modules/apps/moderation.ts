@@ -3,7 +3,7 @@ import { type AppContext, runAfterCommit, type Trx } from '../../context.ts';
 import { DAY } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { getPerson } from '../accounts/users.ts';
+import { isListedReviewer, isReviewer } from '../accounts/users.ts';
 import type { AppsTable } from '../oauth/tables.ts';
 import { type App, presentApp } from './service.ts';
 
@@ -12,11 +12,46 @@ export type ModerationAction = 'suspend' | 'delist' | 'reinstate';
 /** App events and webhooks are retried for about three days; what was held longer is not sent. */
 const HELD_WINDOW_MS = 3 * DAY;
 
-/** Only people listed in WAYBILL_REVIEWER_EMAILS review and moderate (CONTRACT.md). */
+/**
+ * Only people listed in WAYBILL_REVIEWER_EMAILS, with that address verified, review and moderate
+ * (CONTRACT.md): a listed person who has not opened the verification link yet is told so (403
+ * `auth.email_not_verified`), so whoever signs up first with a colleague's address gains nothing.
+ */
 export async function requireReviewer(ctx: AppContext, userId: string): Promise<void> {
-  const person = await getPerson(ctx, userId);
-  if (!person.is_reviewer)
+  const row = await ctx.db
+    .selectFrom('users')
+    .select(['email', 'demo_reviewer', 'email_verified_at'])
+    .where('id', '=', userId)
+    .executeTakeFirst();
+  if (!row || !isListedReviewer(ctx, row))
     throw new AppError('auth.insufficient_scope', 'Only reviewers of the App Store can do this');
+  if (!isReviewer(ctx, row))
+    throw new AppError(
+      'auth.email_not_verified',
+      'Reviewing waits for your e-mail address to be confirmed: open the link sent to it',
+    );
+}
+
+/**
+ * Why this reviewer may not judge an app of this developer, or null: their own app, or the app of
+ * someone who shares a company with them. Reviews and moderation (suspend, delist, reinstate) alike.
+ */
+export async function conflictOfInterest(
+  db: Trx | AppContext['db'],
+  reviewerId: string,
+  developerId: string,
+): Promise<string | null> {
+  if (developerId === reviewerId) return 'You cannot review your own app.';
+  const shared = await db
+    .selectFrom('memberships as mine')
+    .innerJoin('memberships as theirs', 'theirs.tenant_id', 'mine.tenant_id')
+    .select('mine.tenant_id')
+    .where('mine.user_id', '=', reviewerId)
+    .where('theirs.user_id', '=', developerId)
+    .executeTakeFirst();
+  return shared
+    ? 'You cannot review an app of your own company: its developer is in one of your companies.'
+    : null;
 }
 
 /** Holds (or lets go) everything waiting for the app: its events target and its installations' endpoints. */
@@ -91,6 +126,12 @@ export async function moderateApp(
   reason: string,
 ): Promise<App> {
   await requireReviewer(ctx, reviewerId);
+  const why = reason.trim();
+  if (!why) {
+    throw new AppError('validation.failed', 'Give a reason: the developer and the audit log read it', {
+      errors: [{ path: '/reason', message: 'must not be empty or blank' }],
+    });
+  }
   const now = ctx.clock.now();
   const updated = await ctx.db.transaction().execute(async (trx) => {
     const app = await trx
@@ -100,9 +141,8 @@ export async function moderateApp(
       .forUpdate()
       .executeTakeFirst();
     if (!app) throw new AppError('app.not_found');
-    if (app.developer_id === reviewerId) {
-      throw new AppError('auth.insufficient_scope', 'A reviewer does not moderate their own app');
-    }
+    const conflict = await conflictOfInterest(trx, reviewerId, app.developer_id);
+    if (conflict) throw new AppError('review.conflict_of_interest', conflict);
     let next: AppsTable['status'];
     if (action === 'suspend') {
       if (app.status === 'suspended')
@@ -128,7 +168,7 @@ export async function moderateApp(
         tenant_id: null,
         actor: reviewerId,
         action: `app.${action === 'suspend' ? 'suspended' : action === 'delist' ? 'delisted' : 'reinstated'}`,
-        details: JSON.stringify({ app_id: appId, reason, previous_status: app.status, status: next }),
+        details: JSON.stringify({ app_id: appId, reason: why, previous_status: app.status, status: next }),
         created_at: now,
       })
       .execute();

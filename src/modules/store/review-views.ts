@@ -83,7 +83,7 @@ function moderationForms(app: { id: string; status: string }, submissionId: stri
       label,
     }) => html`<form method="post" action="/review/apps/${app.id}/${action}" class="inline-form">
 <input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="submission_id" value="${submissionId}">
-<label>Reason <input name="reason" required maxlength="1000"></label>
+<label>Reason <input name="reason" required pattern=".*\S.*" maxlength="1000"></label>
 <button type="submit" class="${action === 'suspend' ? 'danger' : 'secondary'}">${label}</button></form>`,
   );
   return html`${forms}`;

@@ -2,7 +2,7 @@ import type { AppContext } from '../../context.ts';
 import { oldestFirst } from '../../db/paging.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
-import { requireReviewer } from '../apps/moderation.ts';
+import { conflictOfInterest, requireReviewer } from '../apps/moderation.ts';
 import { type App, getApp } from '../apps/service.ts';
 import { listingOf } from './catalogue.ts';
 import type { Listing } from './listing.ts';
@@ -13,36 +13,19 @@ import type { AppSubmissionsTable, SubmissionStatus } from './tables.ts';
 export const DECISIONS = ['approved', 'rejected', 'changes_requested'] as const;
 export type Decision = (typeof DECISIONS)[number];
 
-/**
- * Why this reviewer may not decide on the app, or null: their own app, or an app whose developer
- * shares a company with them.
- */
-async function conflictOfInterest(
-  ctx: AppContext,
-  reviewerId: string,
-  appId: string,
-): Promise<string | null> {
+/** Why this reviewer may not decide on the app (apps/moderation.ts conflictOfInterest), or null. */
+async function conflictOnApp(ctx: AppContext, reviewerId: string, appId: string): Promise<string | null> {
   const app = await ctx.db
     .selectFrom('apps')
     .select('developer_id')
     .where('id', '=', appId)
     .executeTakeFirstOrThrow();
-  if (app.developer_id === reviewerId) return 'You cannot review your own app.';
-  const shared = await ctx.db
-    .selectFrom('memberships as mine')
-    .innerJoin('memberships as theirs', 'theirs.tenant_id', 'mine.tenant_id')
-    .select('mine.tenant_id')
-    .where('mine.user_id', '=', reviewerId)
-    .where('theirs.user_id', '=', app.developer_id)
-    .executeTakeFirst();
-  return shared
-    ? 'You cannot review an app of your own company: its developer is in one of your companies.'
-    : null;
+  return conflictOfInterest(ctx.db, reviewerId, app.developer_id);
 }
 
 async function refuseConflict(ctx: AppContext, reviewerId: string, appId: string): Promise<void> {
-  const conflict = await conflictOfInterest(ctx, reviewerId, appId);
-  if (conflict) throw new AppError('auth.insufficient_scope', conflict);
+  const conflict = await conflictOnApp(ctx, reviewerId, appId);
+  if (conflict) throw new AppError('review.conflict_of_interest', conflict);
 }
 
 async function submissionRow(ctx: AppContext, submissionId: string): Promise<AppSubmissionsTable> {
@@ -143,7 +126,7 @@ export async function submissionForReview(
     live,
     live_listing: await listingOf(ctx, row.app_id),
     changes,
-    conflict: await conflictOfInterest(ctx, reviewerId, row.app_id),
+    conflict: await conflictOnApp(ctx, reviewerId, row.app_id),
   };
 }
 

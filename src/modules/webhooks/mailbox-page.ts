@@ -4,6 +4,7 @@ import type { AppContext } from '../../context.ts';
 import { requirePageUser } from '../../web/dashboard.ts';
 import { html } from '../../web/html.ts';
 import { layout, sendPage } from '../../web/layout.ts';
+import { VERIFICATION_SUBJECT } from '../accounts/email-verification.ts';
 
 /**
  * The development mailbox: without WAYBILL_SMTP_URL, e-mail stays in the outbox table and the
@@ -19,14 +20,15 @@ export function mailboxPage(ctx: AppContext): FastifyPluginAsync {
         .select('email')
         .where('id', '=', user.userId)
         .executeTakeFirstOrThrow();
-      const mails = await ctx.db
+      let query = ctx.db
         .selectFrom('mail_outbox')
         .select(['id', 'subject', 'body', 'created_at', 'sent_at'])
-        .where(sql<boolean>`recipients @> jsonb_build_array(${person.email}::text)`)
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(50)
-        .execute();
+        .where(sql<boolean>`recipients @> jsonb_build_array(${person.email}::text)`);
+      // A verification link shown to the account it verifies would prove nothing: whoever signed up
+      // with the address reads it. Only the demo (a development setup) shows them here; elsewhere
+      // they reach the address's owner over SMTP only.
+      if (!ctx.config.demo) query = query.where('subject', '!=', VERIFICATION_SUBJECT);
+      const mails = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(50).execute();
       const items = mails.map(
         (mail) => html`<article class="card">
 <h2>${mail.subject}</h2>
