@@ -11,6 +11,8 @@ export interface ClaimedRow extends SendingDelivery {
   previous_secret_sealed: string | null;
   previous_secret_expires_at: Date | null;
   failing_since: Date | null;
+  /** The endpoint's custom headers, sealed; null: none. */
+  headers_sealed: string | null;
 }
 
 export function endpointOf(row: ClaimedRow): SendingEndpoint {

@@ -18,6 +18,8 @@ export interface OutgoingMessage {
   url: string;
   headers: Record<string, string>;
   body: string;
+  /** The names among `headers` that are the endpoint's custom headers. */
+  custom?: readonly string[];
 }
 
 /** Takes a message to a target and answers what came back; never throws. */

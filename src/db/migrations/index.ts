@@ -19,6 +19,7 @@ import * as fanOutFunction from './0017_fan_out_function.ts';
 import * as timeOrderedDeliveryIds from './0018_time_ordered_delivery_ids.ts';
 import * as endpointDeliveryControls from './0026_endpoint_delivery_controls.ts';
 import * as failingNotice from './0030_failing_notice.ts';
+import * as deliveryControlsInTheClaim from './0034_delivery_controls_in_the_claim.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -42,4 +43,5 @@ export const migrations: Record<string, Migration> = {
   '0018_time_ordered_delivery_ids': timeOrderedDeliveryIds,
   '0026_endpoint_delivery_controls': endpointDeliveryControls,
   '0030_failing_notice': failingNotice,
+  '0034_delivery_controls_in_the_claim': deliveryControlsInTheClaim,
 };

@@ -1,0 +1,125 @@
+import type { Kysely } from 'kysely';
+import { CLAIM_BY_REFERENCE } from './0016_delivery_payload_by_reference.ts';
+import { runStatements } from './sql.ts';
+
+const CLAIM_SIGNATURE =
+  'webhook_claim(text, timestamptz, timestamptz, int, int, text[], int[], text, int, text[])';
+
+/** The view of migration 0005, with the endpoint's custom headers at its end. */
+const TARGETS_VIEW = `CREATE OR REPLACE VIEW delivery_targets AS
+  SELECT e.id, e.kind, e.app_id, e.enabled, e.held, e.failing_since,
+    COALESCE(a.events_url, e.url) AS url,
+    COALESCE(a.events_secret_sealed, e.secret_sealed) AS secret_sealed,
+    CASE WHEN e.kind = 'app_events' THEN a.events_previous_secret_sealed ELSE e.previous_secret_sealed END
+      AS previous_secret_sealed,
+    CASE WHEN e.kind = 'app_events' THEN a.events_previous_secret_expires_at
+      ELSE e.previous_secret_expires_at END AS previous_secret_expires_at,
+    e.headers_sealed
+  FROM webhook_endpoints e
+  LEFT JOIN apps a ON e.kind = 'app_events' AND a.id = e.app_id`;
+
+const TARGETS_VIEW_BEFORE = `CREATE VIEW delivery_targets AS
+  SELECT e.id, e.kind, e.app_id, e.enabled, e.held, e.failing_since,
+    COALESCE(a.events_url, e.url) AS url,
+    COALESCE(a.events_secret_sealed, e.secret_sealed) AS secret_sealed,
+    CASE WHEN e.kind = 'app_events' THEN a.events_previous_secret_sealed ELSE e.previous_secret_sealed END
+      AS previous_secret_sealed,
+    CASE WHEN e.kind = 'app_events' THEN a.events_previous_secret_expires_at
+      ELSE e.previous_secret_expires_at END AS previous_secret_expires_at
+  FROM webhook_endpoints e
+  LEFT JOIN apps a ON e.kind = 'app_events' AND a.id = e.app_id`;
+
+/**
+ * The claim of migrations 0015 and 0016 (decision 0018), acting on the receiver's controls
+ * (issue 23, decision 0027): it returns the endpoint's sealed custom headers with each row.
+ */
+const CLAIM = `CREATE FUNCTION webhook_claim(p_worker text, p_now timestamptz, p_lease_until timestamptz, p_limit int,
+  p_per_endpoint int, p_room_ids text[], p_room_left int[], p_after text, p_visits int, p_targets text[])
+RETURNS TABLE (id text, endpoint_id text, event_id text, event_type text, payload text, status text,
+  attempt_count int, next_attempt_at timestamptz, kind text, url text, secret_sealed text,
+  previous_secret_sealed text, previous_secret_expires_at timestamptz, failing_since timestamptz,
+  headers_sealed text, walked_to text, walk_ended boolean)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  walked text[];
+  ids text[];
+  last_walked text;
+  ended boolean;
+BEGIN
+  -- The walk (decision 0016): the next targets with queued deliveries after p_after, one index
+  -- descent each; or, for the listener hub, the targets it names.
+  IF p_targets IS NULL THEN
+    WITH RECURSIVE walk(e, n) AS (
+      SELECT (SELECT min(q.endpoint_id) FROM webhook_queue q WHERE q.endpoint_id > p_after), 1
+      UNION ALL
+      SELECT (SELECT min(q.endpoint_id) FROM webhook_queue q WHERE q.endpoint_id > w.e), w.n + 1
+      FROM walk w WHERE w.e IS NOT NULL AND w.n < p_visits
+    )
+    SELECT array_agg(w.e ORDER BY w.n) INTO walked FROM walk w WHERE w.e IS NOT NULL;
+  ELSE
+    SELECT array_agg(t.e ORDER BY t.e) INTO walked FROM unnest(p_targets) AS t(e) WHERE t.e > p_after;
+  END IF;
+  last_walked := walked[cardinality(walked)];
+  ended := COALESCE(cardinality(walked), 0) < p_visits;
+  IF walked IS NOT NULL THEN
+    -- Each target with room here: its oldest due rows, up to that room, skipping rows another
+    -- worker is locking; a full target costs one lookup.
+    SELECT array_agg(c.delivery_id) INTO ids FROM (
+      SELECT x.delivery_id
+      FROM unnest(walked) WITH ORDINALITY AS w(e, n)
+      JOIN webhook_endpoints en ON en.id = w.e AND en.enabled AND NOT en.held
+        AND (p_targets IS NOT NULL OR en.kind <> 'listener')
+      LEFT JOIN unnest(p_room_ids, p_room_left) AS r(e, left_over) ON r.e = w.e
+      CROSS JOIN LATERAL (
+        SELECT q.delivery_id FROM webhook_queue q
+        WHERE q.endpoint_id = w.e AND q.next_attempt_at <= p_now
+          AND (q.locked_until IS NULL OR q.locked_until < p_now)
+        ORDER BY q.next_attempt_at
+        LIMIT COALESCE(r.left_over, p_per_endpoint)
+        FOR UPDATE OF q SKIP LOCKED
+      ) x
+      WHERE COALESCE(r.left_over, p_per_endpoint) > 0
+      LIMIT p_limit
+    ) c;
+  END IF;
+  IF ids IS NOT NULL THEN
+    -- By primary key: a plan kept without the values must not read the whole queue.
+    UPDATE webhook_queue q SET locked_by = p_worker, locked_until = p_lease_until WHERE q.delivery_id = ANY (ids);
+    -- In the order claimed: target by target in the walk's order, oldest first within each.
+    RETURN QUERY
+      SELECT d.id, d.endpoint_id, d.event_id, d.event_type,
+        COALESCE(d.payload, (SELECT ev.payload FROM events ev WHERE ev.id = d.event_id)), d.status,
+        d.attempt_count, d.next_attempt_at,
+        t.kind, t.url, t.secret_sealed, t.previous_secret_sealed, t.previous_secret_expires_at, t.failing_since,
+        t.headers_sealed, last_walked, ended
+      FROM unnest(ids) WITH ORDINALITY AS i(id, n)
+      JOIN webhook_deliveries d ON d.id = i.id
+      JOIN delivery_targets t ON t.id = d.endpoint_id
+      ORDER BY i.n;
+  END IF;
+  IF ids IS NULL OR NOT FOUND THEN
+    -- Nothing claimed (or what was claimed is gone): one row still tells where the walk got to.
+    RETURN QUERY SELECT NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::int,
+      NULL::timestamptz, NULL::text, NULL::text, NULL::text, NULL::text, NULL::timestamptz, NULL::timestamptz,
+      NULL::text, last_walked, ended;
+  END IF;
+END
+$fn$`;
+
+/**
+ * The receiver's delivery controls in the engine (issue 23, decision 0027): the claim returns the
+ * endpoint's custom headers (sealed; the engine opens them and sends them with every message).
+ */
+export async function up(db: Kysely<unknown>): Promise<void> {
+  await runStatements(db, [TARGETS_VIEW, `DROP FUNCTION ${CLAIM_SIGNATURE}`, CLAIM]);
+}
+
+export async function down(db: Kysely<unknown>): Promise<void> {
+  await runStatements(db, [
+    `DROP FUNCTION ${CLAIM_SIGNATURE}`,
+    CLAIM_BY_REFERENCE,
+    'DROP VIEW delivery_targets',
+    TARGETS_VIEW_BEFORE,
+  ]);
+}
