@@ -9,7 +9,7 @@ import type { DeliveryOutcome } from './metrics.ts';
 import { QueueStatistics } from './queue-statistics.ts';
 import { type FinishedAttempt, metricKind } from './record.ts';
 import { AttemptRecorder } from './recorder.ts';
-import { type Jitter, MAX_ATTEMPTS } from './schedule.ts';
+import { type Jitter, MAX_ATTEMPTS, pauseOf } from './schedule.ts';
 import { DEADLINE_MS, guardedAgent, isSuccess, sendMessage, type Transport } from './sender.ts';
 import { SendSlots } from './slots.ts';
 
@@ -118,6 +118,43 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
   let claimRetryMs = CLAIM_RETRY_FIRST_MS;
   let claimPausedUntil = 0;
   const sending = new Set<Promise<void>>();
+  /** Writes to the queue outside the claim (rows put off until a pause ends), awaited by settle. */
+  const writing = new Set<Promise<void>>();
+  /**
+   * Targets whose receiver asked for a pause (Retry-After), until when (clock time): known here at
+   * once, before the record that writes paused_until for every worker is committed.
+   */
+  const paused = new Map<string, number>();
+
+  function pausedHere(targetId: string, now: Date): boolean {
+    const until = paused.get(targetId);
+    if (until === undefined) return false;
+    if (until > now.getTime()) return true;
+    paused.delete(targetId);
+    return false;
+  }
+
+  /**
+   * Rows claimed for a paused target are not sent: their lease is moved to the pause's end, so
+   * that no worker claims them before then (and they use none of their attempts meanwhile). A
+   * lease ends once it is past (locked_until < now) and a pause at its end: one millisecond less.
+   */
+  function putOff(ids: readonly string[], until: Date): void {
+    if (ids.length === 0) return;
+    const task = ctx.db
+      .updateTable('webhook_queue')
+      .set({ locked_until: new Date(until.getTime() - 1) })
+      .where('delivery_id', 'in', ids)
+      .where('locked_by', '=', id)
+      .execute()
+      .then(
+        () => {},
+        (err: unknown) =>
+          ctx.log.warn({ err }, 'putting off paused deliveries failed; their leases will expire'),
+      )
+      .finally(() => writing.delete(task));
+    writing.add(task);
+  }
 
   function dispatch(): void {
     for (const row of slots.takeStartable()) send(row);
@@ -150,6 +187,12 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
         took = { durationMs: finished.result.duration_ms, timedOut: finished.result.error === 'timeout' };
         if (finished.result.status_code === 410 && row.kind !== 'app_events')
           slots.dropQueue(row.endpoint_id);
+        const pause = pauseOf(finished.result, finished.attemptedAt);
+        if (pause) {
+          paused.set(row.endpoint_id, Math.max(pause.getTime(), paused.get(row.endpoint_id) ?? 0));
+          capped.delete(row.endpoint_id);
+          putOff(slots.dropQueue(row.endpoint_id), new Date(paused.get(row.endpoint_id) as number));
+        }
         recorder.add(finished);
       })
       .catch((err: unknown) => ctx.log.error({ err, deliveryId: row.id }, 'webhook send failed'))
@@ -212,7 +255,17 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
         });
         cursor = next;
         noteCapped(rows, room, limit);
-        slots.enqueue(rows);
+        if (paused.size === 0) slots.enqueue(rows);
+        else {
+          const heldBack = new Map<string, string[]>();
+          const sendable: ClaimedRow[] = [];
+          for (const row of rows) {
+            if (!pausedHere(row.endpoint_id, now)) sendable.push(row);
+            else heldBack.set(row.endpoint_id, [...(heldBack.get(row.endpoint_id) ?? []), row.id]);
+          }
+          for (const [targetId, ids] of heldBack) putOff(ids, new Date(paused.get(targetId) as number));
+          slots.enqueue(sendable);
+        }
         dispatch();
         // A claim that came back well filled: there is a backlog, and the plan must be the right one.
         if (rows.length >= Math.min(limit, 16)) statistics.backlogSeen();
@@ -269,8 +322,8 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
   }
 
   async function settle(): Promise<void> {
-    while (sending.size > 0 || recorder.busy || claiming) {
-      await Promise.all([...sending]);
+    while (sending.size > 0 || recorder.busy || claiming || writing.size > 0) {
+      await Promise.all([...sending, ...writing]);
       if (claiming) await claiming;
       await recorder.flush();
     }

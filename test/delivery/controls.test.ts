@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { type CompanyFixture, call, createCompany, createShipment, type Json } from '../support/api.ts';
 import type { TestWaybill } from '../support/harness.ts';
-import { attemptsOf, deliveriesOf, testWorker, useWaybillAndReceiver, verify } from './support.ts';
+import {
+  attemptsOf,
+  deliveriesOf,
+  startReceiver,
+  testWorker,
+  useWaybillAndReceiver,
+  verify,
+} from './support.ts';
 
 /** An endpoint made through the API, with the controls given. */
 async function createEndpoint(
@@ -85,5 +92,119 @@ describe('custom headers (issue 23)', () => {
     expect(message?.headers['x-split']).toBeUndefined();
     expect(message?.headers['x-injected']).toBeUndefined();
     if (message) expect(verify(message, endpoint.secret, w.clock.now())).toBeTruthy();
+  });
+});
+
+describe('Retry-After (issue 23)', () => {
+  const env = useWaybillAndReceiver();
+
+  async function endpointRead(w: TestWaybill, company: CompanyFixture, id: string): Promise<Json> {
+    const read = await call(w, 'GET', `/v1/webhook-endpoints/${id}`, { token: company.liveToken });
+    return read.body;
+  }
+
+  it('a 429 with Retry-After in seconds pauses the endpoint: what waits uses no attempts, the answered delivery comes back after the pause', async () => {
+    const { w, receiver } = env;
+    const company = await createCompany(w);
+    const endpoint = await createEndpoint(w, company, receiver.url);
+    let answered = 0;
+    receiver.answer = (_m, res) => {
+      answered += 1;
+      if (answered === 1) {
+        res.writeHead(429, { 'retry-after': '120' });
+        res.end('slow down');
+      } else res.end('ok');
+    };
+    // One request in flight at a time: the 429 comes back before anything else is sent.
+    const worker = testWorker(w, { maxInFlight: 1 });
+    const start = receiver.received.length;
+    for (let i = 0; i < 3; i++) await createShipment(w, company.liveToken);
+    const answeredAt = w.clock.now();
+    await worker.tick();
+    expect(receiver.received.length - start).toBe(1);
+    const pausedUntil = new Date(answeredAt.getTime() + 120_000);
+    expect((await endpointRead(w, company, endpoint.id)).paused_until).toBe(pausedUntil.toISOString());
+    const first = receiver.received[start]?.headers['webhook-id'];
+    const byEvent = async () => {
+      const deliveries = await deliveriesOf(w, endpoint.id);
+      return new Map(deliveries.map((d) => [d.event_id, d]));
+    };
+    let deliveries = await byEvent();
+    // The answered delivery's next attempt is the pause's end (later than its 30 s retry).
+    expect(deliveries.get(first as string)).toMatchObject({ attempt_count: 1, status: 'pending' });
+    expect(deliveries.get(first as string)?.next_attempt_at?.getTime()).toBe(pausedUntil.getTime());
+    expect([...deliveries.values()].map((d) => d.attempt_count).sort()).toEqual([0, 0, 1]);
+    // An event during the pause waits too: no worker claims for a paused endpoint.
+    await createShipment(w, company.liveToken);
+
+    // Past the 30 s retry and up to the pause's last millisecond: nothing goes, no attempt is used,
+    // whichever worker claims (another one knows of the pause only from the database).
+    const another = testWorker(w);
+    w.clock.advance(30_000);
+    await another.tick();
+    await worker.tick();
+    w.clock.advance(89_999);
+    await another.tick();
+    await worker.tick();
+    await another.stop();
+    expect(receiver.received.length - start).toBe(1);
+    deliveries = await byEvent();
+    expect([...deliveries.values()].map((d) => d.attempt_count).sort()).toEqual([0, 0, 0, 1]);
+
+    // The pause over: all four go, the waiting ones on their first attempt.
+    w.clock.advance(1);
+    await worker.tick();
+    await worker.stop();
+    expect(receiver.received.length - start).toBe(5);
+    deliveries = await byEvent();
+    expect([...deliveries.values()].map((d) => [d.status, d.attempt_count]).sort()).toEqual([
+      ['succeeded', 1],
+      ['succeeded', 1],
+      ['succeeded', 1],
+      ['succeeded', 2],
+    ]);
+  });
+
+  it('a 503 with an HTTP date pauses until then, capped at an hour; other endpoints keep going', async () => {
+    const { w, receiver } = env;
+    const company = await createCompany(w);
+    const other = await startReceiver();
+    try {
+      const endpoint = await createEndpoint(w, company, receiver.url);
+      const bystander = await createEndpoint(w, company, other.url);
+      const inTenMinutes = new Date(Math.floor(w.clock.now().getTime() / 1000) * 1000 + 600_000);
+      receiver.answer = (_m, res) => {
+        res.writeHead(503, { 'retry-after': inTenMinutes.toUTCString() });
+        res.end();
+      };
+      const worker = testWorker(w, { maxInFlight: 1 });
+      await createShipment(w, company.liveToken);
+      await worker.tick();
+      expect((await endpointRead(w, company, endpoint.id)).paused_until).toBe(inTenMinutes.toISOString());
+      expect(other.received).toHaveLength(1);
+
+      // A pause asked for a day is an hour.
+      receiver.answer = (_m, res) => {
+        res.writeHead(429, { 'retry-after': '86400' });
+        res.end();
+      };
+      w.clock.advance(600_000);
+      const answeredAt = w.clock.now();
+      await worker.tick();
+      expect((await endpointRead(w, company, endpoint.id)).paused_until).toBe(
+        new Date(answeredAt.getTime() + 3_600_000).toISOString(),
+      );
+      // The bystander endpoint is not paused: a new event reaches it at once.
+      await createShipment(w, company.liveToken);
+      await worker.tick();
+      await worker.stop();
+      expect(other.received).toHaveLength(2);
+      expect((await endpointRead(w, company, bystander.id)).paused_until).toBeNull();
+      const [delivery] = await deliveriesOf(w, endpoint.id);
+      expect(delivery?.attempt_count).toBe(2);
+    } finally {
+      other.close();
+      receiver.answer = (_m, res) => res.end('ok');
+    }
   });
 });

@@ -31,7 +31,8 @@ const TARGETS_VIEW_BEFORE = `CREATE VIEW delivery_targets AS
 
 /**
  * The claim of migrations 0015 and 0016 (decision 0018), acting on the receiver's controls
- * (issue 23, decision 0027): it returns the endpoint's sealed custom headers with each row.
+ * (issue 23, decision 0027): it returns the endpoint's sealed custom headers with each row, and
+ * skips an endpoint its receiver paused (Retry-After) until the pause ends.
  */
 const CLAIM = `CREATE FUNCTION webhook_claim(p_worker text, p_now timestamptz, p_lease_until timestamptz, p_limit int,
   p_per_endpoint int, p_room_ids text[], p_room_left int[], p_after text, p_visits int, p_targets text[])
@@ -63,13 +64,15 @@ BEGIN
   last_walked := walked[cardinality(walked)];
   ended := COALESCE(cardinality(walked), 0) < p_visits;
   IF walked IS NOT NULL THEN
-    -- Each target with room here: its oldest due rows, up to that room, skipping rows another
-    -- worker is locking; a full target costs one lookup.
+    -- Each target with room here and not paused by its receiver (Retry-After): its oldest due
+    -- rows, up to that room, skipping rows another worker is locking; a full target costs one
+    -- lookup. What waits behind a pause is not claimed, so it uses none of its attempts.
     SELECT array_agg(c.delivery_id) INTO ids FROM (
       SELECT x.delivery_id
       FROM unnest(walked) WITH ORDINALITY AS w(e, n)
       JOIN webhook_endpoints en ON en.id = w.e AND en.enabled AND NOT en.held
         AND (p_targets IS NOT NULL OR en.kind <> 'listener')
+        AND (en.paused_until IS NULL OR en.paused_until <= p_now)
       LEFT JOIN unnest(p_room_ids, p_room_left) AS r(e, left_over) ON r.e = w.e
       CROSS JOIN LATERAL (
         SELECT q.delivery_id FROM webhook_queue q
@@ -109,7 +112,8 @@ $fn$`;
 
 /**
  * The receiver's delivery controls in the engine (issue 23, decision 0027): the claim returns the
- * endpoint's custom headers (sealed; the engine opens them and sends them with every message).
+ * endpoint's custom headers (sealed; the engine opens them and sends them with every message), and
+ * claims nothing for an endpoint while it is paused.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await runStatements(db, [TARGETS_VIEW, `DROP FUNCTION ${CLAIM_SIGNATURE}`, CLAIM]);
