@@ -1,4 +1,7 @@
+import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
+import { startDeliveryWorker } from '../../src/delivery/worker.ts';
+import { systemClock } from '../../src/lib/clock.ts';
 import { type CompanyFixture, call, createCompany, createShipment, type Json } from '../support/api.ts';
 import type { TestWaybill } from '../support/harness.ts';
 import {
@@ -204,6 +207,87 @@ describe('Retry-After (issue 23)', () => {
       expect(delivery?.attempt_count).toBe(2);
     } finally {
       other.close();
+      receiver.answer = (_m, res) => res.end('ok');
+    }
+  });
+});
+
+/**
+ * A receiver in a thread of its own, stamping each arrival with its own clock: the test's thread
+ * runs the workers (and, embedded, the database), whose pauses must not bunch the stamps.
+ */
+async function startThreadReceiver(): Promise<{ url: string; arrivals: number[]; close(): Promise<void> }> {
+  const thread = new Worker(
+    `const { createServer } = require('node:http');
+     const { parentPort } = require('node:worker_threads');
+     const server = createServer((req, res) => {
+       const at = performance.timeOrigin + performance.now();
+       req.resume();
+       req.on('end', () => { parentPort.postMessage(at); res.end('ok'); });
+     });
+     server.listen(0, '127.0.0.1', () => parentPort.postMessage({ port: server.address().port }));`,
+    { eval: true },
+  );
+  const arrivals: number[] = [];
+  const port = await new Promise<number>((resolve) => {
+    thread.on('message', (message: number | { port: number }) => {
+      if (typeof message === 'number') arrivals.push(message);
+      else resolve(message.port);
+    });
+  });
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    arrivals,
+    close: async () => {
+      await thread.terminate();
+    },
+  };
+}
+
+describe('rate limits across workers (issue 23)', () => {
+  const env = useWaybillAndReceiver();
+
+  it('an endpoint limited to N gets at most N messages in any sliding second from two workers; an unlimited one beside it is not held back', async () => {
+    const { w, receiver } = env;
+    const LIMIT = 10;
+    const MESSAGES = 40;
+    const company = await createCompany(w);
+    const limitedReceiver = await startThreadReceiver();
+    const arrivals = limitedReceiver.arrivals;
+    let unlimitedDoneWhenLimitedHad = -1;
+    receiver.answer = (_m, res) => {
+      if (receiver.received.length === MESSAGES) unlimitedDoneWhenLimitedHad = arrivals.length;
+      res.end('ok');
+    };
+    try {
+      const limited = await createEndpoint(w, company, limitedReceiver.url, { rate_limit: LIMIT });
+      await createEndpoint(w, company, receiver.url);
+      const start = receiver.received.length;
+      for (let i = 0; i < MESSAGES; i++) await createShipment(w, company.liveToken);
+      // The rate is a promise in real time: these workers read the system clock (the events are
+      // due: the manual clock stands at a date long past).
+      const realCtx = { ...w.ctx, clock: systemClock };
+      const workers = [
+        startDeliveryWorker(realCtx, { listen: false, jitter: () => 0 }),
+        startDeliveryWorker(realCtx, { listen: false, jitter: () => 0 }),
+      ];
+      const started = performance.now();
+      while (arrivals.length < MESSAGES && performance.now() - started < 60_000)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      await Promise.all(workers.map((worker) => worker.stop()));
+      expect(arrivals).toHaveLength(MESSAGES);
+      expect(receiver.received.length - start).toBe(MESSAGES);
+      // Sliding windows: from each arrival, those within the next second.
+      const sorted = [...arrivals].sort((a, b) => a - b);
+      const most = Math.max(...sorted.map((t) => sorted.filter((u) => u >= t && u < t + 1000).length));
+      expect(most).toBeLessThanOrEqual(LIMIT);
+      // The unlimited endpoint had all its messages while the limited one still had a backlog.
+      expect(unlimitedDoneWhenLimitedHad).toBeGreaterThanOrEqual(0);
+      expect(unlimitedDoneWhenLimitedHad).toBeLessThan(MESSAGES / 2);
+      const outcomes = (await deliveriesOf(w, limited.id)).map((d) => `${d.status}/${d.attempt_count}`);
+      expect(new Set(outcomes)).toEqual(new Set(['succeeded/1']));
+    } finally {
+      await limitedReceiver.close();
       receiver.answer = (_m, res) => res.end('ok');
     }
   });
