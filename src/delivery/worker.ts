@@ -156,7 +156,11 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
       const timer = setTimeout(
         () => {
           timed.delete(timer);
-          slots.enqueue(group);
+          // Its receiver may have asked for a pause meanwhile.
+          const now = ctx.clock.now();
+          const held = group.filter((row) => pausedHere(row.endpoint_id, now));
+          for (const row of held) putOff([row.id], new Date(paused.get(row.endpoint_id) as number));
+          slots.enqueue(held.length === 0 ? group : group.filter((row) => !held.includes(row)));
           dispatch();
           done();
         },

@@ -168,6 +168,30 @@ describe('Retry-After (issue 23)', () => {
     ]);
   });
 
+  it('a pause holds back what a worker holds for a rate-limited endpoint, waiting for its send times', async () => {
+    const { w, receiver } = env;
+    const company = await createCompany(w);
+    const endpoint = await createEndpoint(w, company, receiver.url, { rate_limit: 3 });
+    receiver.answer = (_m, res) => {
+      res.writeHead(429, { 'retry-after': '60' });
+      res.end();
+    };
+    try {
+      const worker = testWorker(w);
+      const start = receiver.received.length;
+      for (let i = 0; i < 3; i++) await createShipment(w, company.liveToken);
+      // The claim gives two of them send times a third of a second apart (about 0.92 * 3 a
+      // second): the first one's 429 comes back before the second's time.
+      await worker.tick();
+      await worker.stop();
+      expect(receiver.received.length - start).toBe(1);
+      const counts = (await deliveriesOf(w, endpoint.id)).map((d) => d.attempt_count).sort();
+      expect(counts).toEqual([0, 0, 1]);
+    } finally {
+      receiver.answer = (_m, res) => res.end('ok');
+    }
+  });
+
   it('a 503 with an HTTP date pauses until then, capped at an hour; other endpoints keep going', async () => {
     const { w, receiver } = env;
     const company = await createCompany(w);

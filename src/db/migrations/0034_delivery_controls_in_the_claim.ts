@@ -80,7 +80,7 @@ BEGIN
   IF walked IS NOT NULL THEN
     -- Rate limits (GCRA): each limited target's theoretical arrival time, locked so that claims of
     -- every worker take turns with it. Its messages get send times one step apart (a second over
-    -- 0.92 of its limit) from that time, no sooner than 50 ms from now (the claim's way back), and
+    -- 0.92 of its limit) from that time, no sooner than 100 ms from now (the claim's way back), and
     -- a claim takes those that fall within the next second.
     WITH locked AS (
       INSERT INTO webhook_rate_state AS s (endpoint_id, tat)
@@ -94,7 +94,7 @@ BEGIN
         / extract(epoch FROM st.step)))::int)
     INTO lim_ids, lim_start, lim_step, lim_allow
     FROM (
-      SELECT l.endpoint_id, GREATEST(l.tat, p_now + interval '50 milliseconds') AS start,
+      SELECT l.endpoint_id, GREATEST(l.tat, p_now + interval '100 milliseconds') AS start,
         make_interval(secs => 1.0::double precision / (en.rate_limit * 0.92)) AS step
       FROM locked l JOIN webhook_endpoints en ON en.id = l.endpoint_id
     ) st;
