@@ -74,6 +74,7 @@ export async function attemptDelivery(
       'e.secret_sealed',
       'e.previous_secret_sealed',
       'e.previous_secret_expires_at',
+      'e.headers_sealed',
     ])
     .where('d.id', '=', deliveryId)
     .executeTakeFirst();

@@ -11,6 +11,13 @@ export interface ClaimedRow extends SendingDelivery {
   previous_secret_sealed: string | null;
   previous_secret_expires_at: Date | null;
   failing_since: Date | null;
+  /** The endpoint's custom headers, sealed; null: none. */
+  headers_sealed: string | null;
+  /**
+   * A rate-limited endpoint's message: not to be sent before this (clock time), nor much after it
+   * (worker.ts gives it back then); null: no limit.
+   */
+  send_at: Date | null;
 }
 
 export function endpointOf(row: ClaimedRow): SendingEndpoint {

@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { DeliveryContext } from './context.ts';
+import { customHeaders, maskedValue } from './headers.ts';
 import type { OutgoingMessage } from './sender.ts';
 import { secretsForSigning, signatureHeader } from './signing.ts';
 import type { DeliveryTargetsView, WebhookDeliveriesTable } from './tables.ts';
@@ -8,7 +9,8 @@ import type { DeliveryTargetsView, WebhookDeliveriesTable } from './tables.ts';
 export type SendingEndpoint = Pick<
   DeliveryTargetsView,
   'id' | 'url' | 'secret_sealed' | 'previous_secret_sealed' | 'previous_secret_expires_at'
->;
+> &
+  Partial<Pick<DeliveryTargetsView, 'headers_sealed'>>;
 
 export type SendingDelivery = Pick<
   WebhookDeliveriesTable,
@@ -29,7 +31,8 @@ export function userAgent(ctx: DeliveryContext): string {
 
 /**
  * The message of spec 2.6: the stored payload is the body, byte for byte, and is what is signed;
- * webhook-id is the event id, so every attempt and replay of one event carries the same id.
+ * webhook-id is the event id, so every attempt and replay of one event carries the same id. The
+ * endpoint's custom headers go first and Waybill's own after them: none of them can be replaced.
  */
 export function buildMessage(
   ctx: DeliveryContext,
@@ -39,10 +42,13 @@ export function buildMessage(
 ): OutgoingMessage {
   const timestamp = Math.floor(now.getTime() / 1000);
   const secrets = secretsForSigning(ctx, endpoint, now);
+  const custom = customHeaders(ctx, endpoint.headers_sealed);
   return {
     url: endpoint.url ?? '',
     body: delivery.payload,
+    ...(custom.length > 0 ? { custom: custom.map(([name]) => name) } : {}),
     headers: {
+      ...Object.fromEntries(custom),
       'content-type': 'application/json',
       'user-agent': userAgent(ctx),
       'webhook-id': delivery.event_id,
@@ -53,7 +59,15 @@ export function buildMessage(
   };
 }
 
-/** The headers as stored with the attempt: the signature is kept, it proves nothing without the secret. */
+/**
+ * The headers as stored with the attempt: the signature is kept, it proves nothing without the
+ * secret; custom headers that carry credentials are kept masked, as the API shows them.
+ */
 export function storedHeaders(message: OutgoingMessage): Record<string, string> {
-  return { ...message.headers };
+  const stored = { ...message.headers };
+  for (const name of message.custom ?? []) {
+    const value = stored[name];
+    if (value !== undefined) stored[name] = maskedValue(name, value);
+  }
+  return stored;
 }

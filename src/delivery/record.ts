@@ -11,6 +11,7 @@ import {
   type Jitter,
   MAX_ATTEMPTS,
   nextAttemptAt,
+  pauseOf,
 } from './schedule.ts';
 import { isSuccess, type SendResult } from './sender.ts';
 import type { TargetKind } from './tables.ts';
@@ -73,7 +74,10 @@ function changeFor(attempt: FinishedAttempt, jitter: Jitter): DeliveryChange {
   if (isGone(attempt) || trigger === 'test') return { ...base, status: 'failed', nextAt: null };
   if (trigger === 'replay') return { ...base, status: null, nextAt: null };
   const attempts = delivery.attempt_count + 1;
-  const next = attempts >= MAX_ATTEMPTS ? null : nextAttemptAt(attempts, at, jitter);
+  let next = attempts >= MAX_ATTEMPTS ? null : nextAttemptAt(attempts, at, jitter);
+  // The receiver asked for a pause (Retry-After): the next attempt is not before its end.
+  const pause = pauseOf(result, at);
+  if (next && pause && pause > next) next = pause;
   return next
     ? { ...base, status: 'pending', nextAt: next }
     : { ...base, status: 'failed', nextAt: null, exhausted: true };
@@ -251,6 +255,27 @@ async function failingSinceFirstAttempt(trx: Db, deliveryId: string, since: Date
   return first?.at != null && since.getTime() <= new Date(first.at).getTime();
 }
 
+/** Per endpoint, the latest end of the pauses its receiver asked for in this batch (Retry-After). */
+function pausesOf(attempts: readonly FinishedAttempt[]): Map<string, Date> {
+  const pauses = new Map<string, Date>();
+  for (const attempt of attempts) {
+    const pause = pauseOf(attempt.result, attempt.attemptedAt);
+    const endpointId = attempt.delivery.endpoint_id;
+    const before = pauses.get(endpointId);
+    if (pause && (!before || pause > before)) pauses.set(endpointId, pause);
+  }
+  return pauses;
+}
+
+/** Pauses endpoints (paused_until; the claim skips them until then); a longer pause set already stays. */
+async function pauseEndpoints(trx: Db, pauses: ReadonlyMap<string, Date>): Promise<void> {
+  await sql`
+    UPDATE webhook_endpoints e SET paused_until = GREATEST(e.paused_until, v.until)
+    FROM unnest(${[...pauses.keys()]}::text[], ${[...pauses.values()].map((d) => d.toISOString())}::timestamptz[])
+      AS v(id, until)
+    WHERE e.id = v.id`.execute(trx);
+}
+
 /**
  * Writes finished attempts: the attempt rows, the deliveries' new state, and the endpoints'
  * failure streaks (410 disables at once; 3 days of failure disable too), in one short
@@ -265,7 +290,8 @@ export async function recordAttempts(
   if (attempts.length === 0) return [];
   const changes = attempts.map((attempt) => changeFor(attempt, jitter));
   const streak = streaksOf(attempts);
-  if (streak.size === 0) {
+  const pauses = pausesOf(attempts);
+  if (streak.size === 0 && pauses.size === 0) {
     await writeAttempts(ctx.db, attempts, changes);
     return [];
   }
@@ -277,6 +303,7 @@ export async function recordAttempts(
   }
   const effects = await ctx.db.transaction().execute(async (trx) => {
     await writeAttempts(trx, attempts, changes);
+    if (pauses.size > 0) await pauseEndpoints(trx, pauses);
     return applyStreaks(trx, streak, exhausted, now);
   });
   // Committed: an attempt disabled these endpoints, and their waiting deliveries were cancelled.

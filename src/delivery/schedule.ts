@@ -35,3 +35,29 @@ export function nextAttemptAt(attempts: number, failedAt: Date, jitter: Jitter =
   if (delay === undefined) return null;
   return new Date(failedAt.getTime() + Math.round(delay * (1 + JITTER_SHARE * jitter())));
 }
+
+/** CONTRACT.md: a receiver's Retry-After pauses its endpoint for an hour at most. */
+export const MAX_PAUSE_MS = HOUR;
+
+/**
+ * Until when a receiver's answer pauses its endpoint: a 429 or 503 with a `Retry-After` of seconds
+ * or an HTTP date (RFC 9110 section 10.2.3), capped at MAX_PAUSE_MS from the attempt. Null when
+ * the answer asks for no pause (another status, no header, a time already past, or a value that
+ * is neither).
+ */
+export function pauseOf(
+  result: { status_code: number | null; retry_after?: string | null },
+  attemptedAt: Date,
+): Date | null {
+  if ((result.status_code !== 429 && result.status_code !== 503) || !result.retry_after) return null;
+  const value = result.retry_after.trim();
+  const at = attemptedAt.getTime();
+  let until: number;
+  if (/^\d+$/.test(value)) until = at + Number(value) * SECOND;
+  else {
+    until = Date.parse(value);
+    if (Number.isNaN(until) || !/[a-z]/i.test(value)) return null;
+  }
+  if (until <= at) return null;
+  return new Date(Math.min(until, at + MAX_PAUSE_MS));
+}

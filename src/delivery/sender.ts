@@ -12,12 +12,16 @@ export interface SendResult {
   response_head: Buffer | null;
   duration_ms: number;
   error: SendError | null;
+  /** The Retry-After of a 429 or 503 answer, as received (schedule.ts `pauseOf` reads it). */
+  retry_after?: string | null;
 }
 
 export interface OutgoingMessage {
   url: string;
   headers: Record<string, string>;
   body: string;
+  /** The names among `headers` that are the endpoint's custom headers. */
+  custom?: readonly string[];
 }
 
 /** Takes a message to a target and answers what came back; never throws. */
@@ -171,11 +175,15 @@ export async function sendMessage(
       signal: controller.signal,
     });
     const head = await readHead(response.body);
+    const retryAfter = response.headers['retry-after'];
     return {
       status_code: response.statusCode,
       response_head: head,
       duration_ms: Math.round(performance.now() - started),
       error: null,
+      ...((response.statusCode === 429 || response.statusCode === 503) && retryAfter !== undefined
+        ? { retry_after: Array.isArray(retryAfter) ? (retryAfter[0] ?? null) : retryAfter }
+        : {}),
     };
   } catch (error) {
     return {

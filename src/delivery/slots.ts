@@ -124,12 +124,17 @@ export class SendSlots {
     }
   }
 
-  /** Drops what waits for a target (it answered 410: recording cancels those deliveries). */
-  dropQueue(targetId: string): void {
+  /**
+   * Drops what waits for a target (it answered 410: recording cancels those deliveries; or it asked
+   * for a pause) and answers the ids dropped.
+   */
+  dropQueue(targetId: string): string[] {
     const state = this.#targets.get(targetId);
-    if (!state) return;
+    if (!state) return [];
+    const ids = state.queued.map((row) => row.id);
     this.#queuedCount -= state.queued.length;
     state.queued = [];
+    return ids;
   }
 
   /** Empties the queue and answers the ids of what was in it (to give the claims back). */

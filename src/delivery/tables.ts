@@ -61,6 +61,8 @@ export interface DeliveryTargetsView {
   secret_sealed: string;
   previous_secret_sealed: string | null;
   previous_secret_expires_at: Date | null;
+  /** The endpoint's custom headers, sealed (migration 0034); null: none. */
+  headers_sealed: string | null;
 }
 
 export interface WebhookDeliveriesTable {

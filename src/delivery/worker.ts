@@ -9,7 +9,7 @@ import type { DeliveryOutcome } from './metrics.ts';
 import { QueueStatistics } from './queue-statistics.ts';
 import { type FinishedAttempt, metricKind } from './record.ts';
 import { AttemptRecorder } from './recorder.ts';
-import { type Jitter, MAX_ATTEMPTS } from './schedule.ts';
+import { type Jitter, MAX_ATTEMPTS, pauseOf } from './schedule.ts';
 import { DEADLINE_MS, guardedAgent, isSuccess, sendMessage, type Transport } from './sender.ts';
 import { SendSlots } from './slots.ts';
 
@@ -63,6 +63,14 @@ function outcomeOf(attempt: FinishedAttempt): DeliveryOutcome {
   return 'failed_attempt';
 }
 
+/**
+ * A rate-limited endpoint's message goes at its send time (the claim's, decision 0027) or within
+ * this after it; later, it is given back for a later send time: sent late, it could come close
+ * behind the next worker's message and break the limit.
+ */
+const LATE_MS = 15;
+/** The claim gives send times up to a second ahead: claim again for limited endpoints halfway. */
+const RATE_RECLAIM_MS = 500;
 const CLAIM_RETRY_FIRST_MS = 500;
 const CLAIM_RETRY_MAX_MS = 5_000;
 const PGLITE_WAKE_DELAY_MS = 10;
@@ -118,12 +126,113 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
   let claimRetryMs = CLAIM_RETRY_FIRST_MS;
   let claimPausedUntil = 0;
   const sending = new Set<Promise<void>>();
+  /** Writes to the queue outside the claim (rows put off until a pause ends), awaited by settle. */
+  const writing = new Set<Promise<void>>();
+  /**
+   * Targets whose receiver asked for a pause (Retry-After), until when (clock time): known here at
+   * once, before the record that writes paused_until for every worker is committed.
+   */
+  const paused = new Map<string, number>();
+  /** When each held rate-limited row is due, in performance.now() time. */
+  const dueAt = new WeakMap<ClaimedRow, number>();
+  /** Rate-limited rows waiting for their send time, by the timer that will enqueue them. */
+  const timed = new Map<NodeJS.Timeout, { rows: ClaimedRow[]; done: () => void; promise: Promise<void> }>();
+  let reclaimTimer: NodeJS.Timeout | null = null;
+
+  /** Holds rate-limited rows until their send time, then hands them to the slots. */
+  function holdUntilDue(rows: readonly ClaimedRow[], now: Date, realNow: number): void {
+    const groups = new Map<number, ClaimedRow[]>();
+    for (const row of rows) {
+      const due = realNow + (new Date(row.send_at as Date).getTime() - now.getTime());
+      dueAt.set(row, due);
+      const at = Math.ceil(due);
+      groups.set(at, [...(groups.get(at) ?? []), row]);
+    }
+    for (const [at, group] of groups) {
+      let done = () => {};
+      const promise = new Promise<void>((resolve) => {
+        done = resolve;
+      });
+      const timer = setTimeout(
+        () => {
+          timed.delete(timer);
+          // Its receiver may have asked for a pause meanwhile.
+          const now = ctx.clock.now();
+          const held = group.filter((row) => pausedHere(row.endpoint_id, now));
+          for (const row of held) putOff([row.id], new Date(paused.get(row.endpoint_id) as number));
+          slots.enqueue(held.length === 0 ? group : group.filter((row) => !held.includes(row)));
+          dispatch();
+          done();
+        },
+        Math.max(0, at - performance.now()),
+      );
+      timed.set(timer, { rows: group, done, promise });
+    }
+    if (!reclaimTimer && !stopping) {
+      reclaimTimer = setTimeout(() => {
+        reclaimTimer = null;
+        void pump();
+      }, RATE_RECLAIM_MS);
+      reclaimTimer.unref();
+    }
+  }
+
+  /** Gives claimed rows back to the queue at once (their lease ends). */
+  function giveBack(ids: readonly string[]): void {
+    if (ids.length === 0) return;
+    const task = ctx.db
+      .updateTable('webhook_queue')
+      .set({ locked_by: null, locked_until: null })
+      .where('delivery_id', 'in', ids)
+      .where('locked_by', '=', id)
+      .execute()
+      .then(
+        () => {},
+        (err: unknown) =>
+          ctx.log.warn({ err }, 'giving back late deliveries failed; their leases will expire'),
+      )
+      .finally(() => writing.delete(task));
+    writing.add(task);
+  }
+
+  function pausedHere(targetId: string, now: Date): boolean {
+    const until = paused.get(targetId);
+    if (until === undefined) return false;
+    if (until > now.getTime()) return true;
+    paused.delete(targetId);
+    return false;
+  }
+
+  /**
+   * Rows claimed for a paused target are not sent: their lease is moved to the pause's end, so
+   * that no worker claims them before then (and they use none of their attempts meanwhile). A
+   * lease ends once it is past (locked_until < now) and a pause at its end: one millisecond less.
+   */
+  function putOff(ids: readonly string[], until: Date): void {
+    if (ids.length === 0) return;
+    const task = ctx.db
+      .updateTable('webhook_queue')
+      .set({ locked_until: new Date(until.getTime() - 1) })
+      .where('delivery_id', 'in', ids)
+      .where('locked_by', '=', id)
+      .execute()
+      .then(
+        () => {},
+        (err: unknown) =>
+          ctx.log.warn({ err }, 'putting off paused deliveries failed; their leases will expire'),
+      )
+      .finally(() => writing.delete(task));
+    writing.add(task);
+  }
 
   function dispatch(): void {
     for (const row of slots.takeStartable()) send(row);
   }
 
-  async function attempt(row: ClaimedRow): Promise<FinishedAttempt> {
+  async function attempt(row: ClaimedRow): Promise<FinishedAttempt | null> {
+    const due = dueAt.get(row);
+    // Too late for its send time: given back, to be claimed again with a new one.
+    if (due !== undefined && performance.now() > due + LATE_MS) return null;
     const now = ctx.clock.now();
     const message = buildMessage(ctx, row, endpointOf(row), now);
     const kind = metricKind(row.kind);
@@ -147,9 +256,19 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
     let took = { durationMs: 0, timedOut: false };
     const task = attempt(row)
       .then((finished) => {
+        if (!finished) {
+          giveBack([row.id]);
+          return;
+        }
         took = { durationMs: finished.result.duration_ms, timedOut: finished.result.error === 'timeout' };
         if (finished.result.status_code === 410 && row.kind !== 'app_events')
           slots.dropQueue(row.endpoint_id);
+        const pause = pauseOf(finished.result, finished.attemptedAt);
+        if (pause) {
+          paused.set(row.endpoint_id, Math.max(pause.getTime(), paused.get(row.endpoint_id) ?? 0));
+          capped.delete(row.endpoint_id);
+          putOff(slots.dropQueue(row.endpoint_id), new Date(paused.get(row.endpoint_id) as number));
+        }
         recorder.add(finished);
       })
       .catch((err: unknown) => ctx.log.error({ err, deliveryId: row.id }, 'webhook send failed'))
@@ -200,6 +319,7 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
         const limit = Math.min(batchSize, maxHeld - slots.held);
         const from = cursor;
         const room = slots.room();
+        const claimedAtReal = performance.now();
         const { rows, next } = await claimDue(ctx.db, {
           ...(targets ? { targets } : {}),
           workerId: id,
@@ -212,7 +332,21 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
         });
         cursor = next;
         noteCapped(rows, room, limit);
-        slots.enqueue(rows);
+        if (paused.size === 0 && !rows.some((row) => row.send_at)) slots.enqueue(rows);
+        else {
+          const heldBack = new Map<string, string[]>();
+          const sendable: ClaimedRow[] = [];
+          const limited: ClaimedRow[] = [];
+          for (const row of rows) {
+            if (pausedHere(row.endpoint_id, now))
+              heldBack.set(row.endpoint_id, [...(heldBack.get(row.endpoint_id) ?? []), row.id]);
+            else if (row.send_at) limited.push(row);
+            else sendable.push(row);
+          }
+          for (const [targetId, ids] of heldBack) putOff(ids, new Date(paused.get(targetId) as number));
+          slots.enqueue(sendable);
+          if (limited.length > 0) holdUntilDue(limited, now, claimedAtReal);
+        }
         dispatch();
         // A claim that came back well filled: there is a backlog, and the plan must be the right one.
         if (rows.length >= Math.min(limit, 16)) statistics.backlogSeen();
@@ -269,8 +403,8 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
   }
 
   async function settle(): Promise<void> {
-    while (sending.size > 0 || recorder.busy || claiming) {
-      await Promise.all([...sending]);
+    while (sending.size > 0 || recorder.busy || claiming || writing.size > 0 || timed.size > 0) {
+      await Promise.all([...sending, ...writing, ...[...timed.values()].map((t) => t.promise)]);
       if (claiming) await claiming;
       await recorder.flush();
     }
@@ -279,6 +413,12 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
   /** Gives back claimed rows not sent, so that another worker need not wait for the lease. */
   async function releaseQueued(): Promise<void> {
     const ids = slots.drainQueued();
+    for (const [timer, group] of timed) {
+      clearTimeout(timer);
+      ids.push(...group.rows.map((row) => row.id));
+      group.done();
+    }
+    timed.clear();
     if (ids.length === 0) return;
     await ctx.db
       .updateTable('webhook_queue')
@@ -347,6 +487,7 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
       stopping = true;
       ctx.health.workerHeartbeat = null;
       if (wakeTimer) clearTimeout(wakeTimer);
+      if (reclaimTimer) clearTimeout(reclaimTimer);
       if (timer) clearInterval(timer);
       const bounded = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
       for (const unsubscribe of unsubscribes.splice(0)) await Promise.race([unsubscribe(), bounded(1000)]);

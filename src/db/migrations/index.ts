@@ -22,6 +22,7 @@ import * as failingNotice from './0030_failing_notice.ts';
 import * as eventRetentionAndErasure from './0031_event_retention_and_erasure.ts';
 import * as verifiedPeople from './0032_verified_people.ts';
 import * as installationGrants from './0033_installation_grants.ts';
+import * as deliveryControlsInTheClaim from './0034_delivery_controls_in_the_claim.ts';
 import * as outboundBudget from './0035_outbound_budget.ts';
 import * as developerConsole from './0036_developer_console.ts';
 import * as functionSearchPath from './0040_function_search_path.ts';
@@ -51,6 +52,7 @@ export const migrations: Record<string, Migration> = {
   '0031_event_retention_and_erasure': eventRetentionAndErasure,
   '0032_verified_people': verifiedPeople,
   '0033_installation_grants': installationGrants,
+  '0034_delivery_controls_in_the_claim': deliveryControlsInTheClaim,
   '0035_outbound_budget': outboundBudget,
   '0036_developer_console': developerConsole,
   '0040_function_search_path': functionSearchPath,

@@ -1,3 +1,4 @@
+import { HEADER_NAME, HEADER_VALUE, isReservedHeader, maskedValue } from '../../delivery/headers.ts';
 import type { WebhookEndpointsTable } from '../../delivery/tables.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
 import { type FieldError, validationError } from '../../lib/errors.ts';
@@ -9,38 +10,6 @@ export const RATE_LIMIT_MAX = 10_000;
 
 export type Ordering = 'none' | 'per_shipment';
 export const ORDERINGS: readonly Ordering[] = ['none', 'per_shipment'];
-
-/**
- * Names Waybill sets on every message or that belong to HTTP itself (CONTRACT.md): a custom header
- * may not replace or smuggle them.
- */
-const RESERVED_NAMES = new Set([
-  'content-type',
-  'content-length',
-  'content-encoding',
-  'transfer-encoding',
-  'user-agent',
-  'host',
-  'connection',
-  'keep-alive',
-  'upgrade',
-  'te',
-  'trailer',
-  'expect',
-  'date',
-  'forwarded',
-  'via',
-]);
-const RESERVED_PREFIXES = ['webhook-', 'proxy-', 'x-forwarded-', ':'];
-
-/** RFC 9110 section 5.1: a field name is a token. */
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-/** RFC 9110 section 5.5, in ASCII: visible characters, spaces and tabs; no CR, LF or NUL. */
-const FIELD_VALUE = /^[\t\x20-\x7e]*$/;
-
-/** Names whose values are credentials: shown masked when read back. */
-const SECRET_NAME = /authorization|cookie|token|secret|key|password|signature|auth/i;
-const MASK = '••••••••';
 
 /** The rate limit as the API schema allows it; pages pass through here too. */
 export function checkRateLimit(value: number | null): number | null {
@@ -57,17 +26,6 @@ export function checkOrdering(value: string): Ordering {
   if (!ordering)
     throw validationError([{ path: '/ordering', message: `must be one of ${ORDERINGS.join(', ')}` }]);
   return ordering;
-}
-
-export function isReservedHeader(name: string): boolean {
-  const lower = name.toLowerCase();
-  return RESERVED_NAMES.has(lower) || RESERVED_PREFIXES.some((prefix) => lower.startsWith(prefix));
-}
-
-/** A header value as read back: credentials masked, keeping their last 4 characters when long enough. */
-export function maskedValue(name: string, value: string): string {
-  if (!SECRET_NAME.test(name)) return value;
-  return value.length >= 16 ? `${MASK}${value.slice(-4)}` : MASK;
 }
 
 /**
@@ -90,11 +48,11 @@ export function checkCustomHeaders(
   const seen = new Set<string>();
   for (const [name, value] of entries) {
     const path = `/headers/${name}`;
-    if (!TOKEN.test(name)) malformed.push({ path, message: 'is not a valid header name' });
+    if (!HEADER_NAME.test(name)) malformed.push({ path, message: 'is not a valid header name' });
     else if (isReservedHeader(name)) reserved.push({ path, message: 'is set by Waybill or by HTTP itself' });
     else if (seen.has(name.toLowerCase())) malformed.push({ path, message: 'is given twice' });
     seen.add(name.toLowerCase());
-    if (typeof value !== 'string' || !FIELD_VALUE.test(value) || value.length > MAX_HEADER_VALUE)
+    if (typeof value !== 'string' || !HEADER_VALUE.test(value) || value.length > MAX_HEADER_VALUE)
       malformed.push({ path, message: `must be one line of at most ${MAX_HEADER_VALUE} characters` });
   }
   if (entries.length > MAX_CUSTOM_HEADERS)
