@@ -177,22 +177,30 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
     }
   }
 
-  /** Gives claimed rows back to the queue at once (their lease ends). */
-  function giveBack(ids: readonly string[]): void {
+  /**
+   * Moves the lease of rows this worker holds: null gives them back to the queue at once, a time
+   * keeps them from every worker until then. Written in the background; a failure leaves the
+   * lease to expire.
+   */
+  function setLease(ids: readonly string[], lockedUntil: Date | null, what: string): void {
     if (ids.length === 0) return;
     const task = ctx.db
       .updateTable('webhook_queue')
-      .set({ locked_by: null, locked_until: null })
+      .set(lockedUntil ? { locked_until: lockedUntil } : { locked_by: null, locked_until: null })
       .where('delivery_id', 'in', ids)
       .where('locked_by', '=', id)
       .execute()
       .then(
         () => {},
-        (err: unknown) =>
-          ctx.log.warn({ err }, 'giving back late deliveries failed; their leases will expire'),
+        (err: unknown) => ctx.log.warn({ err }, `${what} failed; their leases will expire`),
       )
       .finally(() => writing.delete(task));
     writing.add(task);
+  }
+
+  /** Gives claimed rows back to the queue at once (their lease ends). */
+  function giveBack(ids: readonly string[]): void {
+    setLease(ids, null, 'giving back late deliveries');
   }
 
   function pausedHere(targetId: string, now: Date): boolean {
@@ -209,20 +217,7 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
    * lease ends once it is past (locked_until < now) and a pause at its end: one millisecond less.
    */
   function putOff(ids: readonly string[], until: Date): void {
-    if (ids.length === 0) return;
-    const task = ctx.db
-      .updateTable('webhook_queue')
-      .set({ locked_until: new Date(until.getTime() - 1) })
-      .where('delivery_id', 'in', ids)
-      .where('locked_by', '=', id)
-      .execute()
-      .then(
-        () => {},
-        (err: unknown) =>
-          ctx.log.warn({ err }, 'putting off paused deliveries failed; their leases will expire'),
-      )
-      .finally(() => writing.delete(task));
-    writing.add(task);
+    setLease(ids, new Date(until.getTime() - 1), 'putting off paused deliveries');
   }
 
   function dispatch(): void {
