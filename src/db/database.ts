@@ -96,9 +96,9 @@ function scrubbing(connection: DatabaseConnection): DatabaseConnection {
   return connection;
 }
 
-/** A driver whose connections throw scrubbed errors (scrubDatabaseError), on either engine. */
-class ScrubbingDriver implements Driver {
-  private readonly inner: Driver;
+/** A driver that hands every call to another; the wrappers below change what they need. */
+class DelegatingDriver implements Driver {
+  protected readonly inner: Driver;
 
   constructor(inner: Driver) {
     this.inner = inner;
@@ -108,8 +108,8 @@ class ScrubbingDriver implements Driver {
     return this.inner.init();
   }
 
-  async acquireConnection(): Promise<DatabaseConnection> {
-    return scrubbing(await this.inner.acquireConnection());
+  acquireConnection(): Promise<DatabaseConnection> {
+    return this.inner.acquireConnection();
   }
 
   releaseConnection(connection: DatabaseConnection): Promise<void> {
@@ -133,6 +133,13 @@ class ScrubbingDriver implements Driver {
   }
 }
 
+/** A driver whose connections throw scrubbed errors (scrubDatabaseError), on either engine. */
+class ScrubbingDriver extends DelegatingDriver {
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    return scrubbing(await this.inner.acquireConnection());
+  }
+}
+
 class ScrubbingPostgresDialect extends PostgresDialect {
   override createDriver(): Driver {
     return new ScrubbingDriver(super.createDriver());
@@ -143,21 +150,11 @@ class ScrubbingPostgresDialect extends PostgresDialect {
  * Kysely's PGlite driver shares one connection between all callers, so a query issued while another
  * caller's transaction is open would run inside it. This mutex hands the connection to one caller at a time.
  */
-class SerializedDriver implements Driver {
+class SerializedDriver extends DelegatingDriver {
   #queue: Promise<void> = Promise.resolve();
   #release: (() => void) | undefined;
 
-  private readonly inner: Driver;
-
-  constructor(inner: Driver) {
-    this.inner = inner;
-  }
-
-  init(): Promise<void> {
-    return this.inner.init();
-  }
-
-  async acquireConnection(): Promise<DatabaseConnection> {
+  override async acquireConnection(): Promise<DatabaseConnection> {
     const previous = this.#queue;
     let release!: () => void;
     this.#queue = new Promise<void>((resolve) => {
@@ -168,27 +165,11 @@ class SerializedDriver implements Driver {
     return this.inner.acquireConnection();
   }
 
-  async releaseConnection(connection: DatabaseConnection): Promise<void> {
+  override async releaseConnection(connection: DatabaseConnection): Promise<void> {
     await this.inner.releaseConnection(connection);
     const release = this.#release;
     this.#release = undefined;
     release?.();
-  }
-
-  beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
-    return this.inner.beginTransaction(connection, settings);
-  }
-
-  commitTransaction(connection: DatabaseConnection): Promise<void> {
-    return this.inner.commitTransaction(connection);
-  }
-
-  rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    return this.inner.rollbackTransaction(connection);
-  }
-
-  destroy(): Promise<void> {
-    return this.inner.destroy();
   }
 }
 
