@@ -10,6 +10,7 @@ import {
   endpointRow,
   insertEndpoint,
   type Receiver,
+  runSchedule,
   startReceiver,
   testWorker,
 } from './support.ts';
@@ -54,21 +55,6 @@ describe('the 3-day rule', () => {
     await new Promise<void>((resolve) => smtp?.close(() => resolve()));
   });
 
-  /** Moves the clock to each next due attempt and makes it, while the endpoint stays enabled. */
-  async function runSchedule(endpointId: string, worker: ReturnType<typeof testWorker>, until: Date) {
-    for (;;) {
-      const next = await w.ctx.db
-        .selectFrom('webhook_deliveries')
-        .select((eb) => eb.fn.min('next_attempt_at').as('due'))
-        .where('endpoint_id', '=', endpointId)
-        .where('status', '=', 'pending')
-        .executeTakeFirst();
-      if (!next?.due || new Date(next.due) > until) return;
-      w.clock.set(new Date(next.due));
-      await worker.tick();
-    }
-  }
-
   it('disables an endpoint failing for 3 days, cancels what waited, and e-mails its people', async () => {
     const company = await createCompany(w);
     const endpoint = await insertEndpoint(w, {
@@ -88,10 +74,10 @@ describe('the 3-day rule', () => {
     expect(new Date(streak.failing_since as Date).getTime()).toBe(started.getTime());
 
     // One message's schedule ends before 3 days; new messages keep the streak going.
-    await runSchedule(endpoint.id, worker, new Date(started.getTime() + 2 * DAY));
+    await runSchedule(w, endpoint.id, worker, new Date(started.getTime() + 2 * DAY));
     await createShipment(w, company.liveToken);
     await worker.tick();
-    await runSchedule(endpoint.id, worker, new Date(started.getTime() + 10 * DAY));
+    await runSchedule(w, endpoint.id, worker, new Date(started.getTime() + 10 * DAY));
     await createShipment(w, company.liveToken);
     await worker.stop();
 
@@ -133,7 +119,7 @@ describe('the 3-day rule', () => {
       await worker.tick();
       const streak = await endpointRow(w, endpoint.id);
       expect(new Date(streak.failing_since as Date).getTime()).toBe(started.getTime());
-      await runSchedule(endpoint.id, worker, new Date(started.getTime() + 5 * DAY));
+      await runSchedule(w, endpoint.id, worker, new Date(started.getTime() + 5 * DAY));
       await worker.stop();
       const [delivery] = await deliveriesOf(w, endpoint.id);
       expect(delivery?.attempt_count).toBe(9);
@@ -163,7 +149,7 @@ describe('the 3-day rule', () => {
     w.clock.set(new Date(started.getTime() + HOUR));
     await createShipment(w, company.liveToken);
     await worker.tick();
-    await runSchedule(endpoint.id, worker, new Date(started.getTime() + 5 * DAY));
+    await runSchedule(w, endpoint.id, worker, new Date(started.getTime() + 5 * DAY));
     await worker.stop();
     const [first] = (await deliveriesOf(w, endpoint.id)).filter((d) => d.attempt_count === 9);
     expect(first?.status).toBe('failed');

@@ -127,6 +127,26 @@ export function testWorker(w: TestWaybill, options: WorkerOptions = {}) {
   return startDeliveryWorker(w.ctx, { listen: false, pollMs: 0, jitter: () => 0, ...options });
 }
 
+/** Moves the clock to each next due attempt of the endpoint, up to `until`, and makes it. */
+export async function runSchedule(
+  w: TestWaybill,
+  endpointId: string,
+  worker: ReturnType<typeof testWorker>,
+  until: Date,
+): Promise<void> {
+  for (;;) {
+    const next = await w.ctx.db
+      .selectFrom('webhook_deliveries')
+      .select((eb) => eb.fn.min('next_attempt_at').as('due'))
+      .where('endpoint_id', '=', endpointId)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    if (!next?.due || new Date(next.due) > until) return;
+    w.clock.set(new Date(next.due));
+    await worker.tick();
+  }
+}
+
 export async function deliveriesOf(w: TestWaybill, endpointId: string) {
   return w.ctx.db
     .selectFrom('webhook_deliveries')

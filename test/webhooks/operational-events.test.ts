@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DAY, HOUR } from '../../src/lib/clock.ts';
-import { type Received, type Receiver, startReceiver, testWorker, verify } from '../delivery/support.ts';
+import {
+  type Received,
+  type Receiver,
+  runSchedule,
+  startReceiver,
+  testWorker,
+  verify,
+} from '../delivery/support.ts';
 import { type CompanyFixture, call, createCompany, createShipment, type Json } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 import { createMerchant } from './api/support.ts';
@@ -41,21 +48,6 @@ describe('operational events (CONTRACT.md)', () => {
     return created.body as { id: string; secret: string };
   }
 
-  /** Moves the clock to each next due attempt of the endpoint and makes it. */
-  async function runSchedule(endpointId: string, worker: ReturnType<typeof testWorker>, until: Date) {
-    for (;;) {
-      const next = await w.ctx.db
-        .selectFrom('webhook_deliveries')
-        .select((eb) => eb.fn.min('next_attempt_at').as('due'))
-        .where('endpoint_id', '=', endpointId)
-        .where('status', '=', 'pending')
-        .executeTakeFirst();
-      if (!next?.due || new Date(next.due) > until) return;
-      w.clock.set(new Date(next.due));
-      await worker.tick();
-    }
-  }
-
   /** The operational messages a receiver got about an endpoint, verified with the watcher's secret. */
   function about(receiver: Receiver, secret: string, endpointId: string): Json[] {
     return receiver.received
@@ -78,7 +70,7 @@ describe('operational events (CONTRACT.md)', () => {
     const started = w.clock.now();
     await createShipment(w, company.liveToken);
     await worker.tick();
-    await runSchedule(subject.id, worker, new Date(started.getTime() + 5 * DAY));
+    await runSchedule(w, subject.id, worker, new Date(started.getTime() + 5 * DAY));
     await worker.stop();
 
     const told = about(watcher, watching.secret, subject.id);
@@ -152,7 +144,7 @@ describe('operational events (CONTRACT.md)', () => {
     const second = await createShipment(w, company.liveToken);
     await worker.tick();
     const streakFrom = w.clock.now();
-    await runSchedule(subject.id, worker, new Date(streakFrom.getTime() + 45 * HOUR));
+    await runSchedule(w, subject.id, worker, new Date(streakFrom.getTime() + 45 * HOUR));
     status = 200;
     w.clock.advance(HOUR);
     await call(w, 'POST', `/v1/shipments/${second.id}/status`, {
