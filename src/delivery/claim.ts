@@ -18,6 +18,11 @@ export interface ClaimedRow extends SendingDelivery {
    * (worker.ts gives it back then); null: no limit.
    */
   send_at: Date | null;
+  /**
+   * In a shipment's line at an ordered endpoint (migration 0041): sent only while its lease will
+   * outlast the request, so that no worker takes the next of its shipment while it is in flight.
+   */
+  in_line: boolean;
 }
 
 export function endpointOf(row: ClaimedRow): SendingEndpoint {

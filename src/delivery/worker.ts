@@ -71,6 +71,11 @@ function outcomeOf(attempt: FinishedAttempt): DeliveryOutcome {
 const LATE_MS = 15;
 /** The claim gives send times up to a second ahead: claim again for limited endpoints halfway. */
 const RATE_RECLAIM_MS = 500;
+/**
+ * A message in a shipment's line starts only if its lease outlasts the request by this much: the
+ * next message of its shipment is claimable once the lease is over, and must not meet it in flight.
+ */
+const LINE_LEASE_MARGIN_MS = 5_000;
 const CLAIM_RETRY_FIRST_MS = 500;
 const CLAIM_RETRY_MAX_MS = 5_000;
 const PGLITE_WAKE_DELAY_MS = 10;
@@ -135,6 +140,8 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
   const paused = new Map<string, number>();
   /** When each held rate-limited row is due, in performance.now() time. */
   const dueAt = new WeakMap<ClaimedRow, number>();
+  /** When the lease of each held row in a shipment's line ends, in performance.now() time. */
+  const leaseEndsAt = new WeakMap<ClaimedRow, number>();
   /** Rate-limited rows waiting for their send time, by the timer that will enqueue them. */
   const timed = new Map<NodeJS.Timeout, { rows: ClaimedRow[]; done: () => void; promise: Promise<void> }>();
   let reclaimTimer: NodeJS.Timeout | null = null;
@@ -228,6 +235,10 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
     const due = dueAt.get(row);
     // Too late for its send time: given back, to be claimed again with a new one.
     if (due !== undefined && performance.now() > due + LATE_MS) return null;
+    // Its lease would end in flight: given back, to be claimed again with a lease of its own.
+    const leaseEnd = leaseEndsAt.get(row);
+    if (leaseEnd !== undefined && performance.now() + deadlineMs + LINE_LEASE_MARGIN_MS > leaseEnd)
+      return null;
     const now = ctx.clock.now();
     const message = buildMessage(ctx, row, endpointOf(row), now);
     const kind = metricKind(row.kind);
@@ -327,6 +338,7 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
         });
         cursor = next;
         noteCapped(rows, room, limit);
+        for (const row of rows) if (row.in_line) leaseEndsAt.set(row, claimedAtReal + leaseMs);
         if (paused.size === 0 && !rows.some((row) => row.send_at)) slots.enqueue(rows);
         else {
           const heldBack = new Map<string, string[]>();

@@ -127,7 +127,10 @@ export function testWorker(w: TestWaybill, options: WorkerOptions = {}) {
   return startDeliveryWorker(w.ctx, { listen: false, pollMs: 0, jitter: () => 0, ...options });
 }
 
-/** Moves the clock to each next due attempt of the endpoint, up to `until`, and makes it. */
+/**
+ * Makes what is due, then moves the clock to the next time in the endpoint's queue, up to `until`,
+ * and so on (the queue's times: a message waiting behind another of its shipment is due no sooner).
+ */
 export async function runSchedule(
   w: TestWaybill,
   endpointId: string,
@@ -135,15 +138,15 @@ export async function runSchedule(
   until: Date,
 ): Promise<void> {
   for (;;) {
+    if ((await worker.tick()) > 0) continue;
     const next = await w.ctx.db
-      .selectFrom('webhook_deliveries')
+      .selectFrom('webhook_queue')
       .select((eb) => eb.fn.min('next_attempt_at').as('due'))
       .where('endpoint_id', '=', endpointId)
-      .where('status', '=', 'pending')
+      .where('next_attempt_at', '>', w.clock.now())
       .executeTakeFirst();
     if (!next?.due || new Date(next.due) > until) return;
     w.clock.set(new Date(next.due));
-    await worker.tick();
   }
 }
 

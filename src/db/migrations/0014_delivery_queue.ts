@@ -1,6 +1,29 @@
 import type { Kysely } from 'kysely';
 import { runStatements } from './sql.ts';
 
+/** Keeps the queue in step with the log (migration 0041 adds the order per shipment to it). */
+export const QUEUE_FOLLOW = `CREATE FUNCTION webhook_queue_follow() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    IF TG_OP = 'INSERT' THEN
+      INSERT INTO webhook_queue (delivery_id, endpoint_id, next_attempt_at)
+        SELECT id, endpoint_id, next_attempt_at FROM new_rows
+        WHERE status = 'pending' AND next_attempt_at IS NOT NULL;
+    ELSIF TG_OP = 'UPDATE' THEN
+      DELETE FROM webhook_queue q USING new_rows n
+        WHERE q.delivery_id = n.id AND (n.status <> 'pending' OR n.next_attempt_at IS NULL);
+      -- Due again (a retry's new time, a replay): its place in line, and no lease.
+      INSERT INTO webhook_queue (delivery_id, endpoint_id, next_attempt_at)
+        SELECT n.id, n.endpoint_id, n.next_attempt_at FROM new_rows n JOIN old_rows o ON o.id = n.id
+        WHERE n.status = 'pending' AND n.next_attempt_at IS NOT NULL
+          AND (o.status <> 'pending' OR o.next_attempt_at IS DISTINCT FROM n.next_attempt_at)
+      ON CONFLICT (delivery_id) DO UPDATE
+        SET next_attempt_at = EXCLUDED.next_attempt_at, locked_by = NULL, locked_until = NULL;
+    ELSE
+      DELETE FROM webhook_queue q USING old_rows o WHERE q.delivery_id = o.id;
+    END IF;
+    RETURN NULL;
+  END $$`;
+
 /**
  * The queue apart from the log (issue 10 throughput; decision 0017). `webhook_queue` holds one
  * small row per pending, scheduled delivery: its target, when it is due and the worker's lease.
@@ -34,27 +57,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     'ALTER TABLE webhook_deliveries DROP COLUMN locked_by, DROP COLUMN locked_until',
     `ALTER TABLE webhook_deliveries RESET (autovacuum_vacuum_scale_factor, autovacuum_vacuum_threshold,
       autovacuum_analyze_scale_factor)`,
-    `CREATE FUNCTION webhook_queue_follow() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF TG_OP = 'INSERT' THEN
-          INSERT INTO webhook_queue (delivery_id, endpoint_id, next_attempt_at)
-            SELECT id, endpoint_id, next_attempt_at FROM new_rows
-            WHERE status = 'pending' AND next_attempt_at IS NOT NULL;
-        ELSIF TG_OP = 'UPDATE' THEN
-          DELETE FROM webhook_queue q USING new_rows n
-            WHERE q.delivery_id = n.id AND (n.status <> 'pending' OR n.next_attempt_at IS NULL);
-          -- Due again (a retry's new time, a replay): its place in line, and no lease.
-          INSERT INTO webhook_queue (delivery_id, endpoint_id, next_attempt_at)
-            SELECT n.id, n.endpoint_id, n.next_attempt_at FROM new_rows n JOIN old_rows o ON o.id = n.id
-            WHERE n.status = 'pending' AND n.next_attempt_at IS NOT NULL
-              AND (o.status <> 'pending' OR o.next_attempt_at IS DISTINCT FROM n.next_attempt_at)
-          ON CONFLICT (delivery_id) DO UPDATE
-            SET next_attempt_at = EXCLUDED.next_attempt_at, locked_by = NULL, locked_until = NULL;
-        ELSE
-          DELETE FROM webhook_queue q USING old_rows o WHERE q.delivery_id = o.id;
-        END IF;
-        RETURN NULL;
-      END $$`,
+    QUEUE_FOLLOW,
     `CREATE TRIGGER webhook_queue_on_insert AFTER INSERT ON webhook_deliveries
       REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION webhook_queue_follow()`,
     `CREATE TRIGGER webhook_queue_on_update AFTER UPDATE ON webhook_deliveries

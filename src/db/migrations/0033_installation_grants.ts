@@ -71,7 +71,7 @@ const NOT_SUSPENDED = `e.installation_id IS NULL OR NOT EXISTS (
   )`;
 
 /** This migration's: the grant is in force and its scopes allow the type. */
-const GRANT_ALLOWS = `e.installation_id IS NULL OR EXISTS (
+export const GRANT_ALLOWS = `e.installation_id IS NULL OR EXISTS (
     SELECT 1 FROM installation_grants g
     WHERE g.installation_id = e.installation_id AND g.held_reason IS NULL
       AND scopes_allow(g.scopes, event_type_scope(ev.type))
@@ -82,7 +82,7 @@ const GRANT_ALLOWS = `e.installation_id IS NULL OR EXISTS (
  * endpoints given: an endpoint of an installation receives an event only while the grant is in
  * force and its scopes allow the type.
  */
-function fanOut(installationCondition: string): string {
+export function fanOut(installationCondition: string): string {
   return `CREATE OR REPLACE FUNCTION webhook_fan_out(p_event_ids text[], p_types text[], p_tenants text[],
   p_livemodes boolean[], p_accounts text[], p_now timestamptz)
 RETURNS int LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { CLAIM_BY_REFERENCE } from './0016_delivery_payload_by_reference.ts';
 import { runStatements } from './sql.ts';
 
-const CLAIM_SIGNATURE =
+export const CLAIM_SIGNATURE =
   'webhook_claim(text, timestamptz, timestamptz, int, int, text[], int[], text, int, text[])';
 
 /** The view of migration 0005, with the endpoint's custom headers at its end. */
@@ -44,7 +44,7 @@ const RATE_STATE = `CREATE TABLE webhook_rate_state (
  * skips an endpoint its receiver paused (Retry-After) until the pause ends, and gives each message
  * to a rate-limited endpoint its send time (`send_at`), its limit shared by every worker.
  */
-const CLAIM = `CREATE FUNCTION webhook_claim(p_worker text, p_now timestamptz, p_lease_until timestamptz, p_limit int,
+export const CLAIM = `CREATE FUNCTION webhook_claim(p_worker text, p_now timestamptz, p_lease_until timestamptz, p_limit int,
   p_per_endpoint int, p_room_ids text[], p_room_left int[], p_after text, p_visits int, p_targets text[])
 RETURNS TABLE (id text, endpoint_id text, event_id text, event_type text, payload text, status text,
   attempt_count int, next_attempt_at timestamptz, kind text, url text, secret_sealed text,

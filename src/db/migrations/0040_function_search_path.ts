@@ -4,8 +4,8 @@ import { type Kysely, sql } from 'kysely';
  * Every function of Waybill's schema runs with a fixed search_path: its own schema, then pg_temp
  * last (pg_catalog is always searched first), so that nobody who can create objects in another
  * schema or a temporary one can put a table or function of the same name in a function's way.
- * This migration stays the last one to touch functions: a later `CREATE OR REPLACE FUNCTION` must
- * carry its own `SET search_path` (a test reads every function's settings).
+ * A later migration that makes or replaces functions calls `setSearchPath` at its end (a
+ * `CREATE OR REPLACE FUNCTION` drops the setting; a test reads every function's settings).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await setSearchPath(db, true);
@@ -15,7 +15,7 @@ export async function down(db: Kysely<unknown>): Promise<void> {
   await setSearchPath(db, false);
 }
 
-async function setSearchPath(db: Kysely<unknown>, fixed: boolean): Promise<void> {
+export async function setSearchPath(db: Kysely<unknown>, fixed: boolean): Promise<void> {
   const { rows } = await sql<{ signature: string; schema: string }>`
     SELECT p.oid::regprocedure::text AS signature, n.nspname AS schema
     FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace

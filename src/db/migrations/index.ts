@@ -26,6 +26,7 @@ import * as deliveryControlsInTheClaim from './0034_delivery_controls_in_the_cla
 import * as outboundBudget from './0035_outbound_budget.ts';
 import * as developerConsole from './0036_developer_console.ts';
 import * as functionSearchPath from './0040_function_search_path.ts';
+import * as orderingPerShipment from './0041_ordering_per_shipment.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -56,4 +57,5 @@ export const migrations: Record<string, Migration> = {
   '0035_outbound_budget': outboundBudget,
   '0036_developer_console': developerConsole,
   '0040_function_search_path': functionSearchPath,
+  '0041_ordering_per_shipment': orderingPerShipment,
 };

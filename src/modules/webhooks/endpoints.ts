@@ -3,6 +3,7 @@ import type { Db } from '../../db/database.ts';
 import { newestFirst } from '../../db/paging.ts';
 import { assertUrlAllowed } from '../../delivery/guard.ts';
 import { disableEndpoint, enableEndpoint } from '../../delivery/lifecycle.ts';
+import { applyOrdering } from '../../delivery/ordering.ts';
 import { metricKind } from '../../delivery/record.ts';
 import type { WebhookEndpointsTable } from '../../delivery/tables.ts';
 import { addMs, DAY } from '../../lib/clock.ts';
@@ -329,6 +330,7 @@ export async function updateEndpoint(
         : checkCustomHeaders(input.headers, openHeaders(ctx.secrets, current));
     if (input.enabled === false && current.enabled) cancelled = await disableEndpoint(trx, id, 'manual', now);
     if (input.enabled === true && !current.enabled) await enableEndpoint(trx, id, now);
+    if (ordering !== undefined && ordering !== current.ordering) await applyOrdering(trx, id, ordering);
     return trx
       .updateTable('webhook_endpoints')
       .set({

@@ -1,0 +1,322 @@
+import type { Kysely } from 'kysely';
+import { QUEUE_FOLLOW } from './0014_delivery_queue.ts';
+import { fanOut, GRANT_ALLOWS } from './0033_installation_grants.ts';
+import { CLAIM as CLAIM_BEFORE, CLAIM_SIGNATURE } from './0034_delivery_controls_in_the_claim.ts';
+import { setSearchPath } from './0040_function_search_path.ts';
+import { runStatements } from './sql.ts';
+
+/**
+ * Ordering per shipment (issue 23 item 4, decision 0030). A queued message to an endpoint with
+ * `ordering: per_shipment` carries its shipment and its place in that shipment's line (`seq`, from
+ * one sequence, taken in the transaction that wrote the event: a shipment's events are written one
+ * transaction after another, under its row lock, so their numbers follow their order). The claim
+ * takes such a message only when no earlier message of its shipment is still in the queue, whether
+ * leased, waiting for a retry or put off by a pause: the earlier message's row is the lock, and it
+ * leaves the queue only once it succeeded, failed for good or was cancelled. Messages without a
+ * shipment, replays and test sends (sent outside the queue) are outside the order.
+ *
+ * So that the claim does not read a failing shipment's waiting messages over and over, they are
+ * due no sooner than the message first in their line: the fan-out puts a new message at the time
+ * of the last one queued ahead of it, a retry moves those behind it to its own time, and when a
+ * message leaves the queue the one now first gets its own time back.
+ */
+const SEQUENCE = 'CREATE SEQUENCE webhook_queue_order';
+const COLUMNS = 'ALTER TABLE webhook_queue ADD COLUMN shipment_id text, ADD COLUMN seq bigint';
+const LINE_INDEX = `CREATE INDEX webhook_queue_shipment_line ON webhook_queue (endpoint_id, shipment_id, seq)
+  WHERE shipment_id IS NOT NULL`;
+/** The fan-out asks whether a tenant has an ordered endpoint at all: almost always not, and at once. */
+const ORDERED_INDEX = `CREATE INDEX webhook_endpoints_ordered ON webhook_endpoints (tenant_id)
+  WHERE ordering = 'per_shipment'`;
+
+/** The targets view of migration 0034, with the endpoint's ordering at its end. */
+const TARGETS_VIEW = `CREATE OR REPLACE VIEW delivery_targets AS
+  SELECT e.id, e.kind, e.app_id, e.enabled, e.held, e.failing_since,
+    COALESCE(a.events_url, e.url) AS url,
+    COALESCE(a.events_secret_sealed, e.secret_sealed) AS secret_sealed,
+    CASE WHEN e.kind = 'app_events' THEN a.events_previous_secret_sealed ELSE e.previous_secret_sealed END
+      AS previous_secret_sealed,
+    CASE WHEN e.kind = 'app_events' THEN a.events_previous_secret_expires_at
+      ELSE e.previous_secret_expires_at END AS previous_secret_expires_at,
+    e.headers_sealed, e.ordering
+  FROM webhook_endpoints e
+  LEFT JOIN apps a ON e.kind = 'app_events' AND a.id = e.app_id`;
+
+/**
+ * The lines of the shipments in (g_endpoints, g_shipments) lost a message: the one now first is
+ * due at its own time, and those behind it no sooner than it.
+ */
+const RESTORE_TIMES = `IF g_endpoints IS NOT NULL THEN
+      UPDATE webhook_queue f
+      SET next_attempt_at = CASE WHEN f.seq = h.seq THEN d.next_attempt_at
+        ELSE GREATEST(d.next_attempt_at, hd.next_attempt_at) END
+      FROM (SELECT DISTINCT g.e, g.s FROM unnest(g_endpoints, g_shipments) AS g(e, s)) g
+      CROSS JOIN LATERAL (
+        SELECT x.delivery_id, x.seq FROM webhook_queue x
+        WHERE x.endpoint_id = g.e AND x.shipment_id = g.s ORDER BY x.seq LIMIT 1
+      ) h
+      JOIN webhook_deliveries hd ON hd.id = h.delivery_id, webhook_deliveries d
+      WHERE f.endpoint_id = g.e AND f.shipment_id = g.s AND d.id = f.delivery_id
+        AND f.next_attempt_at IS DISTINCT FROM CASE WHEN f.seq = h.seq THEN d.next_attempt_at
+          ELSE GREATEST(d.next_attempt_at, hd.next_attempt_at) END;
+    END IF;`;
+
+const QUEUE_FOLLOW_IN_ORDER = `CREATE OR REPLACE FUNCTION webhook_queue_follow() RETURNS trigger LANGUAGE plpgsql AS $$
+  DECLARE
+    g_endpoints text[];
+    g_shipments text[];
+  BEGIN
+    IF TG_OP = 'INSERT' THEN
+      -- A shipment's place in an ordered endpoint's line is set by the fan-out that made the row.
+      INSERT INTO webhook_queue (delivery_id, endpoint_id, next_attempt_at)
+        SELECT id, endpoint_id, next_attempt_at FROM new_rows
+        WHERE status = 'pending' AND next_attempt_at IS NOT NULL;
+    ELSIF TG_OP = 'UPDATE' THEN
+      WITH gone AS (
+        DELETE FROM webhook_queue q USING new_rows n
+        WHERE q.delivery_id = n.id AND (n.status <> 'pending' OR n.next_attempt_at IS NULL)
+        RETURNING q.endpoint_id, q.shipment_id
+      )
+      SELECT array_agg(gone.endpoint_id), array_agg(gone.shipment_id) INTO g_endpoints, g_shipments
+      FROM gone WHERE gone.shipment_id IS NOT NULL;
+      ${RESTORE_TIMES}
+      -- Due again (a retry's new time, a replay): its place in line, and no lease.
+      INSERT INTO webhook_queue (delivery_id, endpoint_id, next_attempt_at)
+        SELECT n.id, n.endpoint_id, n.next_attempt_at FROM new_rows n JOIN old_rows o ON o.id = n.id
+        WHERE n.status = 'pending' AND n.next_attempt_at IS NOT NULL
+          AND (o.status <> 'pending' OR o.next_attempt_at IS DISTINCT FROM n.next_attempt_at)
+      ON CONFLICT (delivery_id) DO UPDATE
+        SET next_attempt_at = EXCLUDED.next_attempt_at, locked_by = NULL, locked_until = NULL;
+      -- A retry in a shipment's line: what waits behind it is due no sooner.
+      UPDATE webhook_queue f SET next_attempt_at = h.next_attempt_at
+      FROM new_rows n JOIN webhook_queue h ON h.delivery_id = n.id AND h.shipment_id IS NOT NULL
+      WHERE f.endpoint_id = h.endpoint_id AND f.shipment_id = h.shipment_id AND f.seq > h.seq
+        AND f.next_attempt_at < h.next_attempt_at;
+    ELSE
+      WITH gone AS (
+        DELETE FROM webhook_queue q USING old_rows o WHERE q.delivery_id = o.id
+        RETURNING q.endpoint_id, q.shipment_id
+      )
+      SELECT array_agg(gone.endpoint_id), array_agg(gone.shipment_id) INTO g_endpoints, g_shipments
+      FROM gone WHERE gone.shipment_id IS NOT NULL;
+      ${RESTORE_TIMES}
+    END IF;
+    RETURN NULL;
+  END $$`;
+
+/** The fan-out's insert of migration 0033 (time-ordered ids, installations follow their grant). */
+const DELIVERIES_INSERT = `INSERT INTO webhook_deliveries
+    (id, endpoint_id, event_id, event_type, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
+  SELECT
+    -- dlv_ + the time in 8 characters + 14 characters of [0-9A-Za-z] (migration 0018).
+    'dlv_' || stamp || substr(translate(encode(uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()), 'base64'), '+/=', ''), 1, 14),
+    -- No payload: the delivery reads its event's (migration 0016).
+    e.id, ev.id, ev.type, NULL, 'pending', 0, p_now, p_now, p_now
+  FROM unnest(p_event_ids, p_types, p_tenants, p_livemodes, p_accounts)
+    AS ev(id, type, tenant_id, livemode, customer_account_id)
+  JOIN webhook_endpoints e
+    ON e.tenant_id = ev.tenant_id
+    AND e.livemode = ev.livemode
+    AND e.enabled
+    AND e.event_types @> jsonb_build_array(ev.type)
+    AND (e.customer_account_id IS NULL OR e.customer_account_id = ev.customer_account_id)
+  WHERE ${GRANT_ALLOWS}`;
+
+/**
+ * The fan-out of migration 0033; when one of the events' tenants has an ordered endpoint, the
+ * messages made for such endpoints get their shipment and their place in its line, in the order
+ * of the events given.
+ */
+const FAN_OUT_IN_ORDER = `CREATE OR REPLACE FUNCTION webhook_fan_out(p_event_ids text[], p_types text[], p_tenants text[],
+  p_livemodes boolean[], p_accounts text[], p_now timestamptz)
+RETURNS int LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
+DECLARE
+  inserted int;
+  stamp text := waybill_id_time(clock_timestamp());
+  lined_ids text[];
+  lined_shipments text[];
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM webhook_endpoints o WHERE o.ordering = 'per_shipment' AND o.tenant_id = ANY (p_tenants)) THEN
+    ${DELIVERIES_INSERT};
+    GET DIAGNOSTICS inserted = ROW_COUNT;
+    RETURN inserted;
+  END IF;
+  WITH made AS (
+    ${DELIVERIES_INSERT}
+    RETURNING id, endpoint_id, event_id
+  )
+  SELECT count(*)::int,
+    array_agg(m.id ORDER BY i.n, m.id) FILTER (WHERE o.id IS NOT NULL AND stored.shipment_id IS NOT NULL),
+    array_agg(stored.shipment_id ORDER BY i.n, m.id) FILTER (WHERE o.id IS NOT NULL AND stored.shipment_id IS NOT NULL)
+  INTO inserted, lined_ids, lined_shipments
+  FROM made m
+  JOIN unnest(p_event_ids) WITH ORDINALITY AS i(id, n) ON i.id = m.event_id
+  LEFT JOIN events stored ON stored.id = m.event_id
+  LEFT JOIN webhook_endpoints o ON o.id = m.endpoint_id AND o.ordering = 'per_shipment';
+  IF lined_ids IS NOT NULL THEN
+    UPDATE webhook_queue q SET shipment_id = l.s, seq = l.seq,
+      next_attempt_at = GREATEST(q.next_attempt_at, COALESCE((
+        SELECT max(p.next_attempt_at) FROM webhook_queue p
+        WHERE p.endpoint_id = q.endpoint_id AND p.shipment_id = l.s), q.next_attempt_at))
+    FROM (
+      SELECT u.id, u.s, nextval('webhook_queue_order') AS seq
+      FROM unnest(lined_ids, lined_shipments) WITH ORDINALITY AS u(id, s, n)
+    ) l
+    WHERE q.delivery_id = l.id;
+  END IF;
+  RETURN inserted;
+END
+$fn$`;
+
+/**
+ * The claim of migration 0034, keeping each ordered shipment's line: a message with a shipment is
+ * taken only when none of the same shipment and endpoint is ahead of it in the queue. The OR keeps
+ * the check a lookup per candidate row (an anti-join would read the whole line index). It also
+ * says which rows are in a line (`in_line`): the worker sends those only while their lease will
+ * outlast the request, so that an expired lease never lets two of one shipment be in flight.
+ */
+const CLAIM = `CREATE FUNCTION webhook_claim(p_worker text, p_now timestamptz, p_lease_until timestamptz, p_limit int,
+  p_per_endpoint int, p_room_ids text[], p_room_left int[], p_after text, p_visits int, p_targets text[])
+RETURNS TABLE (id text, endpoint_id text, event_id text, event_type text, payload text, status text,
+  attempt_count int, next_attempt_at timestamptz, kind text, url text, secret_sealed text,
+  previous_secret_sealed text, previous_secret_expires_at timestamptz, failing_since timestamptz,
+  headers_sealed text, send_at timestamptz, in_line boolean, walked_to text, walk_ended boolean)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  walked text[];
+  ids text[];
+  lined text[];
+  last_walked text;
+  ended boolean;
+  lim_ids text[];
+  lim_start timestamptz[];
+  lim_step interval[];
+  lim_allow int[];
+BEGIN
+  -- The walk (decision 0016): the next targets with queued deliveries after p_after, one index
+  -- descent each; or, for the listener hub, the targets it names.
+  IF p_targets IS NULL THEN
+    WITH RECURSIVE walk(e, n) AS (
+      SELECT (SELECT min(q.endpoint_id) FROM webhook_queue q WHERE q.endpoint_id > p_after), 1
+      UNION ALL
+      SELECT (SELECT min(q.endpoint_id) FROM webhook_queue q WHERE q.endpoint_id > w.e), w.n + 1
+      FROM walk w WHERE w.e IS NOT NULL AND w.n < p_visits
+    )
+    SELECT array_agg(w.e ORDER BY w.n) INTO walked FROM walk w WHERE w.e IS NOT NULL;
+  ELSE
+    SELECT array_agg(t.e ORDER BY t.e) INTO walked FROM unnest(p_targets) AS t(e) WHERE t.e > p_after;
+  END IF;
+  last_walked := walked[cardinality(walked)];
+  ended := COALESCE(cardinality(walked), 0) < p_visits;
+  IF walked IS NOT NULL THEN
+    -- Rate limits (GCRA, migration 0034): each limited target's theoretical arrival time, locked
+    -- so that claims of every worker take turns with it; its messages get send times one step
+    -- apart from then, and a claim takes those that fall within the next second.
+    WITH locked AS (
+      INSERT INTO webhook_rate_state AS s (endpoint_id, tat)
+        SELECT en.id, NULL FROM webhook_endpoints en
+        WHERE en.id = ANY (walked) AND en.rate_limit IS NOT NULL ORDER BY en.id
+      ON CONFLICT (endpoint_id) DO UPDATE SET tat = s.tat
+      RETURNING s.endpoint_id, s.tat
+    )
+    SELECT array_agg(st.endpoint_id), array_agg(st.start), array_agg(st.step),
+      array_agg(GREATEST(0, floor(extract(epoch FROM (p_now + interval '1 second' - st.start))
+        / extract(epoch FROM st.step)))::int)
+    INTO lim_ids, lim_start, lim_step, lim_allow
+    FROM (
+      SELECT l.endpoint_id, GREATEST(l.tat, p_now + interval '100 milliseconds') AS start,
+        make_interval(secs => 1.0::double precision / (en.rate_limit * 0.92)) AS step
+      FROM locked l JOIN webhook_endpoints en ON en.id = l.endpoint_id
+    ) st;
+    -- Each target with room here and not paused by its receiver: its oldest due rows that are
+    -- first in their shipment's line (if in one), up to that room, skipping rows another worker
+    -- is locking.
+    SELECT array_agg(c.delivery_id), array_agg(c.delivery_id) FILTER (WHERE c.in_line) INTO ids, lined FROM (
+      SELECT x.delivery_id, x.in_line
+      FROM unnest(walked) WITH ORDINALITY AS w(e, n)
+      JOIN webhook_endpoints en ON en.id = w.e AND en.enabled AND NOT en.held
+        AND (p_targets IS NOT NULL OR en.kind <> 'listener')
+        AND (en.paused_until IS NULL OR en.paused_until <= p_now)
+      LEFT JOIN unnest(p_room_ids, p_room_left) AS r(e, left_over) ON r.e = w.e
+      LEFT JOIN unnest(lim_ids, lim_allow) AS lim(e, allow) ON lim.e = w.e
+      CROSS JOIN LATERAL (
+        SELECT q.delivery_id, q.shipment_id IS NOT NULL AS in_line FROM webhook_queue q
+        WHERE q.endpoint_id = w.e AND q.next_attempt_at <= p_now
+          AND (q.locked_until IS NULL OR q.locked_until < p_now)
+          AND (q.shipment_id IS NULL OR NOT EXISTS (
+            SELECT 1 FROM webhook_queue ahead
+            WHERE ahead.endpoint_id = q.endpoint_id AND ahead.shipment_id = q.shipment_id AND ahead.seq < q.seq))
+        ORDER BY q.next_attempt_at
+        LIMIT LEAST(COALESCE(r.left_over, p_per_endpoint), COALESCE(lim.allow, p_per_endpoint))
+        FOR UPDATE OF q SKIP LOCKED
+      ) x
+      WHERE LEAST(COALESCE(r.left_over, p_per_endpoint), COALESCE(lim.allow, p_per_endpoint)) > 0
+      LIMIT p_limit
+    ) c;
+  END IF;
+  IF ids IS NOT NULL THEN
+    -- By primary key: a plan kept without the values must not read the whole queue.
+    UPDATE webhook_queue q SET locked_by = p_worker, locked_until = p_lease_until WHERE q.delivery_id = ANY (ids);
+    -- The limited targets' arrival times move on by the messages claimed for them.
+    IF lim_ids IS NOT NULL THEN
+      UPDATE webhook_rate_state s SET tat = l.start + c.k * l.step
+      FROM unnest(lim_ids, lim_start, lim_step) AS l(e, start, step)
+      JOIN (SELECT q.endpoint_id AS e, count(*)::int AS k FROM webhook_queue q
+        WHERE q.delivery_id = ANY (ids) GROUP BY q.endpoint_id) c ON c.e = l.e
+      WHERE s.endpoint_id = l.e;
+    END IF;
+    -- In the order claimed: target by target in the walk's order, oldest first within each.
+    RETURN QUERY
+      SELECT d.id, d.endpoint_id, d.event_id, d.event_type,
+        COALESCE(d.payload, (SELECT ev.payload FROM events ev WHERE ev.id = d.event_id)), d.status,
+        d.attempt_count, d.next_attempt_at,
+        t.kind, t.url, t.secret_sealed, t.previous_secret_sealed, t.previous_secret_expires_at, t.failing_since,
+        t.headers_sealed,
+        l.start + (row_number() OVER (PARTITION BY d.endpoint_id ORDER BY i.n) - 1) * l.step,
+        lined IS NOT NULL AND d.id = ANY (lined),
+        last_walked, ended
+      FROM unnest(ids) WITH ORDINALITY AS i(id, n)
+      JOIN webhook_deliveries d ON d.id = i.id
+      JOIN delivery_targets t ON t.id = d.endpoint_id
+      LEFT JOIN unnest(lim_ids, lim_start, lim_step) AS l(e, start, step) ON l.e = d.endpoint_id
+      ORDER BY i.n;
+  END IF;
+  IF ids IS NULL OR NOT FOUND THEN
+    -- Nothing claimed (or what was claimed is gone): one row still tells where the walk got to.
+    RETURN QUERY SELECT NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::int,
+      NULL::timestamptz, NULL::text, NULL::text, NULL::text, NULL::text, NULL::timestamptz, NULL::timestamptz,
+      NULL::text, NULL::timestamptz, NULL::boolean, last_walked, ended;
+  END IF;
+END
+$fn$`;
+
+export async function up(db: Kysely<unknown>): Promise<void> {
+  await runStatements(db, [
+    SEQUENCE,
+    COLUMNS,
+    LINE_INDEX,
+    ORDERED_INDEX,
+    TARGETS_VIEW,
+    QUEUE_FOLLOW_IN_ORDER,
+    FAN_OUT_IN_ORDER,
+    `DROP FUNCTION ${CLAIM_SIGNATURE}`,
+    CLAIM,
+  ]);
+  // Functions made or replaced here run with the fixed search_path of migration 0040.
+  await setSearchPath(db, true);
+}
+
+export async function down(db: Kysely<unknown>): Promise<void> {
+  await runStatements(db, [
+    `DROP FUNCTION ${CLAIM_SIGNATURE}`,
+    CLAIM_BEFORE,
+    fanOut(GRANT_ALLOWS),
+    QUEUE_FOLLOW.replace('CREATE FUNCTION', 'CREATE OR REPLACE FUNCTION'),
+    'DROP VIEW delivery_targets',
+    TARGETS_VIEW.replace('CREATE OR REPLACE VIEW', 'CREATE VIEW').replace(', e.ordering', ''),
+    'DROP INDEX webhook_endpoints_ordered',
+    'ALTER TABLE webhook_queue DROP COLUMN seq, DROP COLUMN shipment_id',
+    'DROP SEQUENCE webhook_queue_order',
+  ]);
+  await setSearchPath(db, true);
+}
