@@ -15,10 +15,9 @@
  * each with its attempt, spread over the last 30 days (the attempt log's day partitions made for
  * them), are written before anything is measured: the queue must not slow down as the log fills.
  */
-import { type ChildProcess, fork } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -27,7 +26,7 @@ import pino from 'pino';
 import { Agent, request } from 'undici';
 import { buildContext } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { type AppContext, runAfterCommit } from '../src/context.ts';
+import type { AppContext } from '../src/context.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createAttemptDay, dayOf } from '../src/delivery/partitions.ts';
@@ -36,9 +35,20 @@ import { signatureHeader } from '../src/delivery/signing.ts';
 import { startDeliveryWorker } from '../src/delivery/worker.ts';
 import { systemClock } from '../src/lib/clock.ts';
 import { newSigningSecret } from '../src/lib/crypto.ts';
-import { newId, newTenantId, randomBase62 } from '../src/lib/ids.ts';
-import { recordEvents } from '../src/modules/shipments/events.ts';
-import { peerMessages, shipmentData } from './message.ts';
+import { newTenantId, randomBase62 } from '../src/lib/ids.ts';
+import { controlsBench } from './controls.ts';
+import {
+  addEndpoint,
+  insertEvents,
+  listen,
+  newTenant,
+  receiver,
+  type Sink,
+  succeeded,
+  tellAll,
+  waitFor,
+} from './fixtures.ts';
+import { peerMessages } from './message.ts';
 import { type BullSide, startBullSide } from './peers/bullmq-side.ts';
 import { ensureDatabase } from './peers/database.ts';
 import { makePoster } from './peers/deliver.ts';
@@ -57,38 +67,15 @@ const redisAddress = process.env.WAYBILL_BENCH_REDIS ?? '127.0.0.1:6379';
 const WAYBILL_APP = 'waybill-bench-waybill';
 /** The scale-out part's worker processes. */
 const WORKERS_APP = 'waybill-bench-workers';
+/** WAYBILL_BENCH_PARTS: which parts to run (comma-separated), all by default. */
+const PARTS = process.env.WAYBILL_BENCH_PARTS?.split(',').map((part) => part.trim());
+const runs = (part: 'throughput' | 'latency' | 'fairness' | 'controls' | 'scale') =>
+  !PARTS || PARTS.includes(part);
 const HISTORY = Number(process.env.WAYBILL_BENCH_HISTORY ?? (pgUrl ? 1_000_000 : 0));
 /** Endpoints of the many-endpoints round: every event goes to each of them. */
 const MANY_ENDPOINTS = 100;
 /** Messages each worker process delivers before the scale-out part measures it. */
 const WARM_UP_EVENTS = 5_000;
-
-interface Sink {
-  url: string;
-  arrivals: Map<string, number>;
-  /** Requests received (an event sent to many endpoints arrives once per endpoint, one webhook-id). */
-  received: { count: number };
-  server: Server;
-}
-
-async function listen(server: Server): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-}
-
-async function receiver(): Promise<Sink> {
-  const arrivals = new Map<string, number>();
-  const received = { count: 0 };
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      arrivals.set(String(req.headers['webhook-id']), performance.now());
-      received.count += 1;
-      res.end('ok');
-    });
-  });
-  return { url: await listen(server), arrivals, received, server };
-}
 
 /**
  * A month of history: `count` events, each with its succeeded delivery and one attempt, created
@@ -149,95 +136,6 @@ async function slowReceiver(ms: number): Promise<Sink> {
 async function blackHole(): Promise<Sink> {
   const server = createServer((req) => req.resume());
   return { url: await listen(server), arrivals: new Map(), received: { count: 0 }, server };
-}
-
-async function insertEvents(
-  ctx: AppContext,
-  tenantId: string,
-  count: number,
-  perTx: number,
-): Promise<string[]> {
-  const ids: string[] = [];
-  for (let done = 0; done < count; done += perTx) {
-    const n = Math.min(perTx, count - done);
-    await ctx.db.transaction().execute(async (trx) => {
-      const stored = await recordEvents(
-        ctx,
-        trx,
-        Array.from({ length: n }, (_, k) => ({
-          type: 'shipment.status_changed',
-          tenantId,
-          livemode: true,
-          data: shipmentData(done + k),
-          createdAt: new Date(),
-          customerAccountId: null,
-        })),
-      );
-      ids.push(...stored.map((e) => e.id));
-    });
-    runAfterCommit(ctx);
-  }
-  return ids;
-}
-
-async function addEndpoint(ctx: AppContext, tenantId: string, url: string): Promise<string> {
-  const id = newId('we');
-  const now = new Date();
-  await ctx.db
-    .insertInto('webhook_endpoints')
-    .values({
-      id,
-      tenant_id: tenantId,
-      customer_account_id: null,
-      installation_id: null,
-      livemode: true,
-      url,
-      description: null,
-      event_types: JSON.stringify(['shipment.status_changed']),
-      enabled: true,
-      disabled_reason: null,
-      secret_sealed: ctx.secrets.seal(newSigningSecret()),
-      previous_secret_sealed: null,
-      previous_secret_expires_at: null,
-      failing_since: null,
-      failing_noticed_at: null,
-      kind: 'endpoint',
-      app_id: null,
-      held: false,
-      rate_limit: null,
-      ordering: 'none',
-      headers_sealed: null,
-      paused_until: null,
-      created_by: null,
-      created_at: now,
-      updated_at: now,
-    })
-    .execute();
-  return id;
-}
-
-async function waitFor(check: () => Promise<boolean> | boolean, everyMs = 20): Promise<void> {
-  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, everyMs));
-}
-
-async function succeeded(ctx: AppContext, endpointIds: string[]): Promise<number> {
-  const row = await ctx.db
-    .selectFrom('webhook_deliveries')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('endpoint_id', 'in', endpointIds)
-    .where('status', '=', 'succeeded')
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
-async function newTenant(ctx: AppContext): Promise<string> {
-  const id = newTenantId();
-  const now = new Date();
-  await ctx.db
-    .insertInto('companies')
-    .values({ id, name: 'Bench', live: true, created_at: now, updated_at: now })
-    .execute();
-  return id;
 }
 
 /** Deliveries per second of a backlog of `count` events, from worker start to the last record. */
@@ -339,19 +237,6 @@ async function workerProcesses(
     workersUs: (workersSeconds * 1e6) / count,
     postgresUs: postgresSeconds === null ? null : (postgresSeconds * 1e6) / count,
   };
-}
-
-/** Sends each worker process a command and waits for each to answer (`message`) or exit. */
-function tellAll(children: ChildProcess[], command: 'pause' | 'stop', until: 'message' | 'exit') {
-  return Promise.all(
-    children.map(
-      (child) =>
-        new Promise<void>((resolve) => {
-          child.once(until, () => resolve());
-          child.send(command);
-        }),
-    ),
-  );
 }
 
 /** The same signed bodies POSTed straight with undici, `inFlight` at once to one endpoint. */
@@ -707,11 +592,13 @@ async function main() {
         ? `[${engine}] history present: ${HISTORY.toLocaleString('en')} old events, each with its delivery and attempt, over the last 30 days (written in ${historySeconds.toFixed(0)} s), kept for the whole run`
         : `[${engine}] no history written (WAYBILL_BENCH_HISTORY=0)`,
     );
-    await throughputRounds(ctx, engine, sink, waybillMeter, peers);
-    const b = await latency(ctx, sink, 200, 10);
-    console.log(
-      `[${engine}] (b) commit-to-arrival latency at 200 events/s: p50 ${b.p50.toFixed(1)} ms, p99 ${b.p99.toFixed(1)} ms (${b.count} events)`,
-    );
+    if (runs('throughput')) await throughputRounds(ctx, engine, sink, waybillMeter, peers);
+    if (runs('latency')) {
+      const b = await latency(ctx, sink, 200, 10);
+      console.log(
+        `[${engine}] (b) commit-to-arrival latency at 200 events/s: p50 ${b.p50.toFixed(1)} ms, p99 ${b.p99.toFixed(1)} ms (${b.count} events)`,
+      );
+    }
     // Alone, beside an endpoint that never answers and beside one that answers after 9 s, three
     // times, best of each: the machine is shared. Each round takes the three in another order
     // (every side first once): the log grows by each drain, so a fixed order would always give
@@ -731,7 +618,7 @@ async function main() {
       ['hole', hole],
       ['slow', slow],
     ] as const;
-    for (let round = 0; round < 3; round++) {
+    for (let round = 0; round < (runs('fairness') ? 3 : 0); round++) {
       for (let k = 0; k < sides.length; k++) {
         const [side, other] = sides[(round + k) % sides.length] as (typeof sides)[number];
         await vacuumed();
@@ -751,13 +638,19 @@ async function main() {
       }
     }
     const drop = (beside: number) => ((1 - beside / best.alone) * 100).toFixed(1);
-    console.log(
-      `[${engine}] (c) fairness: ${best.hole.toFixed(0)} deliveries/s beside an endpoint that never answers (drop ${drop(best.hole)}%), ${best.slow.toFixed(0)} beside one that answers after 9 s (drop ${drop(best.slow)}%), vs ${best.alone.toFixed(0)} alone (target <= 10%; ${fairCount} events, best of 3; rounds ${(['alone', 'hole', 'slow'] as const).map((side) => `${side} ${rounds[side].map((r) => r.toFixed(0)).join(', ')}`).join('; ')})`,
-    );
+    if (runs('fairness'))
+      console.log(
+        `[${engine}] (c) fairness: ${best.hole.toFixed(0)} deliveries/s beside an endpoint that never answers (drop ${drop(best.hole)}%), ${best.slow.toFixed(0)} beside one that answers after 9 s (drop ${drop(best.slow)}%), vs ${best.alone.toFixed(0)} alone (target <= 10%; ${fairCount} events, best of 3; rounds ${(['alone', 'hole', 'slow'] as const).map((side) => `${side} ${rounds[side].map((r) => r.toFixed(0)).join(', ')}`).join('; ')})`,
+      );
     console.log(
       `[${engine}] (d) peak RSS of the worker process: ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB (receivers${pgUrl ? '' : ' and the embedded database'} in the same process)`,
     );
-    if (pgUrl && schema && waybillUrl) {
+    if (runs('controls'))
+      await controlsBench(
+        { ctx, engine, processes: schema && waybillUrl ? { url: waybillUrl, schema } : null },
+        ROUNDS,
+      );
+    if (pgUrl && schema && waybillUrl && runs('scale')) {
       // Each side its own processes, alternated, best of 2: one worker process against two.
       const none: ScaleOutRound = { rate: 0, workersUs: 0, postgresUs: null, walBytes: 0 };
       let one = none;

@@ -89,6 +89,24 @@ describe('the claim walks the targets in turn', () => {
       ]),
     });
     expect(countBy(claimed.rows)).toEqual({ [b]: 1, [c]: 4 });
+    await finishAll();
+  });
+
+  it('gives a target that earned more room than a new one gets all of it (one busy endpoint drains at its pace)', async () => {
+    const { token, ids } = await threeEndpoints();
+    const [a, b] = ids as [string, string, string];
+    for (let i = 0; i < 9; i++) await createShipment(w, token, { external_ref: `room-${i}` });
+    // A answers fast and holds 10 more than a new target's 4; B is new here.
+    const claimed = await claim({ after: '', walkTargets: 2, room: new Map([[a, 10]]) });
+    expect(countBy(claimed.rows)).toEqual({ [a]: 9, [b]: 4 });
+    await finishAll();
+  });
+
+  it('takes the oldest first within a target', async () => {
+    const { token, ids } = await threeEndpoints();
+    const [, , c] = ids as [string, string, string];
+    for (let i = 0; i < 5; i++) await createShipment(w, token, { external_ref: `oldest-${i}` });
+    const claimed = await claim({ after: '' });
     // Oldest first within a target.
     const cRows = claimed.rows.filter((row) => row.endpoint_id === c);
     const times = cRows.map((row) => new Date(row.next_attempt_at as Date).getTime());

@@ -64,6 +64,7 @@ const QUEUE_FOLLOW_IN_ORDER = `CREATE OR REPLACE FUNCTION webhook_queue_follow()
   DECLARE
     g_endpoints text[];
     g_shipments text[];
+    g_retried text[];
   BEGIN
     IF TG_OP = 'INSERT' THEN
       -- A shipment's place in an ordered endpoint's line is set by the fan-out that made the row.
@@ -80,17 +81,23 @@ const QUEUE_FOLLOW_IN_ORDER = `CREATE OR REPLACE FUNCTION webhook_queue_follow()
       FROM gone WHERE gone.shipment_id IS NOT NULL;
       ${RESTORE_TIMES}
       -- Due again (a retry's new time, a replay): its place in line, and no lease.
-      INSERT INTO webhook_queue (delivery_id, endpoint_id, next_attempt_at)
-        SELECT n.id, n.endpoint_id, n.next_attempt_at FROM new_rows n JOIN old_rows o ON o.id = n.id
-        WHERE n.status = 'pending' AND n.next_attempt_at IS NOT NULL
-          AND (o.status <> 'pending' OR o.next_attempt_at IS DISTINCT FROM n.next_attempt_at)
-      ON CONFLICT (delivery_id) DO UPDATE
-        SET next_attempt_at = EXCLUDED.next_attempt_at, locked_by = NULL, locked_until = NULL;
-      -- A retry in a shipment's line: what waits behind it is due no sooner.
-      UPDATE webhook_queue f SET next_attempt_at = h.next_attempt_at
-      FROM new_rows n JOIN webhook_queue h ON h.delivery_id = n.id AND h.shipment_id IS NOT NULL
-      WHERE f.endpoint_id = h.endpoint_id AND f.shipment_id = h.shipment_id AND f.seq > h.seq
-        AND f.next_attempt_at < h.next_attempt_at;
+      WITH due AS (
+        INSERT INTO webhook_queue (delivery_id, endpoint_id, next_attempt_at)
+          SELECT n.id, n.endpoint_id, n.next_attempt_at FROM new_rows n JOIN old_rows o ON o.id = n.id
+          WHERE n.status = 'pending' AND n.next_attempt_at IS NOT NULL
+            AND (o.status <> 'pending' OR o.next_attempt_at IS DISTINCT FROM n.next_attempt_at)
+        ON CONFLICT (delivery_id) DO UPDATE
+          SET next_attempt_at = EXCLUDED.next_attempt_at, locked_by = NULL, locked_until = NULL
+        RETURNING webhook_queue.delivery_id, webhook_queue.shipment_id
+      )
+      SELECT array_agg(due.delivery_id) INTO g_retried FROM due WHERE due.shipment_id IS NOT NULL;
+      IF g_retried IS NOT NULL THEN
+        -- A retry in a shipment's line: what waits behind it is due no sooner.
+        UPDATE webhook_queue f SET next_attempt_at = h.next_attempt_at
+        FROM webhook_queue h
+        WHERE h.delivery_id = ANY (g_retried) AND f.endpoint_id = h.endpoint_id
+          AND f.shipment_id = h.shipment_id AND f.seq > h.seq AND f.next_attempt_at < h.next_attempt_at;
+      END IF;
     ELSE
       WITH gone AS (
         DELETE FROM webhook_queue q USING old_rows o WHERE q.delivery_id = o.id
@@ -168,6 +175,14 @@ END
 $fn$`;
 
 /**
+ * A rate-limited endpoint's messages are spaced at this share of its limit: the rest (about 50 ms
+ * in any second) is room for a message sent late by up to LATE_MS (worker.ts) and the network's
+ * jitter, so that no sliding second at the receiver holds more than the limit (migration 0034
+ * spaced them at 0.92).
+ */
+const SPACING = 0.95;
+
+/**
  * The claim of migration 0034, keeping each ordered shipment's line: a message with a shipment is
  * taken only when none of the same shipment and endpoint is ahead of it in the queue. The OR keeps
  * the check a lookup per candidate row (an anti-join would read the whole line index). It also
@@ -211,11 +226,17 @@ BEGIN
   IF walked IS NOT NULL THEN
     -- Rate limits (GCRA, migration 0034): each limited target's theoretical arrival time, locked
     -- so that claims of every worker take turns with it; its messages get send times one step
-    -- apart from then, and a claim takes those that fall within the next second.
+    -- apart from then, and a claim takes those that fall within the next second. A target whose
+    -- second ahead is already given out is left alone: no lock, no write (every claim walks it, and
+    -- a lock each time made the claims of all workers wait on one another).
     WITH locked AS (
       INSERT INTO webhook_rate_state AS s (endpoint_id, tat)
         SELECT en.id, NULL FROM webhook_endpoints en
-        WHERE en.id = ANY (walked) AND en.rate_limit IS NOT NULL ORDER BY en.id
+        LEFT JOIN webhook_rate_state seen ON seen.endpoint_id = en.id
+        WHERE en.id = ANY (walked) AND en.rate_limit IS NOT NULL
+          AND (seen.tat IS NULL OR seen.tat < p_now + interval '1 second'
+            - make_interval(secs => 1.0::double precision / (en.rate_limit * ${SPACING})))
+        ORDER BY en.id
       ON CONFLICT (endpoint_id) DO UPDATE SET tat = s.tat
       RETURNING s.endpoint_id, s.tat
     )
@@ -225,12 +246,14 @@ BEGIN
     INTO lim_ids, lim_start, lim_step, lim_allow
     FROM (
       SELECT l.endpoint_id, GREATEST(l.tat, p_now + interval '100 milliseconds') AS start,
-        make_interval(secs => 1.0::double precision / (en.rate_limit * 0.92)) AS step
+        make_interval(secs => 1.0::double precision / (en.rate_limit * ${SPACING})) AS step
       FROM locked l JOIN webhook_endpoints en ON en.id = l.endpoint_id
     ) st;
     -- Each target with room here and not paused by its receiver: its oldest due rows that are
-    -- first in their shipment's line (if in one), up to that room, skipping rows another worker
-    -- is locking.
+    -- first in their shipment's line (if in one), up to that room and its rate limit's allowance
+    -- (none for a limited target left alone above; LEAST passes over the NULL of an unlimited
+    -- one: migration 0034 capped those at p_per_endpoint whatever their room, which cut one busy
+    -- endpoint's rate to a sixth), skipping rows another worker is locking.
     SELECT array_agg(c.delivery_id), array_agg(c.delivery_id) FILTER (WHERE c.in_line) INTO ids, lined FROM (
       SELECT x.delivery_id, x.in_line
       FROM unnest(walked) WITH ORDINALITY AS w(e, n)
@@ -247,10 +270,10 @@ BEGIN
             SELECT 1 FROM webhook_queue ahead
             WHERE ahead.endpoint_id = q.endpoint_id AND ahead.shipment_id = q.shipment_id AND ahead.seq < q.seq))
         ORDER BY q.next_attempt_at
-        LIMIT LEAST(COALESCE(r.left_over, p_per_endpoint), COALESCE(lim.allow, p_per_endpoint))
+        LIMIT LEAST(COALESCE(r.left_over, p_per_endpoint), CASE WHEN en.rate_limit IS NOT NULL THEN COALESCE(lim.allow, 0) END)
         FOR UPDATE OF q SKIP LOCKED
       ) x
-      WHERE LEAST(COALESCE(r.left_over, p_per_endpoint), COALESCE(lim.allow, p_per_endpoint)) > 0
+      WHERE LEAST(COALESCE(r.left_over, p_per_endpoint), CASE WHEN en.rate_limit IS NOT NULL THEN COALESCE(lim.allow, 0) END) > 0
       LIMIT p_limit
     ) c;
   END IF;

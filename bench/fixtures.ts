@@ -1,0 +1,152 @@
+/**
+ * What the webhook benchmarks share: a local receiver, companies, endpoints and events written as
+ * the API writes them (the fan-out in the same transaction).
+ */
+import type { ChildProcess } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type AppContext, runAfterCommit } from '../src/context.ts';
+import { newSigningSecret } from '../src/lib/crypto.ts';
+import { newId, newTenantId } from '../src/lib/ids.ts';
+import { recordEvents } from '../src/modules/shipments/events.ts';
+import { shipmentData } from './message.ts';
+
+export interface Sink {
+  url: string;
+  arrivals: Map<string, number>;
+  /** Requests received (an event sent to many endpoints arrives once per endpoint, one webhook-id). */
+  received: { count: number };
+  server: Server;
+}
+
+export async function listen(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+}
+
+export async function receiver(): Promise<Sink> {
+  const arrivals = new Map<string, number>();
+  const received = { count: 0 };
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      arrivals.set(String(req.headers['webhook-id']), performance.now());
+      received.count += 1;
+      res.end('ok');
+    });
+  });
+  return { url: await listen(server), arrivals, received, server };
+}
+
+export async function insertEvents(
+  ctx: AppContext,
+  tenantId: string,
+  count: number,
+  perTx: number,
+): Promise<string[]> {
+  const ids: string[] = [];
+  for (let done = 0; done < count; done += perTx) {
+    const n = Math.min(perTx, count - done);
+    await ctx.db.transaction().execute(async (trx) => {
+      const stored = await recordEvents(
+        ctx,
+        trx,
+        Array.from({ length: n }, (_, k) => ({
+          type: 'shipment.status_changed',
+          tenantId,
+          livemode: true,
+          data: shipmentData(done + k),
+          createdAt: new Date(),
+          customerAccountId: null,
+        })),
+      );
+      ids.push(...stored.map((e) => e.id));
+    });
+    runAfterCommit(ctx);
+  }
+  return ids;
+}
+
+/** The receiver's delivery controls an endpoint is made with (none by default). */
+export interface EndpointControls {
+  rate_limit?: number | null;
+  ordering?: 'none' | 'per_shipment';
+}
+
+export async function addEndpoint(
+  ctx: AppContext,
+  tenantId: string,
+  url: string,
+  controls: EndpointControls = {},
+): Promise<string> {
+  const id = newId('we');
+  const now = new Date();
+  await ctx.db
+    .insertInto('webhook_endpoints')
+    .values({
+      id,
+      tenant_id: tenantId,
+      customer_account_id: null,
+      installation_id: null,
+      livemode: true,
+      url,
+      description: null,
+      event_types: JSON.stringify(['shipment.status_changed']),
+      enabled: true,
+      disabled_reason: null,
+      secret_sealed: ctx.secrets.seal(newSigningSecret()),
+      previous_secret_sealed: null,
+      previous_secret_expires_at: null,
+      failing_since: null,
+      failing_noticed_at: null,
+      kind: 'endpoint',
+      app_id: null,
+      held: false,
+      rate_limit: controls.rate_limit ?? null,
+      ordering: controls.ordering ?? 'none',
+      headers_sealed: null,
+      paused_until: null,
+      created_by: null,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+  return id;
+}
+
+export async function waitFor(check: () => Promise<boolean> | boolean, everyMs = 20): Promise<void> {
+  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, everyMs));
+}
+
+export async function succeeded(ctx: AppContext, endpointIds: string[]): Promise<number> {
+  const row = await ctx.db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('endpoint_id', 'in', endpointIds)
+    .where('status', '=', 'succeeded')
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function newTenant(ctx: AppContext): Promise<string> {
+  const id = newTenantId();
+  const now = new Date();
+  await ctx.db
+    .insertInto('companies')
+    .values({ id, name: 'Bench', live: true, created_at: now, updated_at: now })
+    .execute();
+  return id;
+}
+
+/** Sends each worker process a command and waits for each to answer (`message`) or exit. */
+export function tellAll(children: ChildProcess[], command: 'pause' | 'stop', until: 'message' | 'exit') {
+  return Promise.all(
+    children.map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          child.once(until, () => resolve());
+          child.send(command);
+        }),
+    ),
+  );
+}
