@@ -5,9 +5,16 @@ import type { DeliveryContext } from './context.ts';
 import { type FinishedAttempt, recordAttempts } from './record.ts';
 import type { Jitter } from './schedule.ts';
 
-const FLUSH_DELAY_MS = 5;
+/**
+ * A batch is written once this many attempts wait, or once the first of them has waited
+ * FLUSH_DELAY_MS. The statements a delivery costs must not grow with the number of workers: with
+ * a flush every 5 ms whatever waited, two workers sharing one receiver's pace wrote batches half
+ * as large, twice as often (issue 25). Recording later delays nothing a receiver sees.
+ */
+const FULL_BATCH = 64;
+const FLUSH_DELAY_MS = 20;
 // PGlite runs one statement at a time: fewer, larger batches leave it free for the rest.
-const PGLITE_FLUSH_DELAY_MS = 15;
+const PGLITE_FLUSH_DELAY_MS = 20;
 const VACUUM_EVERY = 2000;
 // The log's outcome updates stay on their pages (HOT): it needs a vacuum far less often.
 const VACUUM_LOG_EVERY = 100_000;
@@ -33,6 +40,8 @@ export class AttemptRecorder {
   #flushing: Promise<void> | null = null;
   #timer: NodeJS.Timeout | null = null;
   #retryMs = RETRY_FIRST_MS;
+  /** A flush asked to write everything, however little: the drain does not stop at small batches. */
+  #writeAll = false;
   #recordedSinceVacuum = 0;
   #recordedSinceLogVacuum = 0;
   #stopped = false;
@@ -49,18 +58,29 @@ export class AttemptRecorder {
 
   add(attempt: FinishedAttempt): void {
     this.#waiting.push(attempt);
-    if (this.#timer || this.#flushing) return;
+    if (this.#flushing) return;
+    if (this.#waiting.length >= FULL_BATCH) this.#startDrain();
+    else this.#armTimer();
+  }
+
+  /** Writes everything waiting; resolves when it is written (or, once stopped, given up). */
+  flush(): Promise<void> {
+    this.#writeAll = true;
+    return this.#startDrain();
+  }
+
+  #armTimer(): void {
+    if (this.#timer || this.#waiting.length === 0) return;
     this.#timer = setTimeout(
       () => {
         this.#timer = null;
-        void this.flush();
+        void this.#startDrain();
       },
       this.#ctx.database.engine === 'pglite' ? PGLITE_FLUSH_DELAY_MS : FLUSH_DELAY_MS,
     );
   }
 
-  /** Writes everything waiting; resolves when it is written (or, once stopped, given up). */
-  flush(): Promise<void> {
+  #startDrain(): Promise<void> {
     if (this.#timer) {
       clearTimeout(this.#timer);
       this.#timer = null;
@@ -68,6 +88,10 @@ export class AttemptRecorder {
     if (this.#flushing) return this.#flushing;
     this.#flushing = this.#drain().finally(() => {
       this.#flushing = null;
+      this.#writeAll = false;
+      // What came while writing: a full batch goes now, a few wait for more (or for the delay).
+      if (this.#waiting.length >= FULL_BATCH) void this.#startDrain();
+      else this.#armTimer();
     });
     return this.#flushing;
   }
@@ -78,7 +102,9 @@ export class AttemptRecorder {
   }
 
   async #drain(): Promise<void> {
-    while (this.#waiting.length > 0) {
+    let first = true;
+    while (this.#waiting.length > 0 && (first || this.#writeAll || this.#waiting.length >= FULL_BATCH)) {
+      first = false;
       const batch = this.#waiting.splice(0);
       try {
         await this.#write(batch);
@@ -100,6 +126,8 @@ export class AttemptRecorder {
         );
         await new Promise((resolve) => setTimeout(resolve, this.#retryMs).unref());
         this.#retryMs = Math.min(this.#retryMs * 2, RETRY_MAX_MS);
+        // The kept batch is tried again now, however small.
+        first = true;
       }
     }
   }
