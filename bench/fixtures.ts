@@ -138,13 +138,25 @@ export async function newTenant(ctx: AppContext): Promise<string> {
   return id;
 }
 
-/** Sends each worker process a command and waits for each to answer (`message`) or exit. */
-export function tellAll(children: ChildProcess[], command: 'pause' | 'stop', until: 'message' | 'exit') {
+/**
+ * Sends each worker process a command and waits for each to answer (`message`) or exit; resolves
+ * with the answers (a worker process answers with its worker's counts, bench/worker-process.ts).
+ */
+export function tellAll(
+  children: ChildProcess[],
+  command: 'pause' | 'stop',
+  until: 'message' | 'exit',
+): Promise<unknown[]> {
   return Promise.all(
     children.map(
       (child) =>
-        new Promise<void>((resolve) => {
-          child.once(until, () => resolve());
+        new Promise<unknown>((resolve) => {
+          let answer: unknown = null;
+          child.once('message', (message) => {
+            answer = message;
+            if (until === 'message') resolve(message);
+          });
+          if (until === 'exit') child.once('exit', () => resolve(answer));
           child.send(command);
         }),
     ),

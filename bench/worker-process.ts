@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // One Waybill delivery worker in a process of its own (`waybill worker` as a deployment runs it),
 // for the scale-out part of bench/webhooks.ts: it opens the benchmark's schema, says it is ready,
-// starts claiming on "go", stops claiming on "pause" (and says so) and exits on "stop".
+// starts claiming on "go", stops claiming on "pause" (and says so, with what it did: its worker's
+// counts) and exits on "stop" (the same).
 import pino from 'pino';
 import { buildContext } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
@@ -24,13 +25,14 @@ process.on('message', async (command: 'go' | 'pause' | 'stop') => {
   if (command === 'go') worker = startDeliveryWorker(ctx, { pollMs: 200 });
   else if (command === 'pause') {
     await worker?.stop();
+    process.send?.({ paused: true, counts: worker?.counts() ?? null });
     worker = null;
-    process.send?.('paused');
   } else {
     await worker?.stop();
+    const counts = worker?.counts() ?? null;
     await database.close();
     // Exit once the answer is out: an exit right after send() can drop it.
-    process.send?.('stopped', () => process.exit(0));
+    process.send?.({ stopped: true, counts }, () => process.exit(0));
   }
 });
 process.send?.('ready');

@@ -42,8 +42,26 @@ export interface WorkerOptions {
   wakeDelayMs?: number;
 }
 
+/** What a worker did since it started: its statements per delivery, for profiles and benchmarks. */
+export interface WorkerCounts {
+  /** Claims made, those that came back empty, and the rows they took. */
+  claims: number;
+  emptyClaims: number;
+  claimedRows: number;
+  /** Wake-ups: a notification from another process, or this process's own fan-out. */
+  wakeUps: number;
+  /** Notifications let pass (this worker's last claims on notifications found nothing). */
+  wakeUpsLetPass: number;
+  /** Claimed rows given back unsent (late for a rate limit's send time, a lease about to end). */
+  givenBack: number;
+  /** Batches of attempts written, and the attempts in them. */
+  recordBatches: number;
+  recordedAttempts: number;
+}
+
 export interface DeliveryWorker {
   readonly id: string;
+  counts(): WorkerCounts;
   /** Claims and sends everything due now, and returns once all of it is recorded: for tests. */
   tick(): Promise<number>;
   wake(): void;
@@ -76,6 +94,8 @@ const RATE_RECLAIM_MS = 500;
  * next message of its shipment is claimable once the lease is over, and must not meet it in flight.
  */
 const LINE_LEASE_MARGIN_MS = 5_000;
+const WAKE_BACKOFF_FIRST_MS = 5;
+const WAKE_BACKOFF_MAX_MS = 50;
 const CLAIM_RETRY_FIRST_MS = 500;
 const CLAIM_RETRY_MAX_MS = 5_000;
 const PGLITE_WAKE_DELAY_MS = 10;
@@ -117,6 +137,8 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
   const recorder = new AttemptRecorder(ctx, {
     ...(options.jitter ? { jitter: options.jitter } : {}),
     onRecorded(attempts) {
+      counts.recordBatches += 1;
+      counts.recordedAttempts += attempts.length;
       for (const attempt of attempts)
         ctx.metrics.deliveryOutcome(metricKind(attempt.targetKind), outcomeOf(attempt));
       options.onRecorded?.(attempts);
@@ -124,6 +146,16 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
   });
 
   const statistics = new QueueStatistics(ctx);
+  const counts: WorkerCounts = {
+    claims: 0,
+    emptyClaims: 0,
+    claimedRows: 0,
+    wakeUps: 0,
+    wakeUpsLetPass: 0,
+    givenBack: 0,
+    recordBatches: 0,
+    recordedAttempts: 0,
+  };
   let stopping = false;
   let claiming: Promise<number> | null = null;
   let claimAgain = false;
@@ -207,6 +239,7 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
 
   /** Gives claimed rows back to the queue at once (their lease ends). */
   function giveBack(ids: readonly string[]): void {
+    counts.givenBack += ids.length;
     setLease(ids, null, 'giving back late deliveries');
   }
 
@@ -228,6 +261,9 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
   }
 
   function dispatch(): void {
+    // Stopping: nothing new starts (a claim answered after the stop began must not send to a
+    // receiver that never answers and hold the stop for a deadline); its rows are given back.
+    if (stopping) return;
     for (const row of slots.takeStartable()) send(row);
   }
 
@@ -337,6 +373,9 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
           after: from,
         });
         cursor = next;
+        counts.claims += 1;
+        counts.claimedRows += rows.length;
+        if (rows.length === 0) counts.emptyClaims += 1;
         noteCapped(rows, room, limit);
         for (const row of rows) if (row.in_line) leaseEndsAt.set(row, claimedAtReal + leaseMs);
         if (paused.size === 0 && !rows.some((row) => row.send_at)) slots.enqueue(rows);
@@ -438,8 +477,15 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
   // On PGlite every statement waits for the one before it: wake-ups that come close together
   // (events committed one at a time) share one claim, a few milliseconds later.
   const wakeDelayMs = options.wakeDelayMs ?? (embedded ? PGLITE_WAKE_DELAY_MS : 0);
+  // Every worker hears every notification. One whose claim on a notification found nothing (a
+  // worker elsewhere took it, or this one has no room) lets the next ones pass for a while,
+  // longer each time: N workers on a trickle of commits made N claims a commit, most of them empty
+  // (issue 25). The worker that keeps finding work keeps claiming at once; the poll is the floor.
+  let notificationBackoffMs = 0;
+  let notificationsLetPassUntil = 0;
   let wakeTimer: NodeJS.Timeout | null = null;
   function wakeSoon(): void {
+    counts.wakeUps += 1;
     if (wakeDelayMs === 0) {
       void pump();
       return;
@@ -458,7 +504,22 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
     // An empty payload comes after LISTEN reconnects: what was notified meanwhile was missed.
     ctx.database
       .listen(WAKE_CHANNEL, (tag) => {
-        if (tag !== wakeTag(ctx)) void pump();
+        if (tag === wakeTag(ctx)) return;
+        counts.wakeUps += 1;
+        if (tag !== '' && performance.now() < notificationsLetPassUntil) {
+          counts.wakeUpsLetPass += 1;
+          return;
+        }
+        void pump().then((claimed) => {
+          if (claimed > 0) notificationBackoffMs = 0;
+          else {
+            notificationBackoffMs = Math.min(
+              WAKE_BACKOFF_MAX_MS,
+              Math.max(WAKE_BACKOFF_FIRST_MS, notificationBackoffMs * 2),
+            );
+            notificationsLetPassUntil = performance.now() + notificationBackoffMs;
+          }
+        });
       })
       .then(
         (stop) => {
@@ -475,6 +536,7 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
 
   return {
     id,
+    counts: () => ({ ...counts }),
     async tick() {
       claimPausedUntil = 0;
       let total = 0;
