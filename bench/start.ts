@@ -35,7 +35,9 @@ import {
   type PgPool,
 } from './peers/install.ts';
 
-const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+/** The command timed: this checkout's, or another's (WAYBILL_BENCH_START_MAIN, to compare versions). */
+const MAIN =
+  process.env.WAYBILL_BENCH_START_MAIN ?? fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const GRAPHILE_PROCESS = fileURLToPath(new URL('./peers/graphile-start-process.ts', import.meta.url));
 /** graphile-worker as bench/webhooks.ts runs it. */
 const GRAPHILE_CONCURRENCY = 64;
