@@ -1,15 +1,24 @@
 /**
  * What the webhook benchmarks share: a local receiver, companies, endpoints and events written as
- * the API writes them (the fan-out in the same transaction).
+ * the API writes them (the fan-out in the same transaction), and a throwaway PostgreSQL schema.
  */
 import type { ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import pino from 'pino';
+import { loadConfig } from '../src/config.ts';
 import { type AppContext, runAfterCommit } from '../src/context.ts';
+import { type DatabaseHandle, openDatabase } from '../src/db/database.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import { systemClock } from '../src/lib/clock.ts';
 import { newSigningSecret } from '../src/lib/crypto.ts';
-import { newId, newTenantId } from '../src/lib/ids.ts';
+import { newId, newTenantId, randomBase62 } from '../src/lib/ids.ts';
 import { recordEvents } from '../src/modules/shipments/events.ts';
+import { buildContext } from '../src/services.ts';
 import { shipmentData } from './message.ts';
+
+export const BENCH_SECRET_KEY = '00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff';
 
 export interface Sink {
   url: string;
@@ -161,4 +170,85 @@ export function tellAll(
         }),
     ),
   );
+}
+
+/** A schema of its own on the server at `url`, dropped by `drop`. */
+export interface ThrowawaySchema {
+  name: string;
+  /** `url` with the schema as its search_path: what a `waybill` process is given. */
+  url: string;
+  drop(): Promise<void>;
+}
+
+export async function throwawaySchema(url: string, prefix = 'bench'): Promise<ThrowawaySchema> {
+  const name = `${prefix}_${randomBase62(8).toLowerCase()}`;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE SCHEMA ${name}`);
+  const inSchema = new URL(url);
+  inSchema.searchParams.set('options', `-c search_path=${name}`);
+  return { name, url: inSchema.toString(), drop: () => admin(`DROP SCHEMA ${name} CASCADE`) };
+}
+
+/** The services on `schema`, migrated, as the benchmarks drive them from their own process. */
+export async function openBenchContext(
+  url: string,
+  schema: string,
+): Promise<{ ctx: AppContext; database: DatabaseHandle }> {
+  const config = loadConfig({
+    WAYBILL_DATABASE_URL: url,
+    WAYBILL_SECRET_KEY: BENCH_SECRET_KEY,
+    WAYBILL_DEMO: '0',
+    WAYBILL_WEBHOOK_ALLOW_PRIVATE: '127.0.0.0/8',
+  });
+  const database = await openDatabase(config, { schema, poolSize: 10 });
+  await migrateToLatest(database.db);
+  const ctx = buildContext({ config, database, clock: systemClock, logger: pino({ level: 'warn' }) });
+  return { ctx, database };
+}
+
+/** A receiver on 127.0.0.1 that answers 200 and tells when the next request arrives. */
+export interface CountingReceiver {
+  url: string;
+  received(): number;
+  /** Resolves with performance.now() at the next request's arrival (its headers). */
+  nextArrival(): Promise<number>;
+  close(): Promise<void>;
+}
+
+export async function countingReceiver(): Promise<CountingReceiver> {
+  let count = 0;
+  let waiting: Array<(at: number) => void> = [];
+  const server: Server = createServer((req, res) => {
+    const at = performance.now();
+    count += 1;
+    for (const resolve of waiting) resolve(at);
+    waiting = [];
+    req.resume();
+    req.on('end', () => res.end('ok'));
+  });
+  return {
+    url: await listen(server),
+    received: () => count,
+    nextArrival: () => new Promise((resolve) => waiting.push(resolve)),
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }

@@ -9,10 +9,10 @@ import type { AppContext } from './context.ts';
 import { type DatabaseHandle, openDatabase } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { describeDatabase, untilDatabaseAnswers } from './db/wait.ts';
-import type { Runner } from './jobs.ts';
 import { systemClock } from './lib/clock.ts';
 import { holdProcess, type Lifetime, within } from './lifetime.ts';
 import type { OperationsListener } from './modules/operations/listener.ts';
+import type { Workers } from './worker.ts';
 
 // The application's modules (about 125 MB of memory) are imported only once the database is open.
 // On the embedded engine, PostgreSQL's start has V8 compile one WebAssembly function with about
@@ -26,6 +26,13 @@ import type { OperationsListener } from './modules/operations/listener.ts';
 const STOP_BOUND_MS = 60_000;
 /** Closing the pool waits for the connections in use; with PostgreSQL away it is not waited for long. */
 const CLOSE_DATABASE_MS = 5_000;
+/**
+ * `serve` on PostgreSQL loads the API's modules once the worker's first claim is answered, or after
+ * this long (the database or the receivers may be slow; the API listens all the same). Loading
+ * them holds the event loop for about half a second with no turn for I/O, which the first
+ * deliveries would otherwise wait for (issue 25 item 3).
+ */
+const WORKER_HEAD_START_MS = 500;
 
 /** The long-running roles: `serve` (API and pages, with or without the worker) and `worker`. */
 export interface Roles {
@@ -49,6 +56,8 @@ export async function printDemo(ctx: AppContext): Promise<void> {
  * Runs a role until a signal stops it. On PostgreSQL it starts without its database: it listens
  * at once (the public port and the metrics listener, /readyz at 503 `starting`), waits for the
  * database as long as it takes, migrates, and only then opens the API and starts the worker.
+ * The waiting begins while the modules load, and the worker claims as soon as the database is
+ * migrated, before `serve` loads the API (issue 25 item 3: first delivery under a second).
  * The embedded engine lives in this process and cannot be away: it migrates before listening.
  */
 export async function runRoles(given: Readonly<Config>, log: Logger, roles: Roles): Promise<void> {
@@ -57,25 +66,27 @@ export async function runRoles(given: Readonly<Config>, log: Logger, roles: Role
   const database = await openDatabase(config, { log });
   const embedded = database.engine === 'pglite';
   if (embedded) await migrate(database, log);
+  // PostgreSQL is waited for and migrated from now on, while the modules load (issue 25 item 3).
+  const migrated = embedded ? Promise.resolve(true) : untilMigrated(database, config, log, lifetime);
+  // Awaited below, once the modules are loaded; until then its failure is not an unhandled one.
+  migrated.catch(() => {});
   // A worker-only process loads the services alone: no Fastify, routes or pages to import.
-  const { buildContext } = await import('./services.ts');
+  const [{ buildContext }, engine] = await Promise.all([
+    import('./services.ts'),
+    roles.worker ? import('./worker.ts') : null,
+  ]);
   const ctx = buildContext({ config, database, clock: systemClock, logger: log });
   ctx.health.starting = true;
   if (embedded && config.demo) await printDemo(ctx);
-  const app = roles.api ? await (await import('./app.ts')).buildApp(ctx) : null;
+  let app: FastifyInstance | null = null;
   // app.close() lets requests in flight finish, then waits for their connections to end: answers
   // given while stopping close theirs, or a client's keep-alive would hold the exit for its timeout.
   let closing = false;
-  app?.addHook('onSend', async (_request, reply) => {
-    if (closing) reply.header('connection', 'close');
-  });
-  const { startWorkers } = await import('./worker.ts');
-  let workers: Runner | null = null;
+  let workers: Workers | null = null;
   let operations: OperationsListener | null = null;
-  /** The database answers and is migrated: the API opens and the worker starts. */
-  const open = () => {
-    workers = roles.worker ? startWorkers(ctx) : null;
-    ctx.health.starting = false;
+  /** The database answers and is migrated: the worker starts. */
+  const startWorker = () => {
+    workers = engine ? engine.startWorkers(ctx) : null;
   };
   lifetime.onStop(async () => {
     // Not ready at once; stop taking work and let requests in flight finish; then let go of the
@@ -90,38 +101,62 @@ export async function runRoles(given: Readonly<Config>, log: Logger, roles: Role
     else if (!(await within(CLOSE_DATABASE_MS, ctx.database.close())))
       log.warn('database connections not closed in time; exiting without them');
   });
+  // On PostgreSQL the worker starts as soon as the database is migrated, and `serve` loads the
+  // API's modules after its first claim (WORKER_HEAD_START_MS).
+  const opened = embedded
+    ? Promise.resolve(true)
+    : migrated.then(async (done) => {
+        if (!done || lifetime.stopping.aborted) return false;
+        // The demo is a convenience: its failure (the database going away again) does not stop the start.
+        if (config.demo)
+          await printDemo(ctx).catch((err: unknown) => ctx.log.error({ err }, 'the demo was not seeded'));
+        if (lifetime.stopping.aborted) return false;
+        startWorker();
+        return true;
+      });
+  opened.catch(() => {});
 
-  if (embedded) open();
+  if (roles.api) {
+    if (engine && !embedded)
+      await within(
+        WORKER_HEAD_START_MS,
+        opened.then(() => workers?.started),
+      );
+    app = await (await import('./app.ts')).buildApp(ctx);
+    app.addHook('onSend', async (_request, reply) => {
+      if (closing) reply.header('connection', 'close');
+    });
+  }
+  if (embedded) {
+    startWorker();
+    ctx.health.starting = false;
+  }
   const url = app ? await listen(app, config) : null;
   operations = await startOperations(ctx);
   if (url) console.log(`Waybill listening on ${url}`);
-  if (!embedded) {
-    if (!(await waitForDatabase(ctx, lifetime)) || lifetime.stopping.aborted) return;
-    open();
-  }
+  if (!(await opened)) return;
+  // Migrated, and the API listening: ready, and the API opens.
+  ctx.health.starting = false;
   if (!url) console.log('Waybill worker running');
   if (embedded) releaseStartupMemory();
   if (url && config.demo) console.log(`Demo sign-ins: ${url}/signin (see README.md for the accounts)`);
 }
 
-/**
- * Migrates once the database answers, however long that takes; then seeds the demo when asked.
- * False when a signal came first.
- */
-async function waitForDatabase(ctx: AppContext, lifetime: Lifetime): Promise<boolean> {
-  const where = describeDatabase(ctx.config.database);
+/** Migrates once the database answers, however long that takes. False when a signal came first. */
+async function untilMigrated(
+  database: DatabaseHandle,
+  config: Readonly<Config>,
+  log: Logger,
+  lifetime: Lifetime,
+): Promise<boolean> {
   const done = await untilDatabaseAnswers(
     async () => {
-      await migrate(ctx.database, ctx.log);
+      await migrate(database, log);
       return true;
     },
-    { log: ctx.log, where, signal: lifetime.stopping },
+    { log, where: describeDatabase(config.database), signal: lifetime.stopping },
   );
-  if (!done) return false;
-  // The demo is a convenience: its failure (the database going away again) does not stop the start.
-  if (ctx.config.demo)
-    await printDemo(ctx).catch((err: unknown) => ctx.log.error({ err }, 'the demo was not seeded'));
-  return true;
+  return done === true;
 }
 
 async function listen(app: FastifyInstance, config: Readonly<Config>): Promise<string> {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import {
   type CompiledQuery,
   type DatabaseConnection,
@@ -11,7 +11,6 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
-import { initializeInChild, PGLITE_OPTIONS } from './pglite.ts';
 import type { Database } from './schema.ts';
 
 // COUNT(*) and other int8 values as numbers; ours never pass 2^53.
@@ -188,6 +187,11 @@ export async function openDatabase(
 }
 
 async function openPGlite(dataDir: string | null, options: DatabaseOptions): Promise<DatabaseHandle> {
+  // Imported here: a process on PostgreSQL never loads the embedded engine.
+  const [{ PGlite }, { initializeInChild, PGLITE_OPTIONS }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('./pglite.ts'),
+  ]);
   if (dataDir !== null && !options.loadDataDir) {
     const started = performance.now();
     const outcome = await initializeInChild(dataDir);

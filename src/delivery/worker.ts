@@ -69,6 +69,12 @@ export interface DeliveryWorker {
   heartbeat(): Date | null;
   /** Requests in flight now. */
   inFlight(): number;
+  /**
+   * Settles once the first claim is done and the first of the requests it started is answered (at
+   * once when it claimed nothing): from then on the process may hold its event loop (loading the
+   * API) without holding back the first delivery.
+   */
+  readonly started: Promise<void>;
   /** Stops claiming and waits (bounded) for the requests in flight and their records. */
   stop(): Promise<void>;
 }
@@ -532,7 +538,10 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
   const pollMs = options.pollMs ?? 1000;
   const timer = pollMs > 0 ? setInterval(() => void pump(), pollMs) : null;
   timer?.unref();
-  if (options.listen ?? true) void pump();
+  const started =
+    (options.listen ?? true)
+      ? pump().then(() => (sending.size > 0 ? Promise.race(sending) : undefined))
+      : Promise.resolve();
 
   return {
     id,
@@ -552,6 +561,7 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
     },
     heartbeat: () => lastTurn,
     inFlight: () => slots.inFlight,
+    started,
     async stop() {
       stopping = true;
       ctx.health.workerHeartbeat = null;

@@ -3,7 +3,7 @@ import { APP_EVENTS } from '../app-events/event-schemas.ts';
 import { SHIPMENT_EVENTS } from '../shipments/event-schemas.ts';
 import { buildEnvelope } from '../shipments/events.ts';
 import { type Audience, type EventDefinition, type ExampleContext, publishedSchema } from './event-schema.ts';
-import { OPERATIONAL_EVENTS } from './operational-events.ts';
+import { OPERATIONAL_EVENTS } from './operational-event-schemas.ts';
 
 /**
  * The event catalogue (CONTRACT.md, Event catalogue): every type Waybill sends, each registered

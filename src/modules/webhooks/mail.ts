@@ -1,4 +1,3 @@
-import nodemailer from 'nodemailer';
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { newId } from '../../lib/ids.ts';
@@ -22,6 +21,9 @@ export async function sendMail(ctx: AppContext, mail: Mail): Promise<void> {
     await storeInOutbox(ctx.db, mail, now, null);
     return;
   }
+  // Loaded with the first e-mail sent over SMTP: a process that sends none (a worker, mostly) never
+  // loads its 40 modules.
+  const { default: nodemailer } = await import('nodemailer');
   const transport = nodemailer.createTransport(ctx.config.smtpUrl);
   try {
     await transport.sendMail({ from: FROM, to: mail.to, subject: mail.subject, text: mail.text });
