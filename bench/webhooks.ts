@@ -55,6 +55,7 @@ import { makePoster } from './peers/deliver.ts';
 import { GRAPHILE_APP, type GraphileSide, startGraphileSide } from './peers/graphile-side.ts';
 import { ensurePeersInstalled } from './peers/install.ts';
 import { PostgresCpuMeter, ProcessCpuMeter, type ServerCpu, withAppName } from './peers/server-cpu.ts';
+import { measureStart } from './start.ts';
 
 const EVENTS = Number(process.env.WAYBILL_BENCH_EVENTS ?? 20_000);
 const ROUNDS = Math.max(1, Number(process.env.WAYBILL_BENCH_ROUNDS ?? 3));
@@ -69,7 +70,7 @@ const WAYBILL_APP = 'waybill-bench-waybill';
 const WORKERS_APP = 'waybill-bench-workers';
 /** WAYBILL_BENCH_PARTS: which parts to run (comma-separated), all by default. */
 const PARTS = process.env.WAYBILL_BENCH_PARTS?.split(',').map((part) => part.trim());
-const runs = (part: 'throughput' | 'latency' | 'fairness' | 'controls' | 'scale') =>
+const runs = (part: 'throughput' | 'latency' | 'fairness' | 'controls' | 'scale' | 'start') =>
   !PARTS || PARTS.includes(part);
 const HISTORY = Number(process.env.WAYBILL_BENCH_HISTORY ?? (pgUrl ? 1_000_000 : 0));
 /** Endpoints of the many-endpoints round: every event goes to each of them. */
@@ -731,6 +732,12 @@ async function main() {
         { ctx, engine, processes: schema && waybillUrl ? { url: waybillUrl, schema } : null },
         ROUNDS,
       );
+    // (f) From `waybill worker` (and `serve`) starting to its first delivery, beside graphile-worker's.
+    if (pgUrl && runs('start'))
+      await measureStart({
+        databaseUrl: pgUrl,
+        peersDatabaseUrl: process.env.WAYBILL_BENCH_PEERS === '0' ? null : peersUrl,
+      });
     if (pgUrl && schema && waybillUrl && runs('scale'))
       await scaleOut(ctx, engine, sink, waybillUrl, schema, waybillMeter);
   } finally {
