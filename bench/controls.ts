@@ -72,12 +72,13 @@ async function pathReceiver() {
   };
 }
 
-/** Starts `count` workers; resolves with their stop. */
-async function startWorkers(setting: ControlsSetting, count: number): Promise<() => Promise<void>> {
+/** Starts `count` workers; resolves with their stop, which tells the rows they gave back unsent. */
+async function startWorkers(setting: ControlsSetting, count: number): Promise<() => Promise<number>> {
   if (!setting.processes) {
     const workers = Array.from({ length: count }, () => startDeliveryWorker(setting.ctx, { pollMs: 200 }));
     return async () => {
       await Promise.all(workers.map((worker) => worker.stop()));
+      return workers.reduce((sum, worker) => sum + worker.counts().givenBack, 0);
     };
   }
   const { url, schema } = setting.processes;
@@ -93,7 +94,8 @@ async function startWorkers(setting: ControlsSetting, count: number): Promise<()
   );
   for (const child of children) child.send('go');
   return async () => {
-    await tellAll(children, 'stop', 'exit');
+    const answers = (await tellAll(children, 'stop', 'exit')) as Array<{ counts?: { givenBack?: number } }>;
+    return answers.reduce((sum, answer) => sum + (answer?.counts?.givenBack ?? 0), 0);
   };
 }
 
@@ -147,8 +149,9 @@ async function rateLimitRound(setting: ControlsSetting, workers: number, run: nu
       () => receiver.count(limitedPath) >= limitedEvents && receiver.count(besidePath) >= UNLIMITED_EVENTS,
       10,
     );
-    await stop();
+    const givenBack = await stop();
     return {
+      givenBack,
       busiest: busiestSecond(receiver.times(limitedPath)),
       mean: meanRate(receiver.times(limitedPath)),
       beside: meanRate(receiver.times(besidePath)),
@@ -230,8 +233,9 @@ export async function controlsBench(setting: ControlsSetting, rounds: number): P
     const mean = median(runs.map((r) => r.mean));
     const beside = median(runs.map((r) => r.beside));
     const alone = median(runs.map((r) => r.alone));
+    const givenBack = runs.reduce((sum, r) => sum + r.givenBack, 0);
     console.log(
-      `[${engine}] (g) rate limit ${LIMIT}/s, ${workers} ${workers === 1 ? where.replace('workers', 'worker').replace('processes', 'process') : where}: at most ${busiest} in any sliding second (limit ${LIMIT}; ${busiest <= LIMIT ? 'kept' : 'BROKEN'}), ${mean.toFixed(0)}/s on average (${(mean / LIMIT).toFixed(2)} of the limit, goal >= 0.90); the unlimited endpoint beside it ${beside.toFixed(0)} msg/s against ${alone.toFixed(0)} alone (${((1 - beside / alone) * 100).toFixed(1)}% slower, goal < 10%) (${LIMIT * LIMITED_SECONDS} and ${UNLIMITED_EVENTS} messages; medians of ${rounds}; rounds ${runs.map((r) => `${r.busiest}/${r.mean.toFixed(0)}/${r.beside.toFixed(0)}/${r.alone.toFixed(0)}`).join(', ')})`,
+      `[${engine}] (g) rate limit ${LIMIT}/s, ${workers} ${workers === 1 ? where.replace('workers', 'worker').replace('processes', 'process') : where}: at most ${busiest} in any sliding second (limit ${LIMIT}; ${busiest <= LIMIT ? 'kept' : 'BROKEN'}), ${mean.toFixed(0)}/s on average (${(mean / LIMIT).toFixed(2)} of the limit, goal >= 0.90); the unlimited endpoint beside it ${beside.toFixed(0)} msg/s against ${alone.toFixed(0)} alone (${((1 - beside / alone) * 100).toFixed(1)}% slower, goal < 10%); ${givenBack} sends given back late for their time (${LIMIT * LIMITED_SECONDS} and ${UNLIMITED_EVENTS} messages; medians of ${rounds}; rounds ${runs.map((r) => `${r.busiest}/${r.mean.toFixed(0)}/${r.beside.toFixed(0)}/${r.alone.toFixed(0)}`).join(', ')})`,
     );
   }
   const runs = [];

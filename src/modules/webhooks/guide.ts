@@ -140,7 +140,10 @@ secret within that day; code that accepts any matching signature needs no change
 <p>Delivery is at least once: the same message may arrive twice. Keep the <code>webhook-id</code> values you have
 handled and skip repeats. Messages may also arrive out of order: apply a change only when
 <code>data.previous_status</code> matches what you stored, or when <code>data.shipment.updated_at</code> is newer than
-yours, or read <code>GET /v1/shipments/{id}</code>. Never move a shipment back.</p>
+yours, or read <code>GET /v1/shipments/{id}</code>. Never move a shipment back. Or set the endpoint's
+<code>ordering</code> to <code>per_shipment</code>: one shipment's messages then come one at a time, in the order of
+their events (the next once the one before succeeded, failed for good or was cancelled), while other shipments go
+on in parallel; replays and test messages are outside that order.</p>
 <pre><code>${ORDERING}</code></pre>
 
 <h2>4. Answer fast</h2>
