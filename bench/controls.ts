@@ -20,7 +20,7 @@ import { shipmentData } from './message.ts';
 const LIMIT = Number(process.env.WAYBILL_BENCH_RATE_LIMIT ?? 200);
 /** Seconds of the limited endpoint's backlog. */
 const LIMITED_SECONDS = 10;
-const UNLIMITED_EVENTS = Number(process.env.WAYBILL_BENCH_UNLIMITED_EVENTS ?? 10_000);
+const UNLIMITED_EVENTS = Number(process.env.WAYBILL_BENCH_UNLIMITED_EVENTS ?? 20_000);
 const SHIPMENTS = 1_000;
 const EVENTS_PER_SHIPMENT = 5;
 

@@ -354,8 +354,9 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
     let total = 0;
     do {
       claimAgain = false;
-      // Where a run of empty claims began, and whether it has gone past the last target since.
-      let emptyFrom: string | null = null;
+      // Where a run of claims that each took all there was where they went began, and whether it
+      // has gone past the last target since: once round, the round is over.
+      let coverFrom: string | null = null;
       let wrapped = false;
       while (!stopping && slots.held < maxHeld) {
         // Claims come in batches: a claim for a row or two as each send ends costs a statement
@@ -403,22 +404,23 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
         // A claim that came back well filled: there is a backlog, and the plan must be the right one.
         if (rows.length >= Math.min(limit, 16)) statistics.backlogSeen();
         total += rows.length;
-        if (rows.length > 0) {
-          emptyFrom = null;
-          // The walk went over every target with work and took all their room would: a claim now
-          // would come back empty (a target held back by its room is claimed for as it sends).
-          if (from === '' && next === '' && rows.length < limit) break;
+        // A full claim may have left rows where its walk went: go on, and count the round afresh.
+        if (rows.length >= limit) {
+          coverFrom = null;
           continue;
         }
-        // Nothing where this walk went: go on round the targets, and stop once round.
-        if (emptyFrom === null) {
-          emptyFrom = from;
+        // This walk took all its targets' room would (a target held back by its room is claimed
+        // for as it sends): go on round the targets, and stop once round. A claim that stopped
+        // at a wrap to confirm, empty, what the claims before it had just taken cost a statement
+        // per round (issue 25).
+        if (coverFrom === null) {
+          coverFrom = from;
           wrapped = false;
         }
         if (next === '') {
-          if (wrapped || emptyFrom === '') break;
+          if (wrapped || coverFrom === '') break;
           wrapped = true;
-        } else if (wrapped && next >= emptyFrom) break;
+        } else if (wrapped && next >= coverFrom) break;
       }
     } while (claimAgain && !stopping);
     lastTurn = ctx.clock.now();
