@@ -54,6 +54,8 @@ export interface Claimed {
   rows: ClaimedRow[];
   /** Where the next claim's walk starts: '' once this one reached the last target with work. */
   next: string;
+  /** The last target this claim's walk visited ('' when it visited none). */
+  walkedTo: string;
 }
 
 /** Targets visited per claim: enough to fill a batch, few enough that a claim stays short. */
@@ -85,5 +87,6 @@ export async function claimDue(db: Db, request: ClaimRequest): Promise<Claimed> 
     .filter((row) => row.id !== null)
     .map(({ walked_to: _w, walk_ended: _e, ...row }) => row);
   const ended = progress?.walk_ended ?? true;
-  return { rows, next: ended || !progress?.walked_to ? '' : progress.walked_to };
+  const walkedTo = progress?.walked_to ?? '';
+  return { rows, next: ended ? '' : walkedTo, walkedTo };
 }

@@ -341,9 +341,12 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
   function noteCapped(rows: readonly ClaimedRow[], room: ReadonlyMap<string, number>, limit: number): void {
     const taken = new Map<string, number>();
     for (const row of rows) taken.set(row.endpoint_id, (taken.get(row.endpoint_id) ?? 0) + 1);
-    const cutShort = rows.length >= limit;
+    // The claim serves targets in turn: when its limit cut it short, only the last one served may
+    // have been cut. (Marking every target of a full claim made each send to 64 targets with one
+    // row each start a claim that came back empty: issue 25.)
+    const cut = rows.length >= limit ? rows.at(-1)?.endpoint_id : undefined;
     for (const [targetId, count] of taken) {
-      if (cutShort || count >= (room.get(targetId) ?? slots.heldForNewTarget)) capped.add(targetId);
+      if (targetId === cut || count >= (room.get(targetId) ?? slots.heldForNewTarget)) capped.add(targetId);
       else capped.delete(targetId);
     }
     // Bounded: a target left out is claimed for by the next wake-up or poll.
@@ -369,7 +372,7 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
         const from = cursor;
         const room = slots.room();
         const claimedAtReal = performance.now();
-        const { rows, next } = await claimDue(ctx.db, {
+        const { rows, next, walkedTo } = await claimDue(ctx.db, {
           ...(targets ? { targets } : {}),
           workerId: id,
           now,
@@ -404,8 +407,9 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
         // A claim that came back well filled: there is a backlog, and the plan must be the right one.
         if (rows.length >= Math.min(limit, 16)) statistics.backlogSeen();
         total += rows.length;
-        // A full claim may have left rows where its walk went: go on, and count the round afresh.
-        if (rows.length >= limit) {
+        // A full claim may have left rows where its walk went, unless its limit fell on the walk's
+        // last target (which is then claimed for as it sends): go on, and count the round afresh.
+        if (rows.length >= limit && rows.at(-1)?.endpoint_id !== walkedTo) {
           coverFrom = null;
           continue;
         }
