@@ -46,18 +46,26 @@ const TARGETS_VIEW = `CREATE OR REPLACE VIEW delivery_targets AS
  * due at its own time, and those behind it no sooner than it.
  */
 const RESTORE_TIMES = `IF g_endpoints IS NOT NULL THEN
-      UPDATE webhook_queue f
-      SET next_attempt_at = CASE WHEN f.seq = h.seq THEN d.next_attempt_at
-        ELSE GREATEST(d.next_attempt_at, hd.next_attempt_at) END
-      FROM (SELECT DISTINCT g.e, g.s FROM unnest(g_endpoints, g_shipments) AS g(e, s)) g
-      CROSS JOIN LATERAL (
-        SELECT x.delivery_id, x.seq FROM webhook_queue x
-        WHERE x.endpoint_id = g.e AND x.shipment_id = g.s ORDER BY x.seq LIMIT 1
-      ) h
-      JOIN webhook_deliveries hd ON hd.id = h.delivery_id, webhook_deliveries d
-      WHERE f.endpoint_id = g.e AND f.shipment_id = g.s AND d.id = f.delivery_id
-        AND f.next_attempt_at IS DISTINCT FROM CASE WHEN f.seq = h.seq THEN d.next_attempt_at
-          ELSE GREATEST(d.next_attempt_at, hd.next_attempt_at) END;
+      -- Each delivery read by its key (the LIMIT keeps each lookup a nested index probe: a join the
+      -- planner may turn into a hash over the whole log, a month of it).
+      UPDATE webhook_queue f SET next_attempt_at = t.due
+      FROM (
+        SELECT line.delivery_id,
+          CASE WHEN line.seq = h.seq THEN own.at ELSE GREATEST(own.at, head.at) END AS due
+        FROM (SELECT DISTINCT g.e, g.s FROM unnest(g_endpoints, g_shipments) AS g(e, s)) g
+        CROSS JOIN LATERAL (
+          SELECT x.delivery_id, x.seq FROM webhook_queue x
+          WHERE x.endpoint_id = g.e AND x.shipment_id = g.s ORDER BY x.seq LIMIT 1
+        ) h
+        CROSS JOIN LATERAL (
+          SELECT d.next_attempt_at AS at FROM webhook_deliveries d WHERE d.id = h.delivery_id LIMIT 1
+        ) head
+        JOIN webhook_queue line ON line.endpoint_id = g.e AND line.shipment_id = g.s
+        CROSS JOIN LATERAL (
+          SELECT d.next_attempt_at AS at FROM webhook_deliveries d WHERE d.id = line.delivery_id LIMIT 1
+        ) own
+      ) t
+      WHERE f.delivery_id = t.delivery_id AND f.next_attempt_at IS DISTINCT FROM t.due;
     END IF;`;
 
 const QUEUE_FOLLOW_IN_ORDER = `CREATE OR REPLACE FUNCTION webhook_queue_follow() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -152,13 +160,19 @@ BEGIN
     RETURNING id, endpoint_id, event_id
   )
   SELECT count(*)::int,
-    array_agg(m.id ORDER BY i.n, m.id) FILTER (WHERE o.id IS NOT NULL AND stored.shipment_id IS NOT NULL),
-    array_agg(stored.shipment_id ORDER BY i.n, m.id) FILTER (WHERE o.id IS NOT NULL AND stored.shipment_id IS NOT NULL)
+    array_agg(m.id ORDER BY i.n, m.id) FILTER (WHERE lined.shipment_id IS NOT NULL),
+    array_agg(lined.shipment_id ORDER BY i.n, m.id) FILTER (WHERE lined.shipment_id IS NOT NULL)
   INTO inserted, lined_ids, lined_shipments
   FROM made m
   JOIN unnest(p_event_ids) WITH ORDINALITY AS i(id, n) ON i.id = m.event_id
-  LEFT JOIN events stored ON stored.id = m.event_id
-  LEFT JOIN webhook_endpoints o ON o.id = m.endpoint_id AND o.ordering = 'per_shipment';
+  -- The event's shipment, for an ordered endpoint's message: read by key (the LIMIT keeps it a
+  -- nested index probe, never a hash over a month of events).
+  LEFT JOIN LATERAL (
+    SELECT stored.shipment_id FROM events stored
+    WHERE stored.id = m.event_id
+      AND EXISTS (SELECT 1 FROM webhook_endpoints o WHERE o.id = m.endpoint_id AND o.ordering = 'per_shipment')
+    LIMIT 1
+  ) lined ON true;
   IF lined_ids IS NOT NULL THEN
     UPDATE webhook_queue q SET shipment_id = l.s, seq = l.seq,
       next_attempt_at = GREATEST(q.next_attempt_at, COALESCE((
