@@ -1,13 +1,12 @@
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { startDeliveryWorker } from '../../src/delivery/worker.ts';
-import { systemClock } from '../../src/lib/clock.ts';
 import { type CompanyFixture, call, createCompany, createShipment, type Json } from '../support/api.ts';
 import type { TestWaybill } from '../support/harness.ts';
 import {
   attemptsOf,
   deliveriesOf,
   startReceiver,
+  startTwoWorkers,
   testWorker,
   useWaybillAndReceiver,
   verify,
@@ -271,7 +270,7 @@ async function startThreadReceiver(): Promise<{ url: string; arrivals: number[];
 describe('rate limits across workers (issue 23)', () => {
   const env = useWaybillAndReceiver();
 
-  it('an endpoint limited to N gets at most N messages in any sliding second from two workers; an unlimited one beside it is not held back', async () => {
+  it('an endpoint limited to N gets at most N messages in any sliding second from two workers (processes on PostgreSQL); an unlimited one beside it is not held back', async () => {
     const { w, receiver } = env;
     const LIMIT = 10;
     const MESSAGES = 40;
@@ -288,17 +287,13 @@ describe('rate limits across workers (issue 23)', () => {
       await createEndpoint(w, company, receiver.url);
       const start = receiver.received.length;
       for (let i = 0; i < MESSAGES; i++) await createShipment(w, company.liveToken);
-      // The rate is a promise in real time: these workers read the system clock (the events are
-      // due: the manual clock stands at a date long past).
-      const realCtx = { ...w.ctx, clock: systemClock };
-      const workers = [
-        startDeliveryWorker(realCtx, { listen: false, jitter: () => 0 }),
-        startDeliveryWorker(realCtx, { listen: false, jitter: () => 0 }),
-      ];
+      // The rate is a promise in real time: two workers on the system clock, on PostgreSQL two
+      // `waybill worker` processes.
+      const stop = startTwoWorkers(w, { jitter: () => 0 });
       const started = performance.now();
       while (arrivals.length < MESSAGES && performance.now() - started < 60_000)
         await new Promise((resolve) => setTimeout(resolve, 50));
-      await Promise.all(workers.map((worker) => worker.stop()));
+      await stop();
       expect(arrivals).toHaveLength(MESSAGES);
       expect(receiver.received.length - start).toBe(MESSAGES);
       // Sliding windows: from each arrival, those within the next second.

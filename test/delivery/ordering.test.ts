@@ -1,14 +1,19 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { claimDue } from '../../src/delivery/claim.ts';
-import { startDeliveryWorker } from '../../src/delivery/worker.ts';
-import { DAY, systemClock } from '../../src/lib/clock.ts';
-import { type Run, waybill } from '../cli/support.ts';
+import { DAY } from '../../src/lib/clock.ts';
 import { type CompanyFixture, call, createCompany, createShipment, type Json } from '../support/api.ts';
-import { engine, TEST_SECRET_KEY, type TestWaybill } from '../support/harness.ts';
+import type { TestWaybill } from '../support/harness.ts';
 import { checkReceived } from '../support/message-check.ts';
-import { deliveriesOf, type Received, runSchedule, testWorker, useWaybillAndReceiver } from './support.ts';
+import {
+  deliveriesOf,
+  type Received,
+  runSchedule,
+  startTwoWorkers,
+  testWorker,
+  useWaybillAndReceiver,
+} from './support.ts';
 
 const ORDERED_TYPES = ['shipment.created', 'shipment.status_changed'];
 /** After `confirmed` (the status a shipment is created in): each move is one more message. */
@@ -282,45 +287,6 @@ async function lineWatchingReceiver() {
 
 describe('ordering per shipment with two workers (issue 23)', () => {
   const env = useWaybillAndReceiver();
-  const runs: Run[] = [];
-  afterAll(() => {
-    for (const run of runs) if (run.child.exitCode === null) run.child.kill('SIGKILL');
-  });
-
-  /**
-   * Two workers on the queue: on PostgreSQL two `waybill worker` processes, as deployed; on the
-   * embedded engine, which one process holds, two workers in this process.
-   */
-  function twoWorkers(w: TestWaybill): () => Promise<void> {
-    if (engine === 'postgres') {
-      const url = new URL(process.env.WAYBILL_TEST_DATABASE_URL as string);
-      url.searchParams.set('options', `-c search_path=${w.schema}`);
-      const started = [0, 1].map(() =>
-        waybill(['worker'], {
-          WAYBILL_DATABASE_URL: url.toString(),
-          WAYBILL_SECRET_KEY: TEST_SECRET_KEY,
-          WAYBILL_DEMO: '0',
-          WAYBILL_WEBHOOK_ALLOW_PRIVATE: '127.0.0.0/8',
-          PORT: '0',
-        }),
-      );
-      runs.push(...started);
-      return async () => {
-        for (const run of started) run.child.kill('SIGTERM');
-        await Promise.all(started.map((run) => run.exited));
-      };
-    }
-    // The events are due: the manual clock stands at a date long past.
-    const realCtx = { ...w.ctx, clock: systemClock };
-    const workers = [
-      startDeliveryWorker(realCtx, { listen: false }),
-      startDeliveryWorker(realCtx, { listen: false }),
-    ];
-    return async () => {
-      await Promise.all(workers.map((worker) => worker.stop()));
-    };
-  }
-
   it("one shipment's messages arrive one at a time and in event order, while shipments go in parallel", async () => {
     const { w } = env;
     const SHIPMENTS = 24;
@@ -332,7 +298,7 @@ describe('ordering per shipment with two workers (issue 23)', () => {
       for (let i = 0; i < SHIPMENTS; i++) shipments.push((await createShipment(w, company.liveToken)).id);
       // Moves interleaved across shipments, half of them queued before the workers start.
       for (const status of MOVES.slice(0, 2)) for (const id of shipments) await move(w, company, id, status);
-      const stop = twoWorkers(w);
+      const stop = startTwoWorkers(w);
       try {
         for (const status of MOVES.slice(2)) for (const id of shipments) await move(w, company, id, status);
         const expected = SHIPMENTS * (1 + MOVES.length);

@@ -4,10 +4,11 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll } from 'vitest';
 import { responseText } from '../../src/delivery/sender.ts';
 import { startDeliveryWorker, type WorkerOptions } from '../../src/delivery/worker.ts';
-import type { ManualClock } from '../../src/lib/clock.ts';
+import { type ManualClock, systemClock } from '../../src/lib/clock.ts';
 import { newSigningSecret } from '../../src/lib/crypto.ts';
 import { newId } from '../../src/lib/ids.ts';
-import { startWaybill, type TestWaybill } from '../support/harness.ts';
+import { waybill } from '../cli/support.ts';
+import { engine, startWaybill, TEST_SECRET_KEY, type TestWaybill } from '../support/harness.ts';
 import { checkReceived } from '../support/message-check.ts';
 
 export interface Received {
@@ -200,4 +201,40 @@ export function useWaybillAndReceiver(): { w: TestWaybill; receiver: Receiver } 
     await state.w?.close();
   });
   return state;
+}
+
+/**
+ * Two workers on the test's queue, on the real clock (the events are due: the manual clock stands
+ * at a date long past): on PostgreSQL two `waybill worker` processes, as deployed; on the
+ * embedded engine, which one process holds, two workers in this process. Resolves with their stop.
+ */
+export function startTwoWorkers(w: TestWaybill, options: WorkerOptions = {}): () => Promise<void> {
+  if (engine === 'postgres') {
+    const url = new URL(process.env.WAYBILL_TEST_DATABASE_URL as string);
+    url.searchParams.set('options', `-c search_path=${w.schema}`);
+    const started = [0, 1].map(() =>
+      waybill(['worker'], {
+        WAYBILL_DATABASE_URL: url.toString(),
+        WAYBILL_SECRET_KEY: TEST_SECRET_KEY,
+        WAYBILL_DEMO: '0',
+        WAYBILL_WEBHOOK_ALLOW_PRIVATE: '127.0.0.0/8',
+        PORT: '0',
+      }),
+    );
+    // A test that fails before its stop must not leave them running.
+    const orphaned = () => {
+      for (const run of started) if (run.child.exitCode === null) run.child.kill('SIGKILL');
+    };
+    process.once('exit', orphaned);
+    return async () => {
+      for (const run of started) run.child.kill('SIGTERM');
+      await Promise.all(started.map((run) => run.exited));
+      process.off('exit', orphaned);
+    };
+  }
+  const realCtx = { ...w.ctx, clock: systemClock };
+  const workers = [0, 1].map(() => startDeliveryWorker(realCtx, { listen: false, ...options }));
+  return async () => {
+    await Promise.all(workers.map((worker) => worker.stop()));
+  };
 }
