@@ -25,6 +25,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { SHIPMENT_EVENT_TYPES } from '../src/modules/webhooks/event-types.ts';
 import { freePort } from '../test/support/harness.ts';
@@ -35,6 +36,8 @@ const RATE = Number(process.env.WAYBILL_BENCH_RATE ?? 200);
 const BREAKDOWN = process.env.WAYBILL_BENCH_BREAKDOWN === '1';
 /** Node or V8 flags for the server, to try settings without changing it (space-separated). */
 const NODE_FLAGS = (process.env.WAYBILL_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+/** Beside this file, so that a checkout's server can be measured by another's bench (run from its folder). */
+const PROBE = fileURLToPath(new URL('./memory-probe.ts', import.meta.url));
 const PEAK_TARGET_MB = 800;
 const IDLE_TARGET_MB = 400;
 /** Requests to the server left unanswered at most; beyond it the load generator waits (and says so). */
@@ -170,7 +173,7 @@ async function startWaybill(folder: string, round: string): Promise<Waybill> {
   const started = performance.now();
   const child = spawn(
     process.execPath,
-    [...NODE_FLAGS, ...(BREAKDOWN ? ['--import', './bench/memory-probe.ts'] : []), 'src/main.ts', 'serve'],
+    [...NODE_FLAGS, ...(BREAKDOWN ? ['--import', PROBE] : []), 'src/main.ts', 'serve'],
     {
       env: {
         ...process.env,
