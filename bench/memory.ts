@@ -108,14 +108,14 @@ function mappingsOf(pid: number): Kinds {
         perms: header[3] as string,
         name: header[4] as string,
       };
-      // A guard of a gigabyte or more right after a read-write mapping: that was a WebAssembly memory.
+      // A guard of gigabytes right after a read-write mapping: that was a WebAssembly memory.
       if (
-        previous?.kind === 'malloc' &&
+        (previous?.kind === 'malloc' || previous?.kind === 'v8 heap') &&
         previous.end === current.start &&
         current.perms === '---p' &&
-        current.end - current.start >= 1n << 30n
+        current.end - current.start >= 4n << 30n
       ) {
-        add('malloc', -previous.rss);
+        add(previous.kind, -previous.rss);
         add('wasm memory', previous.rss);
       }
       continue;
