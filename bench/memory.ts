@@ -51,6 +51,13 @@ function memoryOf(pid: number): { rss: number; peak: number } {
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
 }
 
+/** A process's CPU so far, user and system, in seconds (proc(5): fields 14 and 15, in clock ticks). */
+function cpuSecondsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  const TICKS_PER_SECOND = 100;
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}
+
 /** Starts the peak (VmHWM) over from the RSS of now (proc(5), clear_refs). */
 function resetPeak(pid: number): void {
   writeFileSync(`/proc/${pid}/clear_refs`, '5');
@@ -414,6 +421,8 @@ async function measureStart(waybill: Waybill): Promise<StartFigures> {
 }
 
 interface LoadFigures {
+  /** The server's CPU (user and system) from the load's start until its last message arrived. */
+  cpuSeconds: number;
   lifePeak: number;
   loadPeak: number;
   sampledPeak: { highest: number; at: number };
@@ -436,6 +445,7 @@ async function measureLoad(waybill: Waybill, key: string): Promise<LoadFigures> 
     resetPeak(waybill.pid);
     const sampled = watchRss(waybill.pid);
     const mappings = BREAKDOWN ? watchMappings(waybill.pid) : null;
+    const cpuBefore = cpuSecondsOf(waybill.pid);
     const outcome = await shipmentChanges(waybill.url, key, RATE, LOAD_SECONDS);
     const stopped = performance.now();
     const expected = outcome.made.size;
@@ -443,6 +453,7 @@ async function measureLoad(waybill: Waybill, key: string): Promise<LoadFigures> 
     while (receiver.arrivals.size < expected && performance.now() < deadline)
       await new Promise((resolve) => setTimeout(resolve, 20));
     const drainSeconds = (performance.now() - stopped) / 1000;
+    const cpuSeconds = cpuSecondsOf(waybill.pid) - cpuBefore;
     const loadAverage = loadAverageNow();
     const loadPeak = memoryOf(waybill.pid).peak;
     const sampledPeak = sampled.stop();
@@ -465,6 +476,7 @@ async function measureLoad(waybill: Waybill, key: string): Promise<LoadFigures> 
       outcome,
       arrived: latencies.length,
       drainSeconds,
+      cpuSeconds,
       p50: percentile(latencies, 50),
       p99: percentile(latencies, 99),
       mappings: highestMappings,
@@ -541,7 +553,7 @@ try {
     `[pglite] (g) npm start (a restart) under ${RATE} events/s of shipment changes for ${LOAD_SECONDS} s from the moment it listens, one endpoint on a receiver at 127.0.0.1: peak RSS ${verdict(loaded.lifePeak, PEAK_TARGET_MB)} over the process's life, ${loaded.loadPeak.toFixed(0)} MB during the load (sampled: ${loaded.sampledPeak.highest.toFixed(0)} MB, ${loaded.sampledPeak.at.toFixed(0)} s in); idle RSS ${IDLE_SECONDS} s after ${verdict(loaded.idle, IDLE_TARGET_MB)}; load average ${loaded.loadAverage}`,
   );
   console.log(
-    `[pglite]     delivery: ${outcome.events} events in ${outcome.requests} requests (${outcome.failed} failed, ${outcome.heldBack.toFixed(1)} s held back by ${MAX_OUTSTANDING} unanswered), ${loaded.arrived} messages arrived, the last ${loaded.drainSeconds.toFixed(1)} s after the load stopped; answer-to-arrival p50 ${loaded.p50.toFixed(1)} ms, p99 ${loaded.p99.toFixed(1)} ms`,
+    `[pglite]     delivery: ${outcome.events} events in ${outcome.requests} requests (${outcome.failed} failed, ${outcome.heldBack.toFixed(1)} s held back by ${MAX_OUTSTANDING} unanswered), ${loaded.arrived} messages arrived, the last ${loaded.drainSeconds.toFixed(1)} s after the load stopped; answer-to-arrival p50 ${loaded.p50.toFixed(1)} ms, p99 ${loaded.p99.toFixed(1)} ms; the server's CPU ${((loaded.cpuSeconds / outcome.events) * 1e6).toFixed(0)} µs per event`,
   );
   if (BREAKDOWN) {
     for (const line of probeLines(busy.probeFile, ['start', 'load', 'idle after the load']))
