@@ -1,23 +1,72 @@
 #!/usr/bin/env node
 /**
  * Memory of `npm start` (`node src/main.ts serve` on the embedded database, demo data included),
- * the server process alone: its peak RSS (VmHWM) from start to the `Waybill listening on` line,
- * and its RSS after WAYBILL_BENCH_IDLE_SECONDS (default 15) of idling, on a fresh folder (first
- * start: initdb, migrations, demo data) and again on the same folder (a restart). Never a test.
+ * the server process alone, measured from outside through /proc. Never a test.
+ *
+ * (f) Its peak RSS (VmHWM) from start to the `Waybill listening on` line, and its RSS after
+ *     WAYBILL_BENCH_IDLE_SECONDS (default 15) of idling, on a fresh folder (first start: initdb,
+ *     migrations, demo data) and again on the same folder (a restart).
+ * (g) A restart under load from the moment it listens: WAYBILL_BENCH_RATE (default 200) events a
+ *     second of shipment changes made through its API with the demo's test key (each shipment
+ *     created, then moved to delivered: six events in five requests) for WAYBILL_BENCH_LOAD_SECONDS
+ *     (default 60), delivered to one endpoint on a receiver at 127.0.0.1 in this process. Printed: the peak RSS
+ *     over the process's life (its start included) and during the load alone, the RSS after the
+ *     same idling once the load stopped, and how delivery kept up (messages arrived, p50 and p99
+ *     from the answer to the request that made an event to its message's arrival).
+ *
+ * WAYBILL_BENCH_BREAKDOWN=1 adds where the memory is: the server's own account at each phase's
+ * peak (bench/memory-probe.ts, loaded with --import: process.memoryUsage() and V8's malloc), and
+ * its mappings (/proc/<pid>/smaps, sampled every 250 ms) at the highest RSS, by kind.
+ * WAYBILL_BENCH_NODE_FLAGS passes Node or V8 flags to the server, to try a setting without changing it.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Agent, request } from 'undici';
+import { SHIPMENT_EVENT_TYPES } from '../src/modules/webhooks/event-types.ts';
 import { freePort } from '../test/support/harness.ts';
 
 const IDLE_SECONDS = Number(process.env.WAYBILL_BENCH_IDLE_SECONDS ?? 15);
+const LOAD_SECONDS = Number(process.env.WAYBILL_BENCH_LOAD_SECONDS ?? 60);
+const RATE = Number(process.env.WAYBILL_BENCH_RATE ?? 200);
+const BREAKDOWN = process.env.WAYBILL_BENCH_BREAKDOWN === '1';
+/** Node or V8 flags for the server, to try settings without changing it (space-separated). */
+const NODE_FLAGS = (process.env.WAYBILL_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+/** Beside this file, so that a checkout's server can be measured by another's bench (run from its folder). */
+const PROBE = fileURLToPath(new URL('./memory-probe.ts', import.meta.url));
+const PEAK_TARGET_MB = 800;
+const IDLE_TARGET_MB = 400;
+/** Requests to the server left unanswered at most; beyond it the load generator waits (and says so). */
+const MAX_OUTSTANDING = 256;
+/** How long the messages of the last events may take to arrive once the load stops. */
+const DRAIN_TIMEOUT_MS = 120_000;
 
 function memoryOf(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
 }
+
+/** A process's CPU so far, user and system, in seconds (proc(5): fields 14 and 15, in clock ticks). */
+function cpuSecondsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  const TICKS_PER_SECOND = 100;
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}
+
+/** Starts the peak (VmHWM) over from the RSS of now (proc(5), clear_refs). */
+function resetPeak(pid: number): void {
+  writeFileSync(`/proc/${pid}/clear_refs`, '5');
+}
+
+const loadAverageNow = () =>
+  loadavg()
+    .map((value) => value.toFixed(2))
+    .join(', ');
 
 /** The peak RSS of the server's child processes (initdb's, on a first start), sampled every 10 ms. */
 function watchChildren(pid: number): { stop(): number } {
@@ -42,52 +91,481 @@ function watchChildren(pid: number): { stop(): number } {
   };
 }
 
-async function start(
-  folder: string,
-): Promise<{ peak: number; idle: number; seconds: number; children: number }> {
-  const port = await freePort();
-  const started = performance.now();
-  const child = spawn(process.execPath, ['src/main.ts', 'serve'], {
-    env: {
-      ...process.env,
-      PORT: String(port),
-      WAYBILL_DATABASE_URL: join(folder, 'pglite'),
-      WAYBILL_DEMO: '1',
+type Kinds = Record<string, number>;
+
+/**
+ * The process's resident memory by kind of mapping. WebAssembly memories are the read-write
+ * mappings followed by a guard region of gigabytes; V8 puts its heap pages at random addresses
+ * below glibc's mappings, which start near 0x7f0000000000 (malloc's arenas and large blocks, where
+ * the compilers' zones are too).
+ */
+function mappingsOf(pid: number): Kinds {
+  const kinds: Kinds = {};
+  let previous: { kind: string; rss: number; end: bigint } | null = null;
+  let current: { start: bigint; end: bigint; perms: string; name: string } | null = null;
+  const add = (kind: string, mb: number) => {
+    kinds[kind] = (kinds[kind] ?? 0) + mb;
+  };
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const header = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (header) {
+      current = {
+        start: BigInt(`0x${header[1]}`),
+        end: BigInt(`0x${header[2]}`),
+        perms: header[3] as string,
+        name: header[4] as string,
+      };
+      // A guard of gigabytes right after a read-write mapping: that was a WebAssembly memory.
+      if (
+        (previous?.kind === 'malloc' || previous?.kind === 'v8 heap') &&
+        previous.end === current.start &&
+        current.perms === '---p' &&
+        current.end - current.start >= 4n << 30n
+      ) {
+        add(previous.kind, -previous.rss);
+        add('wasm memory', previous.rss);
+      }
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (!rss || !current) continue;
+    const mb = Number(rss[1]) / 1024;
+    let kind: string;
+    if (current.name.startsWith('/')) kind = 'files';
+    else if (current.name === '[heap]') kind = 'malloc';
+    else if (current.name !== '') kind = 'other';
+    else if (current.perms.includes('x')) kind = 'code';
+    else if (current.start >= 0x7f0000000000n) kind = 'malloc';
+    else kind = 'v8 heap';
+    add(kind, mb);
+    previous = { kind, rss: mb, end: current.end };
+  }
+  return kinds;
+}
+
+function watchMappings(pid: number): { stop(): Kinds | null } {
+  let highest: Kinds | null = null;
+  let highestTotal = 0;
+  const timer = setInterval(() => {
+    try {
+      const kinds = mappingsOf(pid);
+      const total = Object.values(kinds).reduce((sum, mb) => sum + mb, 0);
+      if (total > highestTotal) [highest, highestTotal] = [kinds, total];
+    } catch {
+      // exited
+    }
+  }, 250);
+  return {
+    stop() {
+      clearInterval(timer);
+      return highest;
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const children = watchChildren(child.pid as number);
-  let output = '';
+  };
+}
+
+interface Waybill {
+  child: ChildProcess;
+  pid: number;
+  url: string;
+  /** What the server printed up to the listening line (the demo's sign-ins and test key). */
+  banner: string;
+  seconds: number;
+  children: number;
+  probeFile: string;
+}
+
+async function startWaybill(folder: string, round: string): Promise<Waybill> {
+  const port = await freePort();
+  const probeFile = join(folder, `probe-${round}.jsonl`);
+  const started = performance.now();
+  const child = spawn(
+    process.execPath,
+    [...NODE_FLAGS, ...(BREAKDOWN ? ['--import', PROBE] : []), 'src/main.ts', 'serve'],
+    {
+      env: {
+        ...process.env,
+        PORT: String(port),
+        WAYBILL_DATABASE_URL: join(folder, 'pglite'),
+        WAYBILL_DEMO: '1',
+        // The receiver is on this machine: development's exception in the URL guard.
+        WAYBILL_WEBHOOK_ALLOW_PRIVATE: '127.0.0.1/32',
+        WAYBILL_BENCH_PROBE_FILE: probeFile,
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  const pid = child.pid as number;
+  const children = watchChildren(pid);
+  let banner = '';
   await new Promise<void>((resolve, reject) => {
-    child.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('Waybill listening on')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}:\n${output}`)));
+    const read = (chunk: Buffer) => {
+      banner += chunk.toString();
+      if (banner.includes('Waybill listening on')) {
+        // From now on its output (a log line per request) is read and dropped.
+        child.stdout?.off('data', read);
+        child.stdout?.resume();
+        resolve();
+      }
+    };
+    child.stdout?.on('data', read);
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}:\n${banner}`)));
   });
-  const seconds = (performance.now() - started) / 1000;
-  const childrenPeak = children.stop();
-  const atReady = memoryOf(child.pid as number);
+  return {
+    child,
+    pid,
+    url: `http://127.0.0.1:${port}`,
+    banner,
+    seconds: (performance.now() - started) / 1000,
+    children: children.stop(),
+    probeFile,
+  };
+}
+
+/** Marks the end of a phase for the probe (its line holds that phase's figures). */
+function endPhase(waybill: Waybill): void {
+  if (BREAKDOWN) waybill.child.kill('SIGUSR2');
+}
+
+async function stopWaybill(waybill: Waybill): Promise<void> {
+  waybill.child.kill('SIGTERM');
+  await new Promise((resolve) => waybill.child.once('exit', resolve));
+}
+
+async function idle(): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000));
-  const idle = memoryOf(child.pid as number);
-  child.kill('SIGTERM');
-  await new Promise((resolve) => child.once('exit', resolve));
-  return { peak: Math.max(atReady.peak, idle.peak), idle: idle.rss, seconds, children: childrenPeak };
+}
+
+interface Receiver {
+  url: string;
+  server: Server;
+  /** Arrival time of each event's message, by `type shipment-id status`. */
+  arrivals: Map<string, number>;
+  received: { count: number };
+}
+
+async function startReceiver(): Promise<Receiver> {
+  const arrivals = new Map<string, number>();
+  const received = { count: 0 };
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const at = performance.now();
+      received.count++;
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString()) as {
+          type: string;
+          data: { status: string; shipment: { id: string } };
+        };
+        arrivals.set(`${body.type} ${body.data.shipment.id} ${body.data.status}`, at);
+      } catch {
+        // not a shipment event: counted, not timed
+      }
+      res.writeHead(204).end();
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`,
+    server,
+    arrivals,
+    received,
+  };
+}
+
+/** A shipment's life through the API: the status it is moved to at each step, and its events. */
+const STEPS: { status: string; events: string[] }[] = [
+  { status: 'confirmed', events: ['shipment.created'] },
+  { status: 'picked_up', events: ['shipment.status_changed'] },
+  { status: 'in_transit', events: ['shipment.status_changed'] },
+  { status: 'out_for_delivery', events: ['shipment.status_changed'] },
+  { status: 'delivered', events: ['shipment.status_changed', 'shipment.delivered'] },
+];
+
+interface LoadOutcome {
+  events: number;
+  requests: number;
+  failed: number;
+  /** Seconds the generator spent held back by MAX_OUTSTANDING unanswered requests. */
+  heldBack: number;
+  /** Answer times of the requests, by the key of each event they made. */
+  made: Map<string, number>;
+}
+
+/** Shipment changes at `rate` events a second for `seconds`, open loop, through the API. */
+async function shipmentChanges(
+  api: string,
+  key: string,
+  rate: number,
+  seconds: number,
+): Promise<LoadOutcome> {
+  const agent = new Agent({ connections: 32, keepAliveTimeout: 60_000 });
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const outcome: LoadOutcome = { events: 0, requests: 0, failed: 0, heldBack: 0, made: new Map() };
+  /** Shipments waiting for their next step (their last request answered). */
+  const ready: { id: string; step: number }[] = [];
+  const inFlight = new Set<Promise<void>>();
+  let sequence = 0;
+
+  const send = async (shipment: { id: string; step: number } | null) => {
+    const step = shipment ? shipment.step : 0;
+    const { status, events } = STEPS[step] as (typeof STEPS)[number];
+    const response = shipment
+      ? await request(`${api}/v1/shipments/${shipment.id}/status`, {
+          method: 'POST',
+          dispatcher: agent,
+          headers,
+          body: JSON.stringify({ status }),
+        })
+      : await request(`${api}/v1/shipments`, {
+          method: 'POST',
+          dispatcher: agent,
+          headers: { ...headers, 'idempotency-key': `memory-${sequence++}` },
+          body: JSON.stringify({ recipient_name: 'Memory Bench', currency: 'EUR', status }),
+        });
+    const at = performance.now();
+    const body = (await response.body.json()) as { id?: string };
+    if (response.statusCode >= 300 || !body.id) {
+      outcome.failed++;
+      return;
+    }
+    for (const type of events) outcome.made.set(`${type} ${body.id} ${status}`, at);
+    if (step + 1 < STEPS.length) ready.push({ id: body.id, step: step + 1 });
+  };
+
+  const started = performance.now();
+  let heldSince: number | null = null;
+  while (performance.now() - started < seconds * 1000) {
+    const due = Math.floor(((performance.now() - started) / 1000) * rate);
+    while (outcome.events < due) {
+      if (inFlight.size >= MAX_OUTSTANDING) {
+        heldSince ??= performance.now();
+        break;
+      }
+      if (heldSince !== null) {
+        outcome.heldBack += (performance.now() - heldSince) / 1000;
+        heldSince = null;
+      }
+      const shipment = ready.shift() ?? null;
+      outcome.events += (STEPS[shipment ? shipment.step : 0] as (typeof STEPS)[number]).events.length;
+      outcome.requests++;
+      const sending: Promise<void> = send(shipment)
+        .catch(() => {
+          outcome.failed++;
+        })
+        .finally(() => inFlight.delete(sending));
+      inFlight.add(sending);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  await Promise.all(inFlight);
+  await agent.close();
+  return outcome;
+}
+
+async function createEndpoint(api: string, key: string, url: string): Promise<void> {
+  const response = await request(`${api}/v1/webhook-endpoints`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ url, event_types: SHIPMENT_EVENT_TYPES }),
+  });
+  const text = await response.body.text();
+  if (response.statusCode !== 201) throw new Error(`endpoint not created (${response.statusCode}): ${text}`);
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN;
+}
+
+/** Samples the RSS every 50 ms: its highest value and when it came (seconds after the start). */
+function watchRss(pid: number): { stop(): { highest: number; at: number } } {
+  const started = performance.now();
+  let highest = 0;
+  let at = 0;
+  const timer = setInterval(() => {
+    try {
+      const { rss } = memoryOf(pid);
+      if (rss > highest) [highest, at] = [rss, (performance.now() - started) / 1000];
+    } catch {
+      // exited
+    }
+  }, 50);
+  return {
+    stop() {
+      clearInterval(timer);
+      return { highest, at };
+    },
+  };
+}
+
+interface StartFigures {
+  peak: number;
+  idle: number;
+  seconds: number;
+  children: number;
+}
+
+async function measureStart(waybill: Waybill): Promise<StartFigures> {
+  const atReady = memoryOf(waybill.pid);
+  endPhase(waybill);
+  await idle();
+  const after = memoryOf(waybill.pid);
+  endPhase(waybill);
+  return {
+    peak: Math.max(atReady.peak, after.peak),
+    idle: after.rss,
+    seconds: waybill.seconds,
+    children: waybill.children,
+  };
+}
+
+interface LoadFigures {
+  /** The server's CPU (user and system) from the load's start until its last message arrived. */
+  cpuSeconds: number;
+  lifePeak: number;
+  loadPeak: number;
+  sampledPeak: { highest: number; at: number };
+  idle: number;
+  outcome: LoadOutcome;
+  arrived: number;
+  drainSeconds: number;
+  p50: number;
+  p99: number;
+  mappings: Kinds | null;
+  loadAverage: string;
+}
+
+async function measureLoad(waybill: Waybill, key: string): Promise<LoadFigures> {
+  endPhase(waybill);
+  const receiver = await startReceiver();
+  try {
+    await createEndpoint(waybill.url, key, receiver.url);
+    const lifeBefore = memoryOf(waybill.pid).peak;
+    resetPeak(waybill.pid);
+    const sampled = watchRss(waybill.pid);
+    const mappings = BREAKDOWN ? watchMappings(waybill.pid) : null;
+    const cpuBefore = cpuSecondsOf(waybill.pid);
+    const outcome = await shipmentChanges(waybill.url, key, RATE, LOAD_SECONDS);
+    const stopped = performance.now();
+    const expected = outcome.made.size;
+    const deadline = stopped + DRAIN_TIMEOUT_MS;
+    while (receiver.arrivals.size < expected && performance.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    const drainSeconds = (performance.now() - stopped) / 1000;
+    const cpuSeconds = cpuSecondsOf(waybill.pid) - cpuBefore;
+    const loadAverage = loadAverageNow();
+    const loadPeak = memoryOf(waybill.pid).peak;
+    const sampledPeak = sampled.stop();
+    const highestMappings = mappings?.stop() ?? null;
+    endPhase(waybill);
+    const latencies: number[] = [];
+    for (const [event, madeAt] of outcome.made) {
+      const arrivedAt = receiver.arrivals.get(event);
+      if (arrivedAt !== undefined) latencies.push(arrivedAt - madeAt);
+    }
+    latencies.sort((a, b) => a - b);
+    await idle();
+    const after = memoryOf(waybill.pid);
+    endPhase(waybill);
+    return {
+      lifePeak: Math.max(lifeBefore, loadPeak, after.peak),
+      loadPeak: Math.max(loadPeak, after.peak),
+      sampledPeak,
+      idle: after.rss,
+      outcome,
+      arrived: latencies.length,
+      drainSeconds,
+      cpuSeconds,
+      p50: percentile(latencies, 50),
+      p99: percentile(latencies, 99),
+      mappings: highestMappings,
+      loadAverage,
+    };
+  } finally {
+    receiver.server.closeAllConnections();
+    receiver.server.close();
+  }
+}
+
+const verdict = (mb: number, target: number) =>
+  `${mb.toFixed(0)} MB (target < ${target}: ${mb < target ? 'met' : 'NOT met'})`;
+
+function startLine(label: string, m: StartFigures, loadAverage: string): string {
+  return (
+    `[pglite] (f) npm start, ${label}: peak RSS ${verdict(m.peak, PEAK_TARGET_MB)}, idle RSS after ${IDLE_SECONDS} s ${verdict(m.idle, IDLE_TARGET_MB)}, listening after ${m.seconds.toFixed(1)} s; the server process alone` +
+    (m.children > 0
+      ? ` (its initdb child, which exits before the server opens the folder: peak RSS ${m.children.toFixed(0)} MB)`
+      : '') +
+    `; load average ${loadAverage}`
+  );
+}
+
+function probeLines(file: string, phases: string[]): string[] {
+  let lines: string[];
+  try {
+    lines = readFileSync(file, 'utf8').trim().split('\n');
+  } catch {
+    return [];
+  }
+  const figure = (sample: Record<string, number>, name: string) =>
+    `${name} ${(sample[name] ?? 0).toFixed(0)}`;
+  return lines.slice(0, phases.length).map((line, index) => {
+    const { atPeak, highest } = JSON.parse(line) as {
+      atPeak: Record<string, number>;
+      highest: Record<string, number>;
+    };
+    const at = ['rss', 'heapTotal', 'heapUsed', 'external', 'arrayBuffers', 'mallocedMemory']
+      .map((name) => figure(atPeak, name))
+      .join(', ');
+    const top = ['heapTotal', 'heapUsed', 'external', 'arrayBuffers', 'mallocedMemory', 'peakMallocedMemory']
+      .map((name) => figure(highest, name))
+      .join(', ');
+    return `[pglite]     ${phases[index]}: at its highest RSS (MB) ${at}; highest of each ${top}`;
+  });
 }
 
 const folder = mkdtempSync(join(tmpdir(), 'waybill-memory-'));
 try {
-  const first = await start(folder);
-  const again = await start(folder);
-  const line = (label: string, m: { peak: number; idle: number; seconds: number; children: number }) =>
-    console.log(
-      `[pglite] (f) npm start, ${label}: peak RSS ${m.peak.toFixed(0)} MB (target < 800), idle RSS after ${IDLE_SECONDS} s ${m.idle.toFixed(0)} MB (target < 400), listening after ${m.seconds.toFixed(1)} s; the server process alone` +
-        (m.children > 0
-          ? ` (its initdb child, which exits before the server opens the folder: peak RSS ${m.children.toFixed(0)} MB)`
-          : ''),
-    );
-  line('first start on a fresh folder', first);
-  line('restart on the same folder', again);
+  const firstStart = await startWaybill(folder, 'first');
+  const key = /test API key\s+(sk_test_\S+)/.exec(firstStart.banner)?.[1];
+  if (!key) throw new Error(`the demo printed no test API key:\n${firstStart.banner}`);
+  const first = await measureStart(firstStart);
+  const firstLoad = loadAverageNow();
+  await stopWaybill(firstStart);
+
+  const restart = await startWaybill(folder, 'restart');
+  const again = await measureStart(restart);
+  const againLoad = loadAverageNow();
+  await stopWaybill(restart);
+
+  // Loaded from the moment it listens, as when a service comes back to a queue of work.
+  const busy = await startWaybill(folder, 'loaded');
+  const loaded = await measureLoad(busy, key);
+  await stopWaybill(busy);
+
+  console.log(startLine('first start on a fresh folder', first, firstLoad));
+  if (BREAKDOWN) for (const line of probeLines(firstStart.probeFile, ['start', 'idle'])) console.log(line);
+  console.log(startLine('restart on the same folder', again, againLoad));
+  if (BREAKDOWN) for (const line of probeLines(restart.probeFile, ['start', 'idle'])) console.log(line);
+  const { outcome } = loaded;
+  console.log(
+    `[pglite] (g) npm start (a restart) under ${RATE} events/s of shipment changes for ${LOAD_SECONDS} s from the moment it listens, one endpoint on a receiver at 127.0.0.1: peak RSS ${verdict(loaded.lifePeak, PEAK_TARGET_MB)} over the process's life, ${loaded.loadPeak.toFixed(0)} MB during the load (sampled: ${loaded.sampledPeak.highest.toFixed(0)} MB, ${loaded.sampledPeak.at.toFixed(0)} s in); idle RSS ${IDLE_SECONDS} s after ${verdict(loaded.idle, IDLE_TARGET_MB)}; load average ${loaded.loadAverage}`,
+  );
+  console.log(
+    `[pglite]     delivery: ${outcome.events} events in ${outcome.requests} requests (${outcome.failed} failed, ${outcome.heldBack.toFixed(1)} s held back by ${MAX_OUTSTANDING} unanswered), ${loaded.arrived} messages arrived, the last ${loaded.drainSeconds.toFixed(1)} s after the load stopped; answer-to-arrival p50 ${loaded.p50.toFixed(1)} ms, p99 ${loaded.p99.toFixed(1)} ms; the server's CPU ${((loaded.cpuSeconds / outcome.events) * 1e6).toFixed(0)} µs per event`,
+  );
+  if (BREAKDOWN) {
+    for (const line of probeLines(busy.probeFile, ['start', 'load', 'idle after the load']))
+      console.log(line);
+    if (loaded.mappings)
+      console.log(
+        `[pglite]     mappings at the highest RSS of the load (MB): ${Object.entries(loaded.mappings)
+          .sort(([, a], [, b]) => b - a)
+          .map(([kind, mb]) => `${kind} ${mb.toFixed(0)}`)
+          .join(', ')}`,
+      );
+  }
 } finally {
   rmSync(folder, { recursive: true, force: true });
 }

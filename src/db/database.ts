@@ -188,9 +188,10 @@ export async function openDatabase(
 
 async function openPGlite(dataDir: string | null, options: DatabaseOptions): Promise<DatabaseHandle> {
   // Imported here: a process on PostgreSQL never loads the embedded engine.
-  const [{ PGlite }, { initializeInChild, PGLITE_OPTIONS }] = await Promise.all([
+  const [{ PGlite }, { initializeInChild, PGLITE_OPTIONS }, { pgliteModule }] = await Promise.all([
     import('@electric-sql/pglite'),
     import('./pglite.ts'),
+    import('./pglite-module.ts'),
   ]);
   if (dataDir !== null && !options.loadDataDir) {
     const started = performance.now();
@@ -201,8 +202,11 @@ async function openPGlite(dataDir: string | null, options: DatabaseOptions): Pro
     else if (outcome !== 'present')
       options.log?.warn({ dataDir, why: outcome.failed }, 'cluster to be created in this process');
   }
+  // After initdb's child has exited: the two peaks (each about 600 MB) never add up.
+  const pgliteWasmModule = await pgliteModule();
   const pglite = await PGlite.create(dataDir ?? undefined, {
     ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+    ...(pgliteWasmModule ? { pgliteWasmModule } : {}),
     ...PGLITE_OPTIONS,
   });
   const db = new Kysely<Database>({ dialect: new SerializedPGliteDialect({ pglite }) });
