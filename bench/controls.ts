@@ -10,13 +10,13 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { createServer } from 'node:http';
-import { Worker } from 'node:worker_threads';
 import { type AppContext, runAfterCommit } from '../src/context.ts';
 import { startDeliveryWorker } from '../src/delivery/worker.ts';
 import { newId } from '../src/lib/ids.ts';
 import { recordEvents } from '../src/modules/shipments/events.ts';
 import { addEndpoint, insertEvents, listen, newTenant, tellAll, waitFor } from './fixtures.ts';
 import { shipmentData } from './message.ts';
+import { startThreadReceiver } from './thread-receiver.ts';
 
 const LIMIT = Number(process.env.WAYBILL_BENCH_RATE_LIMIT ?? 200);
 /** Seconds of the limited endpoint's backlog. */
@@ -71,33 +71,6 @@ async function pathReceiver() {
       server.close();
     },
   };
-}
-
-/**
- * The limited endpoint's receiver, in a thread of its own: the arrival times of a promise about
- * sliding seconds must not wait for this process's event loop, which also receives the unlimited
- * endpoint's thousands a second (a 70 ms stall here bunched arrivals into 214 in one second).
- */
-async function threadReceiver(): Promise<{ url: string; times: number[]; close(): Promise<number> }> {
-  const thread = new Worker(
-    `const { createServer } = require('node:http');
-     const { parentPort } = require('node:worker_threads');
-     const server = createServer((req, res) => {
-       const at = performance.timeOrigin + performance.now();
-       req.resume();
-       req.on('end', () => { parentPort.postMessage(at); res.end('ok'); });
-     });
-     server.listen(0, '127.0.0.1', () => parentPort.postMessage({ port: server.address().port }));`,
-    { eval: true },
-  );
-  const times: number[] = [];
-  const port = await new Promise<number>((resolve) => {
-    thread.on('message', (message: number | { port: number }) => {
-      if (typeof message === 'number') times.push(message);
-      else resolve(message.port);
-    });
-  });
-  return { url: `http://127.0.0.1:${port}/limited`, times, close: () => thread.terminate() };
 }
 
 /** Starts `count` workers; resolves with their stop, which tells the rows they gave back unsent. */
@@ -167,7 +140,9 @@ async function rateLimitRound(setting: ControlsSetting, workers: number, run: nu
     await stop();
     const alone = meanRate(receiver.times(alonePath));
 
-    const limited = await threadReceiver();
+    // In a thread of its own: this process also receives the unlimited endpoint's thousands a
+    // second, and a stall of its event loop bunched arrivals (214 in one second, once).
+    const limited = await startThreadReceiver();
     const besidePath = `/free-beside-${workers}-${run}`;
     const limitedEvents = LIMIT * LIMITED_SECONDS;
     await queued(setting, limited.url, limitedEvents, { rate_limit: LIMIT });

@@ -1,5 +1,5 @@
-import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
+import { startThreadReceiver } from '../../bench/thread-receiver.ts';
 import { type CompanyFixture, call, createCompany, createShipment, type Json } from '../support/api.ts';
 import type { TestWaybill } from '../support/harness.ts';
 import {
@@ -235,38 +235,6 @@ describe('Retry-After (issue 23)', () => {
   });
 });
 
-/**
- * A receiver in a thread of its own, stamping each arrival with its own clock: the test's thread
- * runs the workers (and, embedded, the database), whose pauses must not bunch the stamps.
- */
-async function startThreadReceiver(): Promise<{ url: string; arrivals: number[]; close(): Promise<void> }> {
-  const thread = new Worker(
-    `const { createServer } = require('node:http');
-     const { parentPort } = require('node:worker_threads');
-     const server = createServer((req, res) => {
-       const at = performance.timeOrigin + performance.now();
-       req.resume();
-       req.on('end', () => { parentPort.postMessage(at); res.end('ok'); });
-     });
-     server.listen(0, '127.0.0.1', () => parentPort.postMessage({ port: server.address().port }));`,
-    { eval: true },
-  );
-  const arrivals: number[] = [];
-  const port = await new Promise<number>((resolve) => {
-    thread.on('message', (message: number | { port: number }) => {
-      if (typeof message === 'number') arrivals.push(message);
-      else resolve(message.port);
-    });
-  });
-  return {
-    url: `http://127.0.0.1:${port}/hook`,
-    arrivals,
-    close: async () => {
-      await thread.terminate();
-    },
-  };
-}
-
 describe('rate limits across workers (issue 23)', () => {
   const env = useWaybillAndReceiver();
 
@@ -276,7 +244,7 @@ describe('rate limits across workers (issue 23)', () => {
     const MESSAGES = 40;
     const company = await createCompany(w);
     const limitedReceiver = await startThreadReceiver();
-    const arrivals = limitedReceiver.arrivals;
+    const arrivals = limitedReceiver.times;
     let unlimitedDoneWhenLimitedHad = -1;
     receiver.answer = (_m, res) => {
       if (receiver.received.length === MESSAGES) unlimitedDoneWhenLimitedHad = arrivals.length;
