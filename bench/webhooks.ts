@@ -316,7 +316,7 @@ async function scaleOut(
       `[${engine}] (e) scale-out, ${label} (${count} deliveries, warmed up, best of 2): ${one.rate.toFixed(0)} / ${two.rate.toFixed(0)} / ${four.rate.toFixed(0)} deliveries/s with 1 / 2 / 4 worker processes; CPU per delivery ${cpu(one)}, ${cpu(two)}, ${cpu(four)}; against one worker: two ${(total(two) / total(one)).toFixed(2)} times (target <= 1.15), four ${(total(four) / total(one)).toFixed(2)} times (target <= 1.3); WAL ${one.walBytes.toFixed(0)} / ${two.walBytes.toFixed(0)} / ${four.walBytes.toFixed(0)} bytes per delivery`,
     );
     console.log(
-      `[${engine}]     per 1,000 deliveries (1 / 2 / 4 workers): claims ${counted('claims')}, of them empty ${counted('emptyClaims')}; wake-ups ${counted('wakeUps')}, let pass ${counted('wakeUpsLetPass')}; record batches ${counted('recordBatches')}; rows given back ${counted('givenBack')}`,
+      `[${engine}]     per 1,000 deliveries (1 / 2 / 4 workers): claims ${counted('claims')}, of them empty ${counted('emptyClaims')}; wake-ups ${counted('wakeUps')}, let pass ${counted('wakeUpsLetPass')}; record batches ${counted('recordBatches')}; rows given back ${counted('givenBack')}; the worker processes' context switches ${counted('voluntarySwitches')} voluntary, ${counted('involuntarySwitches')} involuntary (taken off a core)`,
     );
   }
 }

@@ -20,16 +20,33 @@ const config = loadConfig({
 const database = await openDatabase(config, { schema: schema as string, poolSize: 10 });
 const ctx = buildContext({ config, database, clock: systemClock, logger: pino({ level: 'warn' }) });
 let worker: DeliveryWorker | null = null;
+/** The process's context switches (the kernel's), to tell a busy machine's cost from the worker's own. */
+const contextSwitches = () => {
+  const usage = process.resourceUsage();
+  return { voluntary: usage.voluntaryContextSwitches, involuntary: usage.involuntaryContextSwitches };
+};
+let switchesAtGo = contextSwitches();
+const countsSinceGo = () => {
+  if (!worker) return null;
+  const now = contextSwitches();
+  return {
+    ...worker.counts(),
+    voluntarySwitches: now.voluntary - switchesAtGo.voluntary,
+    involuntarySwitches: now.involuntary - switchesAtGo.involuntary,
+  };
+};
 process.on('disconnect', () => process.exit(0));
 process.on('message', async (command: 'go' | 'pause' | 'stop') => {
-  if (command === 'go') worker = startDeliveryWorker(ctx, { pollMs: 200 });
-  else if (command === 'pause') {
+  if (command === 'go') {
+    worker = startDeliveryWorker(ctx, { pollMs: 200 });
+    switchesAtGo = contextSwitches();
+  } else if (command === 'pause') {
     await worker?.stop();
-    process.send?.({ paused: true, counts: worker?.counts() ?? null });
+    process.send?.({ paused: true, counts: countsSinceGo() });
     worker = null;
   } else {
     await worker?.stop();
-    const counts = worker?.counts() ?? null;
+    const counts = countsSinceGo();
     await database.close();
     // Exit once the answer is out: an exit right after send() can drop it.
     process.send?.({ stopped: true, counts }, () => process.exit(0));
