@@ -9,6 +9,7 @@ import { checkReceived } from '../support/message-check.ts';
 import {
   deliveriesOf,
   type Received,
+  type Receiver,
   runSchedule,
   startTwoWorkers,
   testWorker,
@@ -52,6 +53,22 @@ function shipmentStatus(message: Received): { shipment: string; status: string }
   return { shipment: body.data.shipment.id, status: body.data.status };
 }
 
+/** The receiver answers `code` to the shipment messages `refused` picks, 200 to the rest. */
+function refuseWhen(
+  receiver: Receiver,
+  code: number,
+  refused: (message: { shipment: string; status: string }) => boolean,
+): void {
+  receiver.answer = (message, res) => {
+    if (!refused(shipmentStatus(message))) {
+      res.end('ok');
+      return;
+    }
+    res.writeHead(code);
+    res.end('not now');
+  };
+}
+
 describe('ordering per shipment (issue 23)', () => {
   const env = useWaybillAndReceiver();
 
@@ -66,13 +83,11 @@ describe('ordering per shipment (issue 23)', () => {
       await move(w, company, flowing.id, status);
     }
     let refuse = true;
-    receiver.answer = (message, res) => {
-      const { shipment, status } = shipmentStatus(message);
-      if (refuse && shipment === held.id && status === 'confirmed') {
-        res.writeHead(500);
-        res.end('not now');
-      } else res.end('ok');
-    };
+    refuseWhen(
+      receiver,
+      500,
+      ({ shipment, status }) => refuse && shipment === held.id && status === 'confirmed',
+    );
     const start = receiver.received.length;
     const worker = testWorker(w);
     try {
@@ -128,13 +143,7 @@ describe('ordering per shipment (issue 23)', () => {
     const shipment = await createShipment(w, company.liveToken);
     await move(w, company, shipment.id, 'picked_up');
     await move(w, company, shipment.id, 'in_transit');
-    receiver.answer = (message, res) => {
-      const { status } = shipmentStatus(message);
-      if (status === 'confirmed') {
-        res.writeHead(500);
-        res.end('never');
-      } else res.end('ok');
-    };
+    refuseWhen(receiver, 500, ({ status }) => status === 'confirmed');
     const start = receiver.received.length;
     const worker = testWorker(w);
     try {
@@ -215,12 +224,7 @@ describe('ordering per shipment (issue 23)', () => {
         body: { ordering },
       });
     expect((await patch('per_shipment')).body.ordering).toBe('per_shipment');
-    receiver.answer = (message, res) => {
-      if (shipmentStatus(message).status === 'confirmed') {
-        res.writeHead(503);
-        res.end('later');
-      } else res.end('ok');
-    };
+    refuseWhen(receiver, 503, ({ status }) => status === 'confirmed');
     const start = receiver.received.length;
     const worker = testWorker(w);
     try {

@@ -78,19 +78,13 @@ export const GRANT_ALLOWS = `e.installation_id IS NULL OR EXISTS (
   )`;
 
 /**
- * The fan-out as migration 0018 left it (time-ordered ids), with the condition on installations'
- * endpoints given: an endpoint of an installation receives an event only while the grant is in
- * force and its scopes allow the type.
+ * The fan-out's insert (time-ordered ids, migration 0018; no payload, migration 0016): a delivery
+ * for each event and each endpoint of its tenant and livemode that is enabled, subscribed to its
+ * type, in its scope and passes the condition on installations' endpoints. Migration 0041 uses it
+ * again.
  */
-export function fanOut(installationCondition: string): string {
-  return `CREATE OR REPLACE FUNCTION webhook_fan_out(p_event_ids text[], p_types text[], p_tenants text[],
-  p_livemodes boolean[], p_accounts text[], p_now timestamptz)
-RETURNS int LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
-DECLARE
-  inserted int;
-  stamp text := waybill_id_time(clock_timestamp());
-BEGIN
-  INSERT INTO webhook_deliveries
+export function deliveriesInsert(installationCondition: string): string {
+  return `INSERT INTO webhook_deliveries
     (id, endpoint_id, event_id, event_type, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
   SELECT
     -- dlv_ + the time in 8 characters + 14 characters of [0-9A-Za-z] (migration 0018).
@@ -105,7 +99,23 @@ BEGIN
     AND e.enabled
     AND e.event_types @> jsonb_build_array(ev.type)
     AND (e.customer_account_id IS NULL OR e.customer_account_id = ev.customer_account_id)
-  WHERE ${installationCondition};
+  WHERE ${installationCondition}`;
+}
+
+/**
+ * The fan-out as migration 0018 left it (time-ordered ids), with the condition on installations'
+ * endpoints given: an endpoint of an installation receives an event only while the grant is in
+ * force and its scopes allow the type.
+ */
+export function fanOut(installationCondition: string): string {
+  return `CREATE OR REPLACE FUNCTION webhook_fan_out(p_event_ids text[], p_types text[], p_tenants text[],
+  p_livemodes boolean[], p_accounts text[], p_now timestamptz)
+RETURNS int LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
+DECLARE
+  inserted int;
+  stamp text := waybill_id_time(clock_timestamp());
+BEGIN
+  ${deliveriesInsert(installationCondition)};
   GET DIAGNOSTICS inserted = ROW_COUNT;
   RETURN inserted;
 END

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { QUEUE_FOLLOW } from './0014_delivery_queue.ts';
-import { fanOut, GRANT_ALLOWS } from './0033_installation_grants.ts';
+import { deliveriesInsert, fanOut, GRANT_ALLOWS } from './0033_installation_grants.ts';
 import { CLAIM as CLAIM_BEFORE, CLAIM_SIGNATURE } from './0034_delivery_controls_in_the_claim.ts';
 import { setSearchPath } from './0040_function_search_path.ts';
 import { runStatements } from './sql.ts';
@@ -118,23 +118,7 @@ const QUEUE_FOLLOW_IN_ORDER = `CREATE OR REPLACE FUNCTION webhook_queue_follow()
     RETURN NULL;
   END $$`;
 
-/** The fan-out's insert of migration 0033 (time-ordered ids, installations follow their grant). */
-const DELIVERIES_INSERT = `INSERT INTO webhook_deliveries
-    (id, endpoint_id, event_id, event_type, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
-  SELECT
-    -- dlv_ + the time in 8 characters + 14 characters of [0-9A-Za-z] (migration 0018).
-    'dlv_' || stamp || substr(translate(encode(uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()), 'base64'), '+/=', ''), 1, 14),
-    -- No payload: the delivery reads its event's (migration 0016).
-    e.id, ev.id, ev.type, NULL, 'pending', 0, p_now, p_now, p_now
-  FROM unnest(p_event_ids, p_types, p_tenants, p_livemodes, p_accounts)
-    AS ev(id, type, tenant_id, livemode, customer_account_id)
-  JOIN webhook_endpoints e
-    ON e.tenant_id = ev.tenant_id
-    AND e.livemode = ev.livemode
-    AND e.enabled
-    AND e.event_types @> jsonb_build_array(ev.type)
-    AND (e.customer_account_id IS NULL OR e.customer_account_id = ev.customer_account_id)
-  WHERE ${GRANT_ALLOWS}`;
+const DELIVERIES_INSERT = deliveriesInsert(GRANT_ALLOWS);
 
 /**
  * The fan-out of migration 0033; when one of the events' tenants has an ordered endpoint, the
