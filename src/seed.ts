@@ -1,5 +1,5 @@
 import type { AppContext } from './context.ts';
-import type { DemoExtension, DemoSeed } from './lib/demo.ts';
+import { DEMO_EMAIL_DOMAIN, type DemoExtension, type DemoSeed } from './lib/demo.ts';
 import type { TenantAccess } from './modules/accounts/access.ts';
 import { createApiToken } from './modules/accounts/api-tokens.ts';
 import { addMember, createCompany, createCustomerAccount, goLive } from './modules/accounts/companies.ts';
@@ -13,10 +13,10 @@ import { seedDemoStore } from './modules/store/demo.ts';
 export const DEMO_PASSWORD = 'waybill-demo-1';
 
 export const DEMO_PEOPLE = {
-  owner: { email: 'owner@demo.waybill.test', name: 'Olivia Owner' },
-  merchant: { email: 'merchant@demo.waybill.test', name: 'Marco Merchant' },
-  developer: { email: 'developer@demo.waybill.test', name: 'Dana Developer' },
-  reviewer: { email: 'reviewer@demo.waybill.test', name: 'Rene Reviewer' },
+  owner: { email: `owner@${DEMO_EMAIL_DOMAIN}`, name: 'Olivia Owner' },
+  merchant: { email: `merchant@${DEMO_EMAIL_DOMAIN}`, name: 'Marco Merchant' },
+  developer: { email: `developer@${DEMO_EMAIL_DOMAIN}`, name: 'Dana Developer' },
+  reviewer: { email: `reviewer@${DEMO_EMAIL_DOMAIN}`, name: 'Rene Reviewer' },
 } as const;
 
 /** Modules' additions to the demo, in order (their types live in lib/demo.ts: no import circle). */

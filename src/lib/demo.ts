@@ -13,3 +13,15 @@ export type DemoExtension = (
   seed: DemoSeed,
   people: Record<string, string>,
 ) => Promise<void>;
+
+/**
+ * The domain of the demo's own people (src/seed.ts). `.test` is reserved (RFC 2606): no mail reaches
+ * it and nobody owns it, so the development mailbox may hand out its links (mailbox-page.ts).
+ */
+export const DEMO_EMAIL_DOMAIN = 'demo.waybill.test';
+
+/** An address of the demo's own: the demo's domain or one below it. */
+export function isDemoAddress(email: string): boolean {
+  const domain = email.trim().toLowerCase().split('@').at(-1) ?? '';
+  return email.includes('@') && (domain === DEMO_EMAIL_DOMAIN || domain.endsWith(`.${DEMO_EMAIL_DOMAIN}`));
+}

@@ -3,7 +3,7 @@ import { type AppContext, runAfterCommit, type Trx } from '../../context.ts';
 import { DAY } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { isListedReviewer, isReviewer } from '../accounts/users.ts';
+import { isReviewer } from '../accounts/users.ts';
 import type { AppsTable } from '../oauth/tables.ts';
 import { type App, presentApp } from './service.ts';
 
@@ -15,7 +15,8 @@ const HELD_WINDOW_MS = 3 * DAY;
 /**
  * Only people listed in WAYBILL_REVIEWER_EMAILS, with that address verified, review and moderate
  * (CONTRACT.md): a listed person who has not opened the verification link yet is told so (403
- * `auth.email_not_verified`), so whoever signs up first with a colleague's address gains nothing.
+ * `auth.email_not_verified`, as is anyone unverified, listed or not), so whoever signs up first
+ * with a colleague's address gains nothing and learns nothing.
  */
 export async function requireReviewer(ctx: AppContext, userId: string): Promise<void> {
   const row = await ctx.db
@@ -23,13 +24,16 @@ export async function requireReviewer(ctx: AppContext, userId: string): Promise<
     .select(['email', 'demo_reviewer', 'email_verified_at'])
     .where('id', '=', userId)
     .executeTakeFirst();
-  if (!row || !isListedReviewer(ctx, row))
-    throw new AppError('auth.insufficient_scope', 'Only reviewers of the App Store can do this');
-  if (!isReviewer(ctx, row))
+  if (!row) throw new AppError('auth.insufficient_scope', 'Only reviewers of the App Store can do this');
+  // Unverified: one answer whether or not the address is listed, so that the answer does not tell
+  // a stranger who signed up with an address whether it is a reviewer's.
+  if (row.email_verified_at === null)
     throw new AppError(
       'auth.email_not_verified',
       'Reviewing waits for your e-mail address to be confirmed: open the link sent to it',
     );
+  if (!isReviewer(ctx, row))
+    throw new AppError('auth.insufficient_scope', 'Only reviewers of the App Store can do this');
 }
 
 /**

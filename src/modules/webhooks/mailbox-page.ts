@@ -1,14 +1,31 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
+import { isDemoAddress } from '../../lib/demo.ts';
 import { requirePageUser } from '../../web/dashboard.ts';
 import { html } from '../../web/html.ts';
 import { layout, sendPage } from '../../web/layout.ts';
 import { VERIFICATION_SUBJECT } from '../accounts/email-verification.ts';
+import { normalizeEmail } from '../accounts/users.ts';
+
+/** A link that proves, or grants, something by its secret: a verification link's `token=` and the like. */
+const SECRET_LINK = /https?:\/\/[^\s]*[?&#](?:token|code|key|secret|invitation)=[^\s]*/gi;
+const WITHHELD = '[link withheld: it is sent only to the address itself]';
+
+/**
+ * Whether the mailbox may show an address's links (CONTRACT.md, e-mail verification): only the
+ * demo's own addresses, with the demo on. Anyone can sign up with any address, so a link shown to
+ * the account that claims an address proves nothing about it: an address on the reviewer list, a
+ * colleague's address an owner invites, is verified by mail that reaches it, never through a page.
+ */
+export function mailboxShowsLinks(ctx: AppContext, email: string): boolean {
+  return ctx.config.demo && isDemoAddress(email) && !ctx.config.reviewerEmails.has(normalizeEmail(email));
+}
 
 /**
  * The development mailbox: without WAYBILL_SMTP_URL, e-mail stays in the outbox table and the
- * signed-in person reads what was addressed to them here (and only that).
+ * signed-in person reads what was addressed to them here (and only that); links that carry a
+ * secret only for the demo's own addresses (mailboxShowsLinks).
  */
 export function mailboxPage(ctx: AppContext): FastifyPluginAsync {
   return async (app) => {
@@ -24,11 +41,12 @@ export function mailboxPage(ctx: AppContext): FastifyPluginAsync {
         .selectFrom('mail_outbox')
         .select(['id', 'subject', 'body', 'created_at', 'sent_at'])
         .where(sql<boolean>`recipients @> jsonb_build_array(${person.email}::text)`);
-      // A verification link shown to the account it verifies would prove nothing: whoever signed up
-      // with the address reads it. Only the demo (a development setup) shows them here; elsewhere
-      // they reach the address's owner over SMTP only.
-      if (!ctx.config.demo) query = query.where('subject', '!=', VERIFICATION_SUBJECT);
-      const mails = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(50).execute();
+      const showsLinks = mailboxShowsLinks(ctx, person.email);
+      if (!showsLinks) query = query.where('subject', '!=', VERIFICATION_SUBJECT);
+      const mails = (await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(50).execute()).map(
+        // Every other mail keeps its text, without any link that carries a secret.
+        (mail) => (showsLinks ? mail : { ...mail, body: mail.body.replace(SECRET_LINK, WITHHELD) }),
+      );
       const items = mails.map(
         (mail) => html`<article class="card">
 <h2>${mail.subject}</h2>
