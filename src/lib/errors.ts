@@ -44,6 +44,10 @@ export const problemCodes = {
   'webhook_endpoint.url_not_allowed': [422, 'The URL is not allowed'],
   'webhook_endpoint.limit_reached': [409, 'The webhook endpoint limit is reached'],
   'webhook_endpoint.invalid_event_type': [400, 'Unknown event type'],
+  'webhook_endpoint.event_type_for_apps': [
+    422,
+    'Apps receive these event types at their events URL: endpoints subscribe only to the catalogue entries with audience "endpoints"',
+  ],
   'webhook_endpoint.disabled': [409, 'The webhook endpoint is disabled'],
   'webhook_delivery.not_found': [404, 'No such webhook delivery'],
   'webhook_listener.test_mode_only': [403, 'Only a test API key may listen'],

@@ -157,15 +157,27 @@ export function checkEventTypes(types: readonly string[]): string[] {
   if (types.length === 0) {
     throw validationError([{ path: '/event_types', message: 'choose at least one event type' }]);
   }
-  const unknown = types.find((type) => !isEventType(type));
+  const unknown = types.find((type) => !isEventType(type) && !eventDefinition(type));
   if (unknown !== undefined) {
-    // App events are in the catalogue too, but go to an app's events URL.
-    const detail = eventDefinition(unknown)
-      ? `${unknown} is sent to an app's events URL; endpoints cannot subscribe to it`
-      : `${unknown} is not an event type`;
+    const detail = `${unknown} is not an event type`;
     throw new AppError('webhook_endpoint.invalid_event_type', detail, {
       errors: [{ path: '/event_types', message: detail }],
     });
+  }
+  // App events and privacy messages are in the catalogue too (audience `apps`), but go to an app's
+  // events URL: every one of them is named, so a client that took the whole catalogue sees its fix.
+  const forApps = types.flatMap((type, index) => (isEventType(type) ? [] : [{ type, index }]));
+  if (forApps.length > 0) {
+    throw new AppError(
+      'webhook_endpoint.event_type_for_apps',
+      `${forApps.map((t) => t.type).join(', ')} ${forApps.length === 1 ? 'is' : 'are'} sent to apps at their events URL (audience "apps"); subscribe to the types of GET /v1/webhook-event-types?audience=endpoints`,
+      {
+        errors: forApps.map(({ type, index }) => ({
+          path: `/event_types/${index}`,
+          message: `${type} has audience "apps": endpoints cannot subscribe to it`,
+        })),
+      },
+    );
   }
   if (new Set(types).size !== types.length) {
     throw validationError([{ path: '/event_types', message: 'lists an event type twice' }]);

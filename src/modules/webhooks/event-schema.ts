@@ -5,6 +5,17 @@ import { API_VERSION } from '../shipments/events.ts';
 export const AUDIENCES = ['webhook_endpoints', 'app_events_url'] as const;
 export type Audience = (typeof AUDIENCES)[number];
 
+/**
+ * Who receives a type, as CONTRACT.md names it (the catalogue's `audience`): `endpoints` subscribe
+ * to it; `apps` get it at their events URL (app events and privacy messages).
+ */
+export const RECEIVERS = ['endpoints', 'apps'] as const;
+export type Receiver = (typeof RECEIVERS)[number];
+
+export function receiverOf(audience: Audience): Receiver {
+  return audience === 'webhook_endpoints' ? 'endpoints' : 'apps';
+}
+
 /** What an example is made for: the reader's own mode and account, at a moment. */
 export interface ExampleContext {
   at: Date;

@@ -2,7 +2,14 @@ import { newId } from '../../lib/ids.ts';
 import { APP_EVENTS } from '../app-events/event-schemas.ts';
 import { SHIPMENT_EVENTS } from '../shipments/event-schemas.ts';
 import { buildEnvelope } from '../shipments/events.ts';
-import { type Audience, type EventDefinition, type ExampleContext, publishedSchema } from './event-schema.ts';
+import {
+  type Audience,
+  type EventDefinition,
+  type ExampleContext,
+  publishedSchema,
+  type Receiver,
+  receiverOf,
+} from './event-schema.ts';
 import { OPERATIONAL_EVENTS } from './operational-event-schemas.ts';
 
 /**
@@ -55,6 +62,9 @@ export function exampleEnvelope(
 export interface EventTypeDescription {
   type: string;
   description: string;
+  /** Who receives it: `endpoints` subscribe to it, `apps` get it at their events URL. */
+  audience: Receiver;
+  /** The older name of the same (`webhook_endpoints` or `app_events_url`), kept for clients that read it. */
   sent_to: Audience;
   schema: Record<string, unknown>;
   example: unknown;
@@ -81,13 +91,17 @@ export function listEventTypes(options: {
   livemode: boolean;
   at: Date;
   sentTo?: Audience;
+  audience?: Receiver;
 }): { data: EventTypeDescription[] } {
   return {
     data: EVENT_DEFINITIONS.filter(
-      (definition) => !options.sentTo || definition.sentTo === options.sentTo,
+      (definition) =>
+        (!options.sentTo || definition.sentTo === options.sentTo) &&
+        (!options.audience || receiverOf(definition.sentTo) === options.audience),
     ).map((definition) => ({
       type: definition.type,
       description: definition.description,
+      audience: receiverOf(definition.sentTo),
       sent_to: definition.sentTo,
       schema: schemaOf(definition),
       example: JSON.parse(

@@ -109,7 +109,7 @@ Every type's body has a JSON Schema (draft 2020-12): see the event catalogue bel
 
 <h2>The event catalogue and your types</h2>
 <p>Every message Waybill sends is valid against the schema of its type, published twice: with an example at
-<code>GET /v1/webhook-event-types</code> (<code>{data: [{type, description, sent_to, schema, example}]}</code>), and as
+<code>GET /v1/webhook-event-types</code> (<code>{data: [{type, description, audience, schema, example}]}</code>), and as
 the <code>webhooks</code> of the OpenAPI document, <a href="/openapi.json">/openapi.json</a>, which the
 <a href="/docs">API reference</a> shows. Generate your receiver's types from the document with
 <a href="https://openapi-ts.dev/">openapi-typescript</a>:</p>

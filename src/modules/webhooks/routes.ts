@@ -257,6 +257,7 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           livemode: access.livemode,
           at: ctx.clock.now(),
           ...(request.query.sent_to ? { sentTo: request.query.sent_to } : {}),
+          ...(request.query.audience ? { audience: request.query.audience } : {}),
         });
       },
     );

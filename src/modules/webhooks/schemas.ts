@@ -2,16 +2,17 @@ import { Type } from 'typebox';
 import { Id, Nullable, PageQuery, Timestamp } from '../../http/schemas.ts';
 import { MAX_CUSTOM_HEADERS, MAX_HEADER_VALUE, RATE_LIMIT_MAX } from './controls.ts';
 import { DELIVERY_STATUSES } from './deliveries.ts';
-import { AUDIENCES } from './event-schema.ts';
-import { EVENT_TYPES } from './event-types.ts';
+import { AUDIENCES, RECEIVERS } from './event-schema.ts';
+import { EVENT_DEFINITIONS, EVENT_TYPES } from './event-types.ts';
 
 const EventTypeName = Type.String({ minLength: 1, maxLength: 100, examples: [...EVENT_TYPES] });
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'A public https:// URL' });
 const Description = Nullable(Type.String({ maxLength: 500 }));
 export const EventTypeList = Type.Array(EventTypeName, {
   minItems: 1,
-  maxItems: EVENT_TYPES.length,
-  description: `Any of ${EVENT_TYPES.join(', ')}; at least one, none twice`,
+  // As long as the whole catalogue, so that a list holding app types is told which (422), not only how long.
+  maxItems: EVENT_DEFINITIONS.length,
+  description: `Any of ${EVENT_TYPES.join(', ')} (the catalogue's audience "endpoints"); at least one, none twice`,
 });
 
 const RateLimit = Nullable(
@@ -113,11 +114,21 @@ const Audience = Type.Enum(AUDIENCES, {
     'webhook_endpoints: endpoints subscribe to it; app_events_url: sent to the events URL of every app it concerns',
 });
 
+const Receiver = Type.Enum(RECEIVERS, {
+  type: 'string',
+  description:
+    'Who receives it: endpoints subscribe to it (POST /v1/webhook-endpoints takes it); apps get it at their events URL (app events and privacy messages)',
+});
+
 export const EventTypeSchema = Type.Object(
   {
     type: Type.String({ description: "The event type: the body's type and the webhook-event header" }),
     description: Type.String({ description: 'When it is sent and what it means' }),
-    sent_to: Audience,
+    audience: Receiver,
+    sent_to: Type.Enum(AUDIENCES, {
+      type: 'string',
+      description: 'The older name of audience: webhook_endpoints (endpoints) or app_events_url (apps)',
+    }),
     schema: Type.Object(
       {},
       {
@@ -132,7 +143,7 @@ export const EventTypeSchema = Type.Object(
 );
 
 export const EventTypesQuery = Type.Object(
-  { sent_to: Type.Optional(Audience) },
+  { audience: Type.Optional(Receiver), sent_to: Type.Optional(Audience) },
   { additionalProperties: false },
 );
 

@@ -67,9 +67,9 @@ describe('deliveries, test messages and replays', () => {
       url: receiver.url,
       event_types: ['app.uninstalled'],
     });
-    expect(appType.status).toBe(400);
-    expect(appType.body.code).toBe('webhook_endpoint.invalid_event_type');
-    expect(appType.body.detail).toContain("an app's events URL");
+    expect(appType.status).toBe(422);
+    expect(appType.body.code).toBe('webhook_endpoint.event_type_for_apps');
+    expect(appType.body.detail).toContain('events URL');
   });
 
   it("sends a test message and answers the receiver's reply; the message verifies and is logged", async () => {
