@@ -1,7 +1,7 @@
 import type { Agent } from 'undici';
 import { AppError } from '../lib/errors.ts';
 import type { DeliveryContext, EndpointNews } from './context.ts';
-import { buildMessage, deliveryPayload, storedHeaders } from './message.ts';
+import { buildMessage, deliveryPayload, storedHeaders, withEchoesMasked } from './message.ts';
 import { type FinishedAttempt, recordAttempts, type Trigger } from './record.ts';
 import {
   DEADLINE_MS,
@@ -82,10 +82,12 @@ export async function attemptDelivery(
   const now = ctx.clock.now();
   const message = buildMessage(ctx, row, { ...row, id: row.endpoint_id }, now);
   const sender = senderFor(ctx);
-  const result =
+  const result = withEchoesMasked(
+    message,
     row.kind === 'listener'
       ? await listenerTransport(ctx)(row.endpoint_id, message, sender.options.deadlineMs ?? DEADLINE_MS)
-      : await sendMessage(sender.agent, message, sender.options);
+      : await sendMessage(sender.agent, message, sender.options),
+  );
   const finished: FinishedAttempt = {
     delivery: row,
     trigger,

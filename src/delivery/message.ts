@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { DeliveryContext } from './context.ts';
 import { customHeaders, maskedValue } from './headers.ts';
-import type { OutgoingMessage } from './sender.ts';
+import type { OutgoingMessage, SendResult } from './sender.ts';
 import { secretsForSigning, signatureHeader } from './signing.ts';
 import type { DeliveryTargetsView, WebhookDeliveriesTable } from './tables.ts';
 
@@ -70,4 +70,38 @@ export function storedHeaders(message: OutgoingMessage): Record<string, string> 
     if (value !== undefined) stored[name] = maskedValue(name, value);
   }
   return stored;
+}
+
+/** Shorter values are not looked for in answers: they would match ordinary text. */
+const SHORTEST_ECHO = 6;
+
+/**
+ * The answer as it is stored and shown (attempt log, test send): custom header values that are
+ * credentials, when the receiver echoed them back (as is, or escaped in JSON), are masked as they
+ * are when read (issue 30 item 3), so that webhooks:read does not reveal what only the endpoint's
+ * settings hold. The head is cut at 4 KB: a value cut there is masked too.
+ */
+export function withEchoesMasked(message: OutgoingMessage, result: SendResult): SendResult {
+  const head = result.response_head;
+  if (!message.custom || head === null || head.length === 0) return result;
+  // Bytes as latin1 text, one character per byte: values are ASCII, so they match byte for byte.
+  let text = head.toString('latin1');
+  for (const name of message.custom) {
+    const value = message.headers[name];
+    if (value === undefined || value.length < SHORTEST_ECHO) continue;
+    const masked = maskedValue(name, value);
+    if (masked === value) continue;
+    const replacement = Buffer.from(masked, 'utf8').toString('latin1');
+    for (const form of new Set([value, JSON.stringify(value).slice(1, -1)])) {
+      text = text.split(form).join(replacement);
+      for (let cut = form.length - 1; cut >= SHORTEST_ECHO; cut--) {
+        if (text.endsWith(form.slice(0, cut))) {
+          text = text.slice(0, text.length - cut) + replacement;
+          break;
+        }
+      }
+    }
+  }
+  const masked = Buffer.from(text, 'latin1');
+  return masked.equals(head) ? result : { ...result, response_head: masked };
 }

@@ -4,7 +4,7 @@ import { randomBase62 } from '../lib/ids.ts';
 import { type ClaimedRow, claimDue, endpointOf } from './claim.ts';
 import type { DeliveryContext } from './context.ts';
 import { onLocalWake, WAKE_CHANNEL, wakeTag } from './fanout.ts';
-import { buildMessage, storedHeaders } from './message.ts';
+import { buildMessage, storedHeaders, withEchoesMasked } from './message.ts';
 import type { DeliveryOutcome } from './metrics.ts';
 import { QueueStatistics } from './queue-statistics.ts';
 import { type FinishedAttempt, metricKind } from './record.ts';
@@ -285,8 +285,9 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
     const message = buildMessage(ctx, row, endpointOf(row), now);
     const kind = metricKind(row.kind);
     ctx.metrics.sendStarted(kind);
-    const result = await transport(row.endpoint_id, message, deadlineMs).finally(() =>
-      ctx.metrics.sendFinished(kind),
+    const result = withEchoesMasked(
+      message,
+      await transport(row.endpoint_id, message, deadlineMs).finally(() => ctx.metrics.sendFinished(kind)),
     );
     ctx.metrics.attemptDuration(result.duration_ms / 1000, kind);
     return {

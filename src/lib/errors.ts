@@ -44,6 +44,10 @@ export const problemCodes = {
   'webhook_endpoint.url_not_allowed': [422, 'The URL is not allowed'],
   'webhook_endpoint.limit_reached': [409, 'The webhook endpoint limit is reached'],
   'webhook_endpoint.invalid_event_type': [400, 'Unknown event type'],
+  'webhook_endpoint.headers_required': [
+    422,
+    'A new url needs the custom headers stated in full (or cleared): their values do not follow the endpoint unseen',
+  ],
   'webhook_endpoint.event_type_for_apps': [
     422,
     'Apps receive these event types at their events URL: endpoints subscribe only to the catalogue entries with audience "endpoints"',

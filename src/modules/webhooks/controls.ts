@@ -1,7 +1,7 @@
 import { HEADER_NAME, HEADER_VALUE, isReservedHeader, maskedValue } from '../../delivery/headers.ts';
 import type { WebhookEndpointsTable } from '../../delivery/tables.ts';
 import type { SecretBox } from '../../lib/crypto.ts';
-import { type FieldError, validationError } from '../../lib/errors.ts';
+import { AppError, type FieldError, validationError } from '../../lib/errors.ts';
 
 /** CONTRACT.md: at most 10 custom headers an endpoint. */
 export const MAX_CUSTOM_HEADERS = 10;
@@ -36,13 +36,22 @@ export function checkOrdering(value: string): Ordering {
 export function checkCustomHeaders(
   input: Record<string, string> | null,
   stored: Record<string, string> | null,
+  options: { newUrl?: boolean } = {},
 ): Record<string, string> | null {
   if (input === null) return null;
+  const keptMasked: FieldError[] = [];
   const entries = Object.entries(input).map(([name, value]): [string, string] => {
     const before = storedValue(stored, name);
     const sentBackMasked = before !== undefined && value !== before && value === maskedValue(name, before);
+    // A value the caller cannot read does not follow the endpoint to another URL (issue 30 item 3).
+    if (sentBackMasked && options.newUrl)
+      keptMasked.push({
+        path: `/headers/${name}`,
+        message: 'is masked: state its value in full for the new url',
+      });
     return [name, sentBackMasked ? before : value];
   });
+  if (keptMasked.length > 0) throw headersRequired(keptMasked);
   const malformed: FieldError[] = [];
   const reserved: FieldError[] = [];
   const seen = new Set<string>();
@@ -85,4 +94,21 @@ export function presentHeaders(headers: Record<string, string> | null): Record<s
   const shown: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers ?? {})) shown[name] = maskedValue(name, value);
   return shown;
+}
+
+/**
+ * 422 webhook_endpoint.headers_required: a new `url` for an endpoint with custom headers, without
+ * `headers` stated in full (or cleared). Their values may be credentials the caller cannot read
+ * (they come back masked); sending them on to a host the caller chose would hand them over.
+ */
+export function headersRequired(
+  errors: FieldError[] = [
+    { path: '/headers', message: 'state the headers for the new url, or null to clear them' },
+  ],
+): AppError {
+  return new AppError(
+    'webhook_endpoint.headers_required',
+    'A new url takes the custom headers only when they are stated in full with it (or cleared with null)',
+    { errors },
+  );
 }

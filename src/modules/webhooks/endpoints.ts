@@ -22,6 +22,7 @@ import {
   checkCustomHeaders,
   checkOrdering,
   checkRateLimit,
+  headersRequired,
   type Ordering,
   openHeaders,
   presentHeaders,
@@ -336,10 +337,11 @@ export async function updateEndpoint(
   let cancelled: number | null = null;
   const row = await ctx.db.transaction().execute(async (trx) => {
     const current = await findVisibleEndpoint(trx, access, id, { forUpdate: true });
+    const stored = openHeaders(ctx.secrets, current);
+    const newUrl = url !== undefined && url !== current.url;
+    if (newUrl && stored !== null && input.headers === undefined) throw headersRequired();
     const headers =
-      input.headers === undefined
-        ? undefined
-        : checkCustomHeaders(input.headers, openHeaders(ctx.secrets, current));
+      input.headers === undefined ? undefined : checkCustomHeaders(input.headers, stored, { newUrl });
     if (input.enabled === false && current.enabled) cancelled = await disableEndpoint(trx, id, 'manual', now);
     if (input.enabled === true && !current.enabled) await enableEndpoint(trx, id, now);
     if (ordering !== undefined && ordering !== current.ordering) await applyOrdering(trx, id, ordering);
