@@ -21,6 +21,8 @@ export interface Config {
   webhookAllowPrivate: readonly string[];
   /** Requests per minute to /oauth/token and /oauth/revoke, per client and per address. */
   oauthRateLimit: number;
+  /** Sign-in requests a minute per client address and e-mail (WAYBILL_SIGN_IN_RATE_LIMIT). */
+  signInRateLimit: number;
   /** How long a delivery worker's claim lasts (WAYBILL_WEBHOOK_LEASE_SECONDS); outlasts the 10 s deadline. */
   webhookLeaseMs: number;
   /** Seed the demo on an empty database at start; on by default only for the embedded engine. */
@@ -165,6 +167,10 @@ export function loadConfig(env: Env = process.env, listeningPort?: number): Read
   if (smtpUrl && !/^smtps?:\/\//.test(smtpUrl))
     problems.push(`WAYBILL_SMTP_URL must be smtp:// or smtps:// (got "${smtpUrl}")`);
 
+  const signInRateText = env.WAYBILL_SIGN_IN_RATE_LIMIT ?? '10';
+  const signInRateLimit = Number(signInRateText);
+  if (!/^\d+$/.test(signInRateText) || signInRateLimit < 1)
+    problems.push(`WAYBILL_SIGN_IN_RATE_LIMIT must be a positive whole number (got "${signInRateText}")`);
   const oauthRateText = env.WAYBILL_OAUTH_RATE_LIMIT ?? '300';
   const oauthRateLimit = Number(oauthRateText);
   if (!/^\d+$/.test(oauthRateText) || oauthRateLimit < 1)
@@ -197,6 +203,7 @@ export function loadConfig(env: Env = process.env, listeningPort?: number): Read
     demoReviewer,
     webhookAllowPrivate: Object.freeze(webhookAllowPrivate),
     oauthRateLimit,
+    signInRateLimit,
     webhookLeaseMs,
     demo: demoText === '1',
     logLevel: env.WAYBILL_LOG_LEVEL || 'info',

@@ -83,7 +83,7 @@ export function webRoutes(ctx: AppContext): FastifyPluginAsync {
       {
         schema: { hide: true },
         preValidation: app.csrfProtection,
-        config: { rateLimit: signInRateLimit },
+        config: { rateLimit: signInRateLimit(ctx.config) },
       },
       async (request, reply) => {
         const form = request.body ?? {};

@@ -73,7 +73,7 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
             ...errorResponses(400, 401, 429),
           },
         },
-        config: { auth: 'public', rateLimit: signInRateLimit },
+        config: { auth: 'public', rateLimit: signInRateLimit(ctx.config) },
       },
       async (request, reply) =>
         reply.code(201).send((await signIn(ctx, request.body, { address: request.ip })).session),

@@ -99,7 +99,7 @@ export async function signIn(
   source: SignInSource,
 ): Promise<{ session: SessionGrant; device: string | null }> {
   const email = normalizeEmail(input.email);
-  // Throttled per account across addresses and routes; counted before the password is checked.
+  // Throttled per account and source, with an account-wide ceiling; counted before the password is checked.
   const ticket = await countSignInAttempt(ctx, email, source);
   const user = await ctx.db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
   // Spend the same time whether or not the person exists.

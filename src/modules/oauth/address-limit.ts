@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import { peerAddress } from '../../http/rate-limits.ts';
 import { OAuthError } from './errors.ts';
 
 /**
@@ -15,8 +16,9 @@ export function addressLimit(max: number, windowMs = 60_000) {
       windowStart = now;
       counts = new Map();
     }
-    const count = (counts.get(request.ip) ?? 0) + 1;
-    counts.set(request.ip, count);
+    const address = peerAddress(request);
+    const count = (counts.get(address) ?? 0) + 1;
+    counts.set(address, count);
     if (count > max) {
       const error = new OAuthError('invalid_request', 'too many requests');
       throw Object.assign(error, { retryAfter: Math.ceil((windowStart + windowMs - now) / 1000) });

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import { peerAddress } from '../../http/rate-limits.ts';
 
 /**
  * "Check my events URL" makes Waybill send two requests to a server the developer names: thirty
@@ -8,5 +9,5 @@ export const checkRunsRateLimit = {
   max: 30,
   timeWindow: '1 minute',
   keyGenerator: (request: FastifyRequest) =>
-    request.principal?.kind === 'user' ? `user:${request.principal.userId}` : `ip:${request.ip}`,
+    request.principal?.kind === 'user' ? `user:${request.principal.userId}` : `ip:${peerAddress(request)}`,
 } as const;
