@@ -180,6 +180,44 @@ export async function defaultResolveHost(hostname: string): Promise<string[]> {
   return answers.map((a) => a.address);
 }
 
+/** How long a name resolved for the outbound budget keeps its answer for the connection that follows. */
+const PIN_MS = 15_000;
+const pins = new WeakMap<object, Map<string, { addresses: string[]; until: number }>>();
+
+/**
+ * The addresses a host name resolves to (none when it does not). With `pin`, the answer is kept
+ * for the next PIN_MS and the guard's connections to that name use it rather than look again: the
+ * outbound budget counts the addresses it resolved (decision 0032), and a name that answers
+ * otherwise a moment later (DNS rebinding) does not send the counted request somewhere uncounted.
+ * The guard checks pinned addresses like any others.
+ */
+export async function resolveName(
+  ctx: DeliveryContext,
+  host: string,
+  options: { pin?: boolean } = {},
+): Promise<string[]> {
+  const name = bareHost(host);
+  if (ipaddr.isValid(name)) return [name];
+  let byName = pins.get(ctx);
+  const pinned = byName?.get(name);
+  if (!options.pin && pinned && pinned.until > performance.now()) return pinned.addresses;
+  let addresses: string[];
+  try {
+    addresses = await (ctx.resolveHost ?? defaultResolveHost)(name);
+  } catch {
+    addresses = [];
+  }
+  if (options.pin && addresses.length > 0) {
+    if (!byName) {
+      byName = new Map();
+      pins.set(ctx, byName);
+    }
+    if (byName.size >= 1000) byName.clear();
+    byName.set(name, { addresses, until: performance.now() + PIN_MS });
+  }
+  return addresses;
+}
+
 /** Why a URL or a connection was refused; `dns` when the name does not resolve. */
 export class GuardRefusal extends Error {
   readonly kind: 'dns' | 'address';
@@ -211,16 +249,8 @@ export async function resolveChecked(
 ): Promise<string[]> {
   const name = bareHost(host);
   if (METADATA_NAMES.has(name)) throw new GuardRefusal('address', 'cloud metadata hosts are not allowed');
-  let addresses: string[];
-  if (ipaddr.isValid(name)) addresses = [name];
-  else {
-    try {
-      addresses = await (ctx.resolveHost ?? defaultResolveHost)(name);
-    } catch {
-      addresses = [];
-    }
-    if (addresses.length === 0) throw new GuardRefusal('dns', `the host name ${name} does not resolve`);
-  }
+  const addresses = await resolveName(ctx, name);
+  if (addresses.length === 0) throw new GuardRefusal('dns', `the host name ${name} does not resolve`);
   const allow = ctx.config.webhookAllowPrivate;
   const restricted = needsAllowlist(plainHttp ? 'http:' : 'https:', port);
   for (const address of addresses) {

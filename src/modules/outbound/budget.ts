@@ -1,21 +1,27 @@
 import { sql } from 'kysely';
 import type { AppContext, Trx } from '../../context.ts';
+import { bareHost, resolveName } from '../../delivery/guard.ts';
+import { addressKey } from '../../lib/address-key.ts';
 import { MINUTE } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 
 /**
- * The one budget of requests Waybill sends because someone asked it to (issue 22 item 5, decision
- * 0028): the App Store's submission checks and "Check my events URL", an app-event message's test
- * and replay, an endpoint's test send, and delivery replays. Scheduled deliveries are not counted:
- * they follow events, not requests. Each request spends from two budgets of the same window:
+ * The one budget of requests Waybill sends because someone asked it to (issue 22 item 5, decisions
+ * 0028 and 0032): the App Store's submission checks and "Check my events URL", an app-event
+ * message's test and replay, an endpoint's test send, and delivery replays. Scheduled deliveries
+ * are not counted: they follow events, not requests. Each request spends from two budgets of the
+ * same window:
  *
- * - the account's (a person for the developer routes; the owner of the key or token for an
- *   endpoint: a company, a merchant or an app installation), OUTBOUND_SENDS_PER_ACCOUNT;
- * - the target host's, across every account, OUTBOUND_SENDS_PER_HOST: a host named by many
- *   accounts is not sent more than that, however many accounts name it.
+ * - the account's, OUTBOUND_SENDS_PER_ACCOUNT: a person for the developer routes; for an endpoint
+ *   the company, whoever in it asks (its merchant accounts and app installations included), so
+ *   that making merchant accounts or installing apps adds no budget;
+ * - each destination address's, across every account, OUTBOUND_SENDS_PER_HOST: the addresses the
+ *   URL's host resolves to (the guard's resolver, pinned for the connection that follows), an IPv6
+ *   address by its /64 (lib/address-key.ts). One machine named by several names, or by a name and
+ *   its address, is one destination.
  *
- * Windows are fixed (aligned to OUTBOUND_WINDOW_MS on the clock). Both counts live in the database,
- * so every process spends from the same budget. Over either budget the request is refused, 429
+ * Windows are fixed (aligned to OUTBOUND_WINDOW_MS on the clock). The counts live in the database,
+ * so every process spends from the same budget. Over any budget the request is refused, 429
  * `rate_limited` with Retry-After (the end of the window), before anything is sent or changed, and
  * spends nothing.
  */
@@ -24,7 +30,7 @@ export const OUTBOUND_SENDS_PER_ACCOUNT = 60;
 export const OUTBOUND_SENDS_PER_HOST = 120;
 
 export interface OutboundBudgetTable {
-  /** `account:<kind>:<id>` or `host:<name>`. */
+  /** `account:<kind>:<id>`, `address:<address key>`, or `host:<name>` for a name that did not resolve. */
   subject: string;
   window_start: Date;
   sends: number;
@@ -34,27 +40,37 @@ export interface OutboundTables {
   outbound_budget: OutboundBudgetTable;
 }
 
-/** Whose budget a request spends: a person, or the owner of a key or token. */
-export type OutboundAccount =
-  | { kind: 'user'; id: string }
-  | { kind: 'company' | 'merchant' | 'installation'; id: string };
+/** Whose budget a request spends: a person, or the company of a key or token. */
+export type OutboundAccount = { kind: 'user'; id: string } | { kind: 'company'; id: string };
 
-/** The owner of an endpoint-scoped access: the installation, the merchant or the company. */
-export function ownerAccount(access: {
-  tenantId: string;
-  customerAccountId: string | null;
-  installationId: string | null;
-}): OutboundAccount {
-  if (access.installationId) return { kind: 'installation', id: access.installationId };
-  if (access.customerAccountId) return { kind: 'merchant', id: access.customerAccountId };
+/**
+ * The account of an endpoint-scoped access: its company, whether the key is the company's, a
+ * merchant account's or an app installation's. Each of those is made at will by the company's
+ * owner; a budget of their own would multiply the company's.
+ */
+export function ownerAccount(access: { tenantId: string }): OutboundAccount {
   return { kind: 'company', id: access.tenantId };
 }
 
 /** The host a URL names, lower case, without the port: one machine, whichever port it listens on. */
 export function targetHost(url: string): string | null {
   if (!URL.canParse(url)) return null;
-  const host = new URL(url).hostname.toLowerCase();
-  return host === '' ? null : host.replace(/\.$/, '');
+  const host = bareHost(new URL(url).hostname);
+  return host === '' ? null : host;
+}
+
+/**
+ * The destination budgets a request to this host spends: one per address it resolves to (IPv6 by
+ * /64), or the name itself when it resolves to none (nothing will connect; the name still counts).
+ */
+async function destinationSubjects(
+  ctx: AppContext,
+  host: string,
+): Promise<{ subject: string; shown: string }[]> {
+  const addresses = await resolveName(ctx, host, { pin: true });
+  if (addresses.length === 0) return [{ subject: `host:${host}`, shown: host }];
+  const keys = [...new Set(addresses.map(addressKey))].sort();
+  return keys.map((key) => ({ subject: `address:${key}`, shown: key }));
 }
 
 export interface OutboundSpend {
@@ -78,7 +94,7 @@ async function spend(trx: Trx, subject: string, windowStart: Date, sends: number
 }
 
 /**
- * Spends `sends` from the account's and the target host's budgets of the current window, or
+ * Spends `sends` from the account's and each destination address's budgets of the current window, or
  * refuses with 429 `rate_limited` (Retry-After: the end of the window) and spends nothing.
  */
 export async function spendOutbound(ctx: AppContext, request: OutboundSpend): Promise<void> {
@@ -87,6 +103,8 @@ export async function spendOutbound(ctx: AppContext, request: OutboundSpend): Pr
   const windowStart = new Date(now - (now % OUTBOUND_WINDOW_MS));
   const retryAfter = Math.max(1, Math.ceil((windowStart.getTime() + OUTBOUND_WINDOW_MS - now) / 1000));
   const host = request.url === null ? null : targetHost(request.url);
+  // Resolved before the transaction: no lookup holds a connection to the database.
+  const destinations = host === null ? [] : await destinationSubjects(ctx, host);
   await ctx.db.transaction().execute(async (trx) => {
     const accountSends = await spend(
       trx,
@@ -106,9 +124,10 @@ export async function spendOutbound(ctx: AppContext, request: OutboundSpend): Pr
     // Thrown inside the transaction: it rolls back, so a refused request spends nothing.
     if (accountSends > OUTBOUND_SENDS_PER_ACCOUNT)
       throw refuse('for this account', OUTBOUND_SENDS_PER_ACCOUNT);
-    if (host !== null) {
-      const hostSends = await spend(trx, `host:${host}`, windowStart, sends);
-      if (hostSends > OUTBOUND_SENDS_PER_HOST) throw refuse(`to ${host}`, OUTBOUND_SENDS_PER_HOST);
+    for (const destination of destinations) {
+      const destinationSends = await spend(trx, destination.subject, windowStart, sends);
+      if (destinationSends > OUTBOUND_SENDS_PER_HOST)
+        throw refuse(`to ${destination.shown}`, OUTBOUND_SENDS_PER_HOST);
     }
   });
 }
