@@ -114,7 +114,12 @@ describe('the developer console API', () => {
         { code: 'shipment.not_found', count: 1 },
       ],
     });
-    expect(stats.body.tokens).toEqual({ issued: 2, refreshed: 1, invalid_grant: 1 });
+    expect(stats.body.tokens).toEqual({
+      issued: 2,
+      refreshed: 1,
+      invalid_grant: 1,
+      invalid_grant_anonymous: 0,
+    });
     expect(stats.body.daily).toHaveLength(24);
     const thisHour = stats.body.daily[23];
     expect(thisHour).toMatchObject({ installs: 2, uninstalls: 1, api_requests: 6, api_errors: 3 });
@@ -195,7 +200,12 @@ describe('the developer console API', () => {
     });
     expect(later.body.installations).toEqual({ active: 1, installed: 0, uninstalled: 0 });
     expect(later.body.api.requests).toBe(0);
-    expect(later.body.tokens).toEqual({ issued: 0, refreshed: 0, invalid_grant: 0 });
+    expect(later.body.tokens).toEqual({
+      issued: 0,
+      refreshed: 0,
+      invalid_grant: 0,
+      invalid_grant_anonymous: 0,
+    });
   });
 
   it("answers only the app's developer, by session token", async () => {

@@ -58,6 +58,7 @@ function health(stats: AppStats): SafeHtml {
 <div><dt>Tokens issued</dt><dd data-figure="issued">${tokens.issued}</dd></div>
 <div><dt>Refreshed</dt><dd data-figure="refreshed">${tokens.refreshed}</dd></div>
 <div><dt>Refused (invalid_grant)</dt><dd data-figure="invalid_grant">${tokens.invalid_grant}</dd></div>
+<div><dt>Refused without a client secret</dt><dd data-figure="invalid_grant_anonymous">${tokens.invalid_grant_anonymous}</dd></div>
 <div><dt>App events delivered</dt><dd data-figure="app_events">${percent(events.success_rate)}</dd></div>
 <div><dt>Endpoint deliveries</dt><dd data-figure="endpoints">${percent(endpoints.success_rate)}</dd></div>
 <div><dt>Endpoints failing</dt><dd data-figure="failing">${endpoints.failing}</dd></div>

@@ -81,7 +81,14 @@ export const AppStatsSchema = Type.Object(
     tokens: Type.Object({
       issued: Type.Integer({ description: 'Tokens issued for an authorization code' }),
       refreshed: Type.Integer({ description: 'Tokens issued for a refresh token' }),
-      invalid_grant: Type.Integer({ description: 'Token requests refused with invalid_grant' }),
+      invalid_grant: Type.Integer({
+        description:
+          'Token requests refused with invalid_grant after the client proved itself with its secret',
+      }),
+      invalid_grant_anonymous: Type.Integer({
+        description:
+          'Token requests refused with invalid_grant that carried no client secret (a public client, or anyone naming its client_id): counted apart, since anyone can cause them',
+      }),
     }),
     app_events: Type.Object({ attempts: Count, success_rate: Rate }),
     endpoints: Type.Object({

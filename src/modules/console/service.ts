@@ -105,7 +105,7 @@ export interface AppStats {
     by_status: { '2xx': number; '4xx': number; '5xx': number };
     top_errors: Array<{ code: string; count: number }>;
   };
-  tokens: { issued: number; refreshed: number; invalid_grant: number };
+  tokens: { issued: number; refreshed: number; invalid_grant: number; invalid_grant_anonymous: number };
   app_events: { attempts: number; success_rate: number | null };
   endpoints: { attempts: number; success_rate: number | null; failing: number };
   daily: Bucket[];
@@ -171,7 +171,7 @@ export async function appStats(
     from: from.toISOString(),
     installations: { active: Number(active.n), installed: 0, uninstalled: 0 },
     api: { requests: 0, by_status: { '2xx': 0, '4xx': 0, '5xx': 0 }, top_errors: [] },
-    tokens: { issued: 0, refreshed: 0, invalid_grant: 0 },
+    tokens: { issued: 0, refreshed: 0, invalid_grant: 0, invalid_grant_anonymous: 0 },
     app_events: appEvents,
     endpoints: { ...endpoints, failing: Number(failing.n) },
     daily,

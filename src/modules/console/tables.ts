@@ -17,7 +17,7 @@ export interface InstallationRecordsTable {
 export interface AppUsageTable {
   app_id: string;
   hour: Date;
-  /** `api` (detail: status class), `api_error` (detail: problem code), `token` (detail: issued, refreshed, invalid_grant). */
+  /** `api` (detail: status class), `api_error` (detail: problem code), `token` (detail: issued, refreshed, invalid_grant, invalid_grant_anonymous). */
   metric: string;
   detail: string;
   count: string | number | bigint;

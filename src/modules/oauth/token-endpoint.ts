@@ -41,9 +41,16 @@ export async function tokenRequest(
   } catch (error) {
     const outcome = grantOutcome(error);
     ctx.metrics.oauthGrant(grantType, outcome);
-    // invalid_grant comes after the client proved who it is, so the app is known.
+    // invalid_grant comes after client authentication, so the app is known; but a public client's
+    // authentication is its id alone, which anyone can send: those refusals are counted apart, so
+    // that strangers cannot raise the figure a developer reads as their app's own failures.
     if (outcome === 'invalid_grant' || outcome === 'reuse_detected')
-      countForApp(ctx, authorization, params, 'invalid_grant');
+      countForApp(
+        ctx,
+        authorization,
+        params,
+        proved(authorization, params) ? 'invalid_grant' : 'invalid_grant_anonymous',
+      );
     throw error;
   }
 }
@@ -53,10 +60,19 @@ function countForApp(
   ctx: AppContext,
   authorization: string | undefined,
   params: OAuthParams,
-  detail: 'issued' | 'refreshed' | 'invalid_grant',
+  detail: 'issued' | 'refreshed' | 'invalid_grant' | 'invalid_grant_anonymous',
 ): void {
   const clientId = presentedCredentials(authorization, params).clientId;
   ctx.appUsage.count(clientId, 'token', detail);
+}
+
+/** Whether the request carried a client secret (checked before any invalid_grant): a proof, not just an id. */
+function proved(authorization: string | undefined, params: OAuthParams): boolean {
+  try {
+    return presentedCredentials(authorization, params).secret !== null;
+  } catch {
+    return false;
+  }
 }
 
 function grantOutcome(error: unknown): GrantOutcome {
