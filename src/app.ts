@@ -38,6 +38,7 @@ import { webhookPages } from './modules/webhooks/pages.ts';
 import { webhooksRoutes } from './modules/webhooks/routes.ts';
 import { registerCsrf } from './web/csrf.ts';
 import { webRoutes } from './web/routes.ts';
+import { registerCookieNames } from './web/session.ts';
 
 export { type BuildOptions, buildContext } from './services.ts';
 
@@ -88,6 +89,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(rateLimit, { global: false });
   await app.register(formbody, { bodyLimit: 64 * 1024, parser: parseForm });
   await app.register(cookie);
+  registerCookieNames(app, ctx);
   await registerCsrf(app, ctx);
 
   await app.register(swagger, {

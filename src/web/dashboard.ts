@@ -12,9 +12,7 @@ import { scopesOfRole } from '../modules/accounts/roles.ts';
 import { getPerson, type Person } from '../modules/accounts/users.ts';
 import { html, type SafeHtml } from './html.ts';
 import { csrfField, layout } from './layout.ts';
-import { type PageUser, pageUser } from './session.ts';
-
-export const VIEW_COOKIE = 'waybill_view';
+import { cookieName, type PageUser, pageUser, VIEW_COOKIE } from './session.ts';
 
 /** Where the signed-in person is looking: one company, maybe one merchant account, live or test data. */
 export interface DashboardView {
@@ -73,7 +71,7 @@ function readStoredView(request: FastifyRequest): StoredView {
 }
 
 export function storeView(ctx: AppContext, reply: FastifyReply, view: StoredView): void {
-  reply.setCookie(VIEW_COOKIE, JSON.stringify(view), {
+  reply.setCookie(cookieName(ctx, VIEW_COOKIE), JSON.stringify(view), {
     path: '/',
     httpOnly: true,
     sameSite: 'lax',

@@ -169,7 +169,7 @@ export function webRoutes(ctx: AppContext): FastifyPluginAsync {
       async (request, reply) => {
         const user = await pageUser(ctx, request);
         if (user) await signOut(ctx, user.sessionId);
-        clearSessionCookie(reply);
+        clearSessionCookie(ctx, reply);
         return reply.redirect('/signin', 303);
       },
     );

@@ -1,9 +1,56 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { CookieSerializeOptions } from '@fastify/cookie';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
 import { DEVICE_COOKIE, type SignInSource, TRUST_LIFETIME_MS } from '../modules/accounts/sign-in-throttle.ts';
 import { findSession, SESSION_LIFETIME_MS } from '../modules/accounts/users.ts';
 
 export const SESSION_COOKIE = 'waybill_session';
+/** Which company (or merchant account) and mode the dashboard shows (dashboard.ts). */
+export const VIEW_COOKIE = 'waybill_view';
+
+/**
+ * The name a cookie of ours has on the wire: on https `__Host-` and the name, which a browser
+ * accepts only when secure, for path `/` and without a Domain, so that no sibling subdomain can
+ * set or replace it (a planted session is a sign-in as the attacker). Code reads and writes the
+ * plain name through request.cookies and this.
+ */
+export function cookieName(ctx: AppContext, base: string): string {
+  return ctx.config.secureCookies ? `__Host-${base}` : base;
+}
+
+/** The cookies that carry or choose a session, and how each is written. */
+function prefixedCookies(): Record<string, CookieSerializeOptions> {
+  const base = { path: '/', httpOnly: true, sameSite: 'lax', secure: true } as const;
+  return {
+    [SESSION_COOKIE]: { ...base, maxAge: SESSION_LIFETIME_MS / 1000 },
+    [DEVICE_COOKIE]: { ...base, maxAge: TRUST_LIFETIME_MS / 1000 },
+    [VIEW_COOKIE]: base,
+  };
+}
+
+/**
+ * On https, `request.cookies[<name>]` holds the `__Host-` cookie's value. A browser that still has
+ * one under the plain name from before the prefix came is read once under it and given the new
+ * one, so that nobody is signed out; the plain one is cleared. Registered right after the cookie
+ * parser, before anything reads a cookie.
+ */
+export function registerCookieNames(app: FastifyInstance, ctx: AppContext): void {
+  if (!ctx.config.secureCookies) return;
+  const cookies = prefixedCookies();
+  app.addHook('onRequest', async (request, reply) => {
+    for (const [name, options] of Object.entries(cookies)) {
+      const current = request.cookies[`__Host-${name}`];
+      const old = request.cookies[name];
+      if (old !== undefined) {
+        if (current === undefined) reply.setCookie(`__Host-${name}`, old, options);
+        reply.clearCookie(name, { path: '/' });
+      }
+      const value = current ?? old;
+      if (value === undefined) delete request.cookies[name];
+      else request.cookies[name] = value;
+    }
+  });
+}
 
 export interface PageUser {
   userId: string;
@@ -18,7 +65,7 @@ export async function pageUser(ctx: AppContext, request: FastifyRequest): Promis
 }
 
 export function setSessionCookie(ctx: AppContext, reply: FastifyReply, token: string): void {
-  reply.setCookie(SESSION_COOKIE, token, {
+  reply.setCookie(cookieName(ctx, SESSION_COOKIE), token, {
     path: '/',
     httpOnly: true,
     sameSite: 'lax',
@@ -38,7 +85,7 @@ export function signInSource(request: FastifyRequest): SignInSource {
  */
 export function setDeviceCookie(ctx: AppContext, reply: FastifyReply, device: string | null): void {
   if (!device) return;
-  reply.setCookie(DEVICE_COOKIE, device, {
+  reply.setCookie(cookieName(ctx, DEVICE_COOKIE), device, {
     path: '/',
     httpOnly: true,
     sameSite: 'lax',
@@ -47,8 +94,8 @@ export function setDeviceCookie(ctx: AppContext, reply: FastifyReply, device: st
   });
 }
 
-export function clearSessionCookie(reply: FastifyReply): void {
-  reply.clearCookie(SESSION_COOKIE, { path: '/' });
+export function clearSessionCookie(ctx: AppContext, reply: FastifyReply): void {
+  reply.clearCookie(cookieName(ctx, SESSION_COOKIE), { path: '/', secure: ctx.config.secureCookies });
 }
 
 export const DEFAULT_RETURN_PATH = '/dashboard';
