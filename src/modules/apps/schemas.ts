@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { Id, Nullable, Timestamp } from '../../http/schemas.ts';
+import { ManifestSchema } from './manifest.ts';
 import { MAX_URL_LENGTH } from './urls.ts';
 
 const strict = { additionalProperties: false } as const;
@@ -111,3 +112,40 @@ export const InstallationSchema = Type.Object(
 );
 
 export const InstallationParams = Type.Object({ tenant_id: Id(64), inst_id: Id(64) }, strict);
+
+export const CreateVersionBody = Type.Object(
+  {
+    manifest: Type.Object(
+      {},
+      {
+        additionalProperties: true,
+        description:
+          'The manifest (AppManifest); checked by the service, each problem answered with its path',
+      },
+    ),
+    message: Type.Optional(Nullable(Type.String({ maxLength: 1000 }))),
+  },
+  strict,
+);
+
+export const VersionParams = Type.Object({ id: Id(64), vid: Id(64) }, strict);
+
+export const ChangeSchema = Type.Object({
+  path: Type.String({ description: 'A JSON pointer into the manifest: /scopes, /subscriptions/0' }),
+  from: Type.Unknown(),
+  to: Type.Unknown(),
+});
+
+export const AppVersionSchema = Type.Object(
+  {
+    id: Type.String({ description: 'apv_...' }),
+    number: Type.Integer({ minimum: 1 }),
+    status: Type.Union([Type.Literal('draft'), Type.Literal('active'), Type.Literal('superseded')]),
+    manifest: ManifestSchema,
+    changes: Type.Array(ChangeSchema, { description: 'From the version active when this one was made' }),
+    message: Nullable(Type.String()),
+    created_at: Timestamp,
+    released_at: Nullable(Timestamp),
+  },
+  { $id: 'AppVersion' },
+);
