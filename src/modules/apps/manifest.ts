@@ -8,6 +8,7 @@ import { allows, SCOPES, type Scope } from '../accounts/roles.ts';
 import type { AppsTable } from '../oauth/tables.ts';
 import { EVENT_TYPES } from '../webhooks/event-types.ts';
 import { filterProblems } from '../webhooks/filter.ts';
+import { EventFilterSchema } from '../webhooks/schemas.ts';
 import { jsonArray } from './registry.ts';
 import { type AppPatch, assertEventsUrlAllowed, checkAppFields } from './service.ts';
 import { eventsUrlProblem, MAX_URL_LENGTH } from './urls.ts';
@@ -20,15 +21,7 @@ const ScopeList = Type.Array(Type.String({ maxLength: 64 }), { maxItems: 20 });
 
 export const MAX_SUBSCRIPTIONS = 20;
 
-export const FilterSchema = Type.Object(
-  {},
-  {
-    $id: 'EventFilter',
-    additionalProperties: true,
-    description:
-      'Keys are dotted paths into the envelope (`data.shipment.status`), values conditions: `{eq}`, `{ne}`, `{in: [...]}`, `{nin: [...]}`, `{exists: bool}`, `{gt}`, `{gte}`, `{lt}`, `{lte}` (numbers and timestamps), `{prefix}`; every key must hold. `{"any": [filter, ...]}` holds when one does, `{"not": filter}` when it does not. At most 20 conditions, checked against the event types\' schemas.',
-  },
-);
+const FilterSchema = EventFilterSchema;
 
 export const SubscriptionSchema = Type.Object(
   {

@@ -125,11 +125,15 @@ class FilterCompiler {
       this.errors.push({ path: at, message: 'must be an object of paths and conditions' });
       return 'true';
     }
+    if (depth > 0 && Object.keys(value).length === 0) {
+      this.errors.push({ path: at, message: 'must hold at least one condition' });
+      return 'true';
+    }
     const parts: string[] = [];
     for (const [key, condition] of Object.entries(value)) {
       const where = `${at}/${key}`;
       if (key === 'any') parts.push(this.any(condition, where, depth));
-      else if (key === 'not') parts.push(`!(${this.filter(condition, where, depth + 1)})`);
+      else if (key === 'not') parts.push(negate(this.filter(condition, where, depth + 1)));
       else parts.push(this.pathCondition(key, condition, where));
     }
     return parts.length === 0 ? 'true' : parts.map((p) => `(${p})`).join(' && ');
@@ -203,7 +207,7 @@ class FilterCompiler {
       case 'ne': {
         if (!this.scalar(operand, kinds, path, at)) return 'true';
         const test = `${target} == ${this.variable(normalise(operand, kinds))}`;
-        return operator === 'eq' ? test : `!(${test})`;
+        return operator === 'eq' ? test : negate(test);
       }
       case 'in':
       case 'nin': {
@@ -215,7 +219,7 @@ class FilterCompiler {
         if (!ok) return 'true';
         const values = operand.map((item) => normalise(item, kinds));
         const test = `${target} == ${this.variable(values)}[*]`;
-        return operator === 'in' ? test : `!(${test})`;
+        return operator === 'in' ? test : negate(test);
       }
       case 'exists':
         if (typeof operand !== 'boolean') {
@@ -258,6 +262,15 @@ class FilterCompiler {
       }
     }
   }
+}
+
+/**
+ * "Does not hold": a comparison SQL/JSON cannot decide (a null where text was expected) is
+ * unknown, and `!unknown` is unknown too; here it counts as not holding, so `not` and `ne` let it
+ * through.
+ */
+function negate(predicate: string): string {
+  return `!(${predicate}) || ((${predicate}) is unknown)`;
 }
 
 function normalise(value: unknown, kinds: Set<Kind>): unknown {
