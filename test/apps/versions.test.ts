@@ -54,6 +54,7 @@ describe('app versions', () => {
     const [v1] = list.body.data;
     expect(v1).toMatchObject({ number: 1, status: 'active', manifest: manifest() });
     expect(v1.id).toMatch(/^apv_/);
+    expect(v1.changes).toEqual([]);
     const one = await call(w, 'GET', `/v1/developer/apps/${app.id}/versions/${v1.id}`, {
       token: developer.token,
     });

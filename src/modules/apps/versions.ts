@@ -247,7 +247,8 @@ export async function recordFieldsAsVersion(
   const locked = await lockedApp(trx, appId);
   const active = await activeVersion(trx, appId);
   const manifest = await currentManifest(trx, locked);
-  const changes = manifestChanges(active ? parsed<Manifest>(active.manifest) : null, manifest);
+  // The first version is where the history starts: it changes nothing that came before.
+  const changes = active ? manifestChanges(parsed<Manifest>(active.manifest), manifest) : [];
   if (active && changes.length === 0) return;
   const now = ctx.clock.now();
   if (active) {
