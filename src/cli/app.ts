@@ -11,6 +11,7 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { request } from 'undici';
+import { canonicalJson } from '../lib/canonical-json.ts';
 
 export const LOGIN_USAGE = `Usage: waybill login [--api <url>]
 
@@ -215,7 +216,7 @@ function changeLines(key: string, from: unknown, to: unknown, expand = true): st
     return keys.flatMap((k) => {
       const a = from?.[k] ?? null;
       const b = to?.[k] ?? null;
-      return JSON.stringify(a) === JSON.stringify(b) ? [] : changeLines(`${key}.${k}`, a, b, false);
+      return canonicalJson(a) === canonicalJson(b) ? [] : changeLines(`${key}.${k}`, a, b, false);
     });
   }
   if (from === null) return [`  + ${key} = ${formatValue(to)}`];

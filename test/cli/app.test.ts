@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerApp } from '../apps/fixtures.ts';
+import { WebClient } from '../apps/web-client.ts';
 import { call, type Json, type Person, signUpPerson } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 
@@ -214,5 +215,34 @@ describe('waybill app', () => {
     expect(signedOut.code).toBe(1);
     expect(signedOut.stderr).toContain('Not signed in');
     expect(await versionsOf(app.id)).toHaveLength(1);
+  });
+
+  it('the portal shows the active version as waybill.app.toml, which deploys with no changes', async () => {
+    const app = await registerApp(w, developer);
+    const env = { WAYBILL_TOKEN: developer.token };
+    writeConfig('portal.app.toml', toml(app.id, SUBSCRIPTION));
+    const first = await run(['app', 'deploy', '--config', 'portal.app.toml', '--release', '--api', w.url], {
+      env,
+    });
+    expect(first.code).toBe(0);
+
+    const browser = new WebClient(w);
+    await browser.signIn(developer.email, PASSWORD);
+    const page = await browser.get(`/developer/apps/${app.id}/versions`);
+    expect(page.status).toBe(200);
+    const shown = /<pre class="secret">([\s\S]*?)<\/pre>/.exec(page.text)?.[1] ?? '';
+    const text = shown
+      .replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'")
+      .replace(/&lt;/g, '<')
+      .replace(/&gt;/g, '>')
+      .replace(/&amp;/g, '&');
+    expect(text).toContain(`app_id = "${app.id}"`);
+    expect(text).toContain('[[subscriptions]]');
+    writeConfig('shown.app.toml', text);
+    const again = await run(['app', 'deploy', '--config', 'shown.app.toml', '--api', w.url], { env });
+    expect(again.stderr).toBe('');
+    expect(again.stdout).toContain('Created version 3');
+    expect(again.stdout).toContain('no changes from the active version');
   });
 });

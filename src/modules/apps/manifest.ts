@@ -1,8 +1,10 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsImport from 'ajv-formats';
+import { stringify as stringifyToml } from 'smol-toml';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { assertUrlAllowed } from '../../delivery/guard.ts';
+import { canonicalJson } from '../../lib/canonical-json.ts';
 import { AppError, type FieldError, validationError } from '../../lib/errors.ts';
 import { allows, SCOPES, type Scope } from '../accounts/roles.ts';
 import type { AppsTable } from '../oauth/tables.ts';
@@ -259,7 +261,8 @@ export interface Change {
 /** The changes from one manifest to the next: each app field, and each subscription by position. */
 export function manifestChanges(before: Manifest | null, after: Manifest): Change[] {
   const changes: Change[] = [];
-  const same = (a: unknown, b: unknown) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+  // Key order means nothing: a filter written in another order is the same filter.
+  const same = (a: unknown, b: unknown) => canonicalJson(a ?? null) === canonicalJson(b ?? null);
   for (const field of [...APP_FIELDS, 'optional_scopes'] as const) {
     const from = before ? before[field] : null;
     if (!same(from, after[field])) changes.push({ path: `/${field}`, from, to: after[field] });
@@ -271,4 +274,20 @@ export function manifestChanges(before: Manifest | null, after: Manifest): Chang
     if (!same(from, to)) changes.push({ path: `/subscriptions/${index}`, from, to });
   }
   return changes;
+}
+
+/**
+ * A manifest as waybill.app.toml, the file `waybill app deploy` reads: `app_id` first, then the
+ * fields; a field without a value (null) is left out, as TOML has no null.
+ */
+export function manifestToml(appId: string, manifest: Manifest): string {
+  const present = Object.entries(manifest).filter(([, value]) => value !== null);
+  const subscriptions = manifest.subscriptions.map(({ filter, ...rest }) => ({
+    ...rest,
+    ...(filter ? { filter } : {}),
+  }));
+  const fields = Object.fromEntries(
+    present.map(([key, value]) => [key, key === 'subscriptions' ? subscriptions : value]),
+  );
+  return `# ${manifest.name}: waybill app deploy sends this file as a new version\n${stringifyToml({ app_id: appId, ...fields })}`;
 }
