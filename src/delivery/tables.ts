@@ -2,7 +2,7 @@
  * What a target is: a company's, merchant's or installation's endpoint, an app's events URL, or a
  * `waybill listen` command connected from a developer's machine (modules/listeners).
  */
-export type TargetKind = 'endpoint' | 'app_events' | 'listener';
+export type TargetKind = 'endpoint' | 'app_events' | 'listener' | 'subscription';
 
 export interface WebhookEndpointsTable {
   id: string;
@@ -37,6 +37,8 @@ export interface WebhookEndpointsTable {
   filter_path?: string | null;
   /** jsonb: the values the predicate names. */
   filter_vars?: unknown;
+  /** Which subscription of the app's active version an app subscription target is (issue 32). */
+  subscription_index?: number | null;
   /** The app of an app events target. */
   app_id: string | null;
   /** Suspension of the app holds deliveries to its targets (not lost: sent after reinstating). */

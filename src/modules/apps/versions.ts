@@ -6,6 +6,7 @@ import type { Page, PageRequest } from '../../lib/paging.ts';
 import type { AppsTable } from '../oauth/tables.ts';
 import { type Change, checkManifest, type Manifest, manifestChanges, manifestOfApp } from './manifest.ts';
 import { ownedAppRow } from './service.ts';
+import { syncSubscriptionTargets } from './subscriptions.ts';
 import type { AppVersionsTable } from './tables.ts';
 
 /** A version as the developer API shows it (CONTRACT.md "Apps as code"). */
@@ -197,6 +198,8 @@ export async function activateVersion(
     })
     .where('id', '=', appId)
     .execute();
+  // Every installation's subscription targets follow the version, in this transaction.
+  await syncSubscriptionTargets(trx, appId, now);
   return row;
 }
 

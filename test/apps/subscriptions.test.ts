@@ -1,0 +1,167 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testWorker } from '../delivery/support.ts';
+import {
+  type CompanyFixture,
+  call,
+  createCompany,
+  createShipment,
+  type Json,
+  type Person,
+  signUpPerson,
+} from '../support/api.ts';
+import { startWaybill, type TestWaybill } from '../support/harness.ts';
+import { createMerchant, type Receiver, startReceiver, verify } from '../webhooks/api/support.ts';
+import { install, registerApp } from './fixtures.ts';
+
+/**
+ * App subscriptions (CONTRACT.md "Apps as code"): a manifest's subscriptions reach every
+ * installation in force, on the delivery engine, signed with the app's events secret.
+ */
+
+let w: TestWaybill;
+let developer: Person;
+let receiver: Receiver;
+let app: Json;
+let companyA: CompanyFixture;
+let companyB: CompanyFixture;
+let merchantB: { accountId: string; token: string };
+let installationA: string;
+let installationB: string;
+
+beforeAll(async () => {
+  w = await startWaybill();
+  developer = await signUpPerson(w, 'Subscribing Developer');
+  receiver = await startReceiver('/subscription');
+  app = await registerApp(w, developer, { scopes: ['shipments:read'] });
+  companyA = await createCompany(w, 'Company A');
+  companyB = await createCompany(w, 'Company B');
+  merchantB = await createMerchant(w, companyB);
+});
+afterAll(async () => {
+  await receiver?.close();
+  await w?.close();
+});
+
+async function deploy(subscriptions: unknown[]): Promise<Json> {
+  const { kind: _kind, client_secret: _s, events_secret: _e, ...rest } = app;
+  const manifest = {
+    name: rest.name,
+    description: rest.description,
+    homepage_url: rest.homepage_url,
+    privacy_url: rest.privacy_url,
+    support_url: rest.support_url,
+    redirect_uris: rest.redirect_uris,
+    scopes: ['shipments:read'],
+    subscriptions,
+  };
+  const created = await call(w, 'POST', `/v1/developer/apps/${app.id}/versions`, {
+    token: developer.token,
+    body: { manifest },
+  });
+  expect(created.status, created.text).toBe(201);
+  return created.body;
+}
+
+async function release(version: Json) {
+  const released = await call(w, 'POST', `/v1/developer/apps/${app.id}/versions/${version.id}/release`, {
+    token: developer.token,
+  });
+  expect(released.status, released.text).toBe(200);
+}
+
+/** Sends everything due and returns what arrived since, verified with the app's events secret. */
+async function deliverAll(): Promise<Json[]> {
+  const before = receiver.received.length;
+  const worker = testWorker(w);
+  try {
+    while ((await worker.tick()) > 0) {}
+  } finally {
+    await worker.stop();
+  }
+  return receiver.received.slice(before).map((message) => verify(app.events_secret, message, w.clock.now()));
+}
+
+async function move(token: string, shipmentId: string, status: string) {
+  const moved = await call(w, 'POST', `/v1/shipments/${shipmentId}/status`, { token, body: { status } });
+  expect(moved.status, moved.text).toBe(200);
+}
+
+describe('app subscriptions', () => {
+  it('each installation in force gets its events once, signed, the merchant installation only its account’s', async () => {
+    const v2 = await deploy([
+      { event_types: ['shipment.created', 'shipment.status_changed'], url: receiver.url },
+    ]);
+    await release(v2);
+    installationA = (
+      await install(w, {
+        appId: app.id,
+        tenantId: companyA.tenantId,
+        userId: companyA.owner.id,
+        scopes: ['shipments:read'],
+      })
+    ).id;
+    installationB = (
+      await install(w, {
+        appId: app.id,
+        tenantId: companyB.tenantId,
+        userId: companyB.owner.id,
+        customerAccountId: merchantB.accountId,
+        scopes: ['shipments:read'],
+      })
+    ).id;
+
+    const inA = await createShipment(w, companyA.liveToken);
+    const inMerchantB = await createShipment(w, merchantB.token);
+    await createShipment(w, companyB.liveToken); // the company's own: not the merchant's
+    await createShipment(w, companyA.testToken); // sandbox: test_events is false
+
+    const arrived = await deliverAll();
+    const seen = arrived.map((m) => [m.installation_id, m.type, m.data.shipment.id]);
+    expect(seen.sort()).toEqual(
+      [
+        [installationA, 'shipment.created', inA.id],
+        [installationB, 'shipment.created', inMerchantB.id],
+      ].sort(),
+    );
+    for (const message of arrived) expect(message.livemode).toBe(true);
+    // Nothing of it is a company endpoint.
+    const listed = await call(w, 'GET', '/v1/webhook-endpoints', { token: companyA.liveToken });
+    expect(listed.body.data).toEqual([]);
+  });
+
+  it('a release with a filter sends only matching events; releasing the earlier version restores them', async () => {
+    const shipment = await createShipment(w, companyA.liveToken);
+    await deliverAll();
+    const filtered = await deploy([
+      {
+        event_types: ['shipment.created', 'shipment.status_changed'],
+        url: receiver.url,
+        filter: { 'data.shipment.status': { eq: 'in_transit' } },
+      },
+    ]);
+    await release(filtered);
+    await move(companyA.liveToken, shipment.id, 'picked_up');
+    await move(companyA.liveToken, shipment.id, 'in_transit');
+    const matching = await deliverAll();
+    expect(matching.map((m) => [m.type, m.data.status, m.installation_id])).toEqual([
+      ['shipment.status_changed', 'in_transit', installationA],
+    ]);
+
+    const versions = await call(w, 'GET', `/v1/developer/apps/${app.id}/versions`, {
+      token: developer.token,
+    });
+    const unfiltered = versions.body.data.find((v: Json) => v.number === 2);
+    await release(unfiltered);
+    await move(companyA.liveToken, shipment.id, 'out_for_delivery');
+    const restored = await deliverAll();
+    expect(restored.map((m) => [m.type, m.data.status])).toEqual([
+      ['shipment.status_changed', 'out_for_delivery'],
+    ]);
+
+    // A version without subscriptions stops them.
+    const none = await deploy([]);
+    await release(none);
+    await move(companyA.liveToken, shipment.id, 'delivered');
+    expect(await deliverAll()).toEqual([]);
+  });
+});
