@@ -164,4 +164,47 @@ describe('app subscriptions', () => {
     await move(companyA.liveToken, shipment.id, 'delivered');
     expect(await deliverAll()).toEqual([]);
   });
+
+  it('the approver leaving holds that installation’s events; a grant without the scope gets none', async () => {
+    const v = await deploy([{ event_types: ['shipment.created'], url: receiver.url }]);
+    await release(v);
+    const company = await createCompany(w, 'Company C');
+    const admin = await signUpPerson(w, 'Approving Admin');
+    const added = await call(w, 'POST', `/v1/companies/${company.tenantId}/members`, {
+      token: company.owner.token,
+      body: { email: admin.email, role: 'admin' },
+    });
+    expect(added.status).toBe(201);
+    const held = await install(w, {
+      appId: app.id,
+      tenantId: company.tenantId,
+      userId: admin.id,
+      scopes: ['shipments:read'],
+    });
+    const before = await createShipment(w, company.liveToken);
+    expect((await deliverAll()).map((m) => [m.installation_id, m.data.shipment.id])).toEqual([
+      [held.id, before.id],
+    ]);
+
+    const left = await call(w, 'DELETE', `/v1/companies/${company.tenantId}/members/${admin.id}`, {
+      token: company.owner.token,
+    });
+    expect(left.status).toBe(204);
+    await createShipment(w, company.liveToken);
+    // Company A's installation still receives its own.
+    const stillA = await createShipment(w, companyA.liveToken);
+    expect((await deliverAll()).map((m) => [m.installation_id, m.data.shipment.id])).toEqual([
+      [installationA, stillA.id],
+    ]);
+
+    const narrow = await createCompany(w, 'Company D');
+    await install(w, {
+      appId: app.id,
+      tenantId: narrow.tenantId,
+      userId: narrow.owner.id,
+      scopes: ['webhooks:write'],
+    });
+    await createShipment(w, narrow.liveToken);
+    expect(await deliverAll()).toEqual([]);
+  });
 });

@@ -29,7 +29,7 @@ const ORDERED_INDEX = `CREATE INDEX webhook_endpoints_ordered ON webhook_endpoin
   WHERE ordering = 'per_shipment'`;
 
 /** The targets view of migration 0034, with the endpoint's ordering at its end. */
-const TARGETS_VIEW = `CREATE OR REPLACE VIEW delivery_targets AS
+export const TARGETS_VIEW = `CREATE OR REPLACE VIEW delivery_targets AS
   SELECT e.id, e.kind, e.app_id, e.enabled, e.held, e.failing_since,
     COALESCE(a.events_url, e.url) AS url,
     COALESCE(a.events_secret_sealed, e.secret_sealed) AS secret_sealed,

@@ -1,7 +1,10 @@
 import type { Kysely } from 'kysely';
 import { deliveriesInsert, GRANT_ALLOWS } from './0033_installation_grants.ts';
 import { setSearchPath } from './0040_function_search_path.ts';
-import { fanOutInOrder } from './0041_ordering_per_shipment.ts';
+import {
+  fanOutInOrder,
+  TARGETS_VIEW as TARGETS_VIEW_BEFORE_SUBSCRIPTIONS,
+} from './0041_ordering_per_shipment.ts';
 import { FILTER_HOLDS } from './0061_endpoint_filters.ts';
 import { runStatements } from './sql.ts';
 
@@ -35,18 +38,6 @@ const TARGETS_VIEW = `CREATE OR REPLACE VIEW delivery_targets AS
     e.headers_sealed, e.ordering
   FROM webhook_endpoints e
   LEFT JOIN apps a ON e.kind IN ('app_events', 'subscription') AND a.id = e.app_id`;
-
-const TARGETS_VIEW_BEFORE = `CREATE OR REPLACE VIEW delivery_targets AS
-  SELECT e.id, e.kind, e.app_id, e.enabled, e.held, e.failing_since,
-    COALESCE(a.events_url, e.url) AS url,
-    COALESCE(a.events_secret_sealed, e.secret_sealed) AS secret_sealed,
-    CASE WHEN e.kind = 'app_events' THEN a.events_previous_secret_sealed ELSE e.previous_secret_sealed END
-      AS previous_secret_sealed,
-    CASE WHEN e.kind = 'app_events' THEN a.events_previous_secret_expires_at
-      ELSE e.previous_secret_expires_at END AS previous_secret_expires_at,
-    e.headers_sealed, e.ordering
-  FROM webhook_endpoints e
-  LEFT JOIN apps a ON e.kind = 'app_events' AND a.id = e.app_id`;
 
 const ENDPOINTS_FAN_OUT = fanOutInOrder(deliveriesInsert(`(${GRANT_ALLOWS}) AND (${FILTER_HOLDS})`));
 
@@ -109,7 +100,7 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     "DELETE FROM webhook_endpoints WHERE kind = 'subscription'",
     ENDPOINTS_FAN_OUT,
     'DROP FUNCTION webhook_fan_out_endpoints(text[], text[], text[], boolean[], text[], timestamptz)',
-    TARGETS_VIEW_BEFORE,
+    TARGETS_VIEW_BEFORE_SUBSCRIPTIONS,
     'DROP INDEX webhook_endpoints_subscriptions',
     'ALTER TABLE webhook_endpoints DROP COLUMN subscription_index',
   ]);

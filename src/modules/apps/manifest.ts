@@ -4,6 +4,7 @@ import { stringify as stringifyToml } from 'smol-toml';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { assertUrlAllowed } from '../../delivery/guard.ts';
+import { issuePath } from '../../http/errors.ts';
 import { canonicalJson } from '../../lib/canonical-json.ts';
 import { AppError, type FieldError, validationError } from '../../lib/errors.ts';
 import { allows, SCOPES, type Scope } from '../accounts/roles.ts';
@@ -91,20 +92,13 @@ addFormats(ajv);
 const validateShape = ajv.compile(ManifestSchema);
 
 function ajvErrors(errors: readonly ErrorObject[] | null | undefined, base: string): FieldError[] {
-  return (errors ?? []).map((issue) => {
-    const params = issue.params as Record<string, unknown>;
-    const extra =
-      typeof params.additionalProperty === 'string'
-        ? `/${params.additionalProperty}`
-        : typeof params.missingProperty === 'string'
-          ? `/${params.missingProperty}`
-          : '';
-    const message =
-      typeof params.additionalProperty === 'string'
+  return (errors ?? []).map((issue) => ({
+    path: `${base}${issuePath(issue)}`,
+    message:
+      typeof (issue.params as { additionalProperty?: unknown }).additionalProperty === 'string'
         ? 'is not a manifest field'
-        : (issue.message ?? 'is not valid');
-    return { path: `${base}${issue.instancePath}${extra}`, message };
-  });
+        : (issue.message ?? 'is not valid'),
+  }));
 }
 
 /** The scope an event type needs (the database's `event_type_scope`, migration 0033). */
