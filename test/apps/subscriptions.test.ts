@@ -207,4 +207,58 @@ describe('app subscriptions', () => {
     await createShipment(w, narrow.liveToken);
     expect(await deliverAll()).toEqual([]);
   });
+
+  it('the developer lists the deliveries by installation, status and type, and replays one', async () => {
+    const list = (query: string) =>
+      call(w, 'GET', `/v1/developer/apps/${app.id}/subscription-deliveries${query}`, {
+        token: developer.token,
+      });
+    const ofB = await list(`?installation_id=${installationB}`);
+    expect(ofB.status).toBe(200);
+    expect(ofB.body.data).toHaveLength(1);
+    const [delivery] = ofB.body.data;
+    expect(delivery).toMatchObject({
+      installation_id: installationB,
+      customer_account_id: merchantB.accountId,
+      event_type: 'shipment.created',
+      status: 'succeeded',
+      livemode: true,
+      url: receiver.url,
+    });
+    expect(delivery.attempts).toHaveLength(1);
+    expect(
+      (await list('?event_type=shipment.status_changed&status=succeeded')).body.data.length,
+    ).toBeGreaterThan(0);
+    expect((await list('?status=failed')).body.data).toEqual([]);
+
+    const before = receiver.received.length;
+    const replayed = await call(
+      w,
+      'POST',
+      `/v1/developer/apps/${app.id}/subscription-deliveries/${delivery.id}/replay`,
+      { token: developer.token },
+    );
+    expect(replayed.status, replayed.text).toBe(200);
+    expect(replayed.body.status_code).toBe(200);
+    const again = receiver.received.slice(before);
+    expect(again.map((m) => m.headers['webhook-id'])).toEqual([delivery.event_id]);
+    expect(verify(app.events_secret, again[0] as never, w.clock.now())).toMatchObject({
+      installation_id: installationB,
+    });
+
+    const other = await signUpPerson(w, 'Someone Else');
+    expect(
+      (await call(w, 'GET', `/v1/developer/apps/${app.id}/subscription-deliveries`, { token: other.token }))
+        .status,
+    ).toBe(404);
+    const unknown = await call(
+      w,
+      'POST',
+      `/v1/developer/apps/${app.id}/subscription-deliveries/dlv_nothing/replay`,
+      {
+        token: developer.token,
+      },
+    );
+    expect(unknown.status).toBe(404);
+  });
 });

@@ -149,3 +149,58 @@ export const AppVersionSchema = Type.Object(
   },
   { $id: 'AppVersion' },
 );
+
+export const SubscriptionDeliveryParams = Type.Object({ id: Id(64), delivery_id: Id(64) }, strict);
+
+export const SubscriptionDeliveryQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+    cursor: Type.Optional(Type.String({ maxLength: 512 })),
+    status: Type.Optional(
+      Type.Union([
+        Type.Literal('pending'),
+        Type.Literal('succeeded'),
+        Type.Literal('failed'),
+        Type.Literal('cancelled'),
+      ]),
+    ),
+    installation_id: Type.Optional(Id(64)),
+    event_type: Type.Optional(Type.String({ maxLength: 100 })),
+  },
+  strict,
+);
+
+const SubscriptionAttemptSchema = Type.Object({
+  attempted_at: Timestamp,
+  duration_ms: Type.Integer(),
+  status_code: Nullable(Type.Integer()),
+  error: Nullable(Type.String()),
+  response_body: Nullable(Type.String({ description: 'The first 4 KB of the answer' })),
+  trigger: Type.String(),
+});
+
+export const SubscriptionDeliverySchema = Type.Object({
+  id: Type.String(),
+  event_id: Type.String({ description: 'The webhook-id header' }),
+  event_type: Type.String(),
+  installation_id: Type.String(),
+  customer_account_id: Nullable(Type.String()),
+  livemode: Type.Boolean(),
+  subscription_index: Type.Integer({ description: "The subscription's place in the active manifest" }),
+  url: Type.String(),
+  status: Type.String(),
+  attempt_count: Type.Integer(),
+  next_attempt_at: Nullable(Timestamp),
+  last_status_code: Nullable(Type.Integer()),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  attempts: Type.Array(SubscriptionAttemptSchema),
+});
+
+export const ReplayOutcomeSchema = Type.Object({
+  delivery_id: Type.String(),
+  status_code: Nullable(Type.Integer()),
+  response_body: Nullable(Type.String()),
+  duration_ms: Type.Integer(),
+  error: Nullable(Type.String()),
+});

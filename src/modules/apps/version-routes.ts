@@ -2,7 +2,17 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../context.ts';
 import { errorResponses, Page, PageQuery } from '../../http/schemas.ts';
 import { requireUser } from '../accounts/access.ts';
-import { AppParams, AppVersionSchema, CreateVersionBody, VersionParams } from './schemas.ts';
+import {
+  AppParams,
+  AppVersionSchema,
+  CreateVersionBody,
+  ReplayOutcomeSchema,
+  SubscriptionDeliveryParams,
+  SubscriptionDeliveryQuery,
+  SubscriptionDeliverySchema,
+  VersionParams,
+} from './schemas.ts';
+import { listSubscriptionDeliveries, replaySubscriptionDelivery } from './subscription-deliveries.ts';
 import { createVersion, getVersion, listVersions, releaseVersion } from './versions.ts';
 
 const tags = ['Developer'];
@@ -79,6 +89,42 @@ export function versionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       },
       async (request) =>
         releaseVersion(ctx, userOf(request.principal), request.params.id, request.params.vid),
+    );
+
+    app.get(
+      '/v1/developer/apps/:id/subscription-deliveries',
+      {
+        config: { auth: 'session' },
+        schema: {
+          tags,
+          summary: "The messages of the app's subscriptions, newest first, with their attempts",
+          params: AppParams,
+          querystring: SubscriptionDeliveryQuery,
+          response: { 200: Page(SubscriptionDeliverySchema), ...errorResponses(400, 401, 403, 404) },
+        },
+      },
+      async (request) =>
+        listSubscriptionDeliveries(ctx, userOf(request.principal), request.params.id, request.query),
+    );
+
+    app.post(
+      '/v1/developer/apps/:id/subscription-deliveries/:delivery_id/replay',
+      {
+        config: { auth: 'session' },
+        schema: {
+          tags,
+          summary: 'Send a subscription message again now, with the same webhook-id',
+          params: SubscriptionDeliveryParams,
+          response: { 200: ReplayOutcomeSchema, ...errorResponses(401, 403, 404, 409, 429) },
+        },
+      },
+      async (request) =>
+        replaySubscriptionDelivery(
+          ctx,
+          userOf(request.principal),
+          request.params.id,
+          request.params.delivery_id,
+        ),
     );
   };
 }
