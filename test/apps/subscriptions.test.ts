@@ -198,7 +198,7 @@ describe('app subscriptions', () => {
     ]);
 
     const narrow = await createCompany(w, 'Company D');
-    await install(w, {
+    const narrowed = await install(w, {
       appId: app.id,
       tenantId: narrow.tenantId,
       userId: narrow.owner.id,
@@ -206,6 +206,37 @@ describe('app subscriptions', () => {
     });
     await createShipment(w, narrow.liveToken);
     expect(await deliverAll()).toEqual([]);
+
+    const effective = async (installationId: string) => {
+      const answer = await call(
+        w,
+        'GET',
+        `/v1/developer/apps/${app.id}/installations/${installationId}/subscriptions`,
+        {
+          token: developer.token,
+        },
+      );
+      expect(answer.status, answer.text).toBe(200);
+      return answer.body;
+    };
+    expect((await effective(held.id)).data).toMatchObject([
+      { index: 0, active: false, withheld_event_types: ['shipment.created'], reason: 'needs_approval' },
+    ]);
+    expect((await effective(narrowed.id)).data).toMatchObject([
+      { active: false, withheld_event_types: ['shipment.created'], reason: 'scope_not_granted' },
+    ]);
+    expect((await effective(installationA)).data).toMatchObject([
+      { active: true, withheld_event_types: [], reason: null, url: receiver.url },
+    ]);
+    const foreign = await call(
+      w,
+      'GET',
+      `/v1/developer/apps/${app.id}/installations/inst_nothing/subscriptions`,
+      {
+        token: developer.token,
+      },
+    );
+    expect(foreign.status).toBe(404);
   });
 
   it('the developer lists the deliveries by installation, status and type, and replays one', async () => {

@@ -204,3 +204,29 @@ export const ReplayOutcomeSchema = Type.Object({
   duration_ms: Type.Integer(),
   error: Nullable(Type.String()),
 });
+
+export const InstallationOfAppParams = Type.Object({ id: Id(64), inst_id: Id(64) }, strict);
+
+export const EffectiveSubscriptionsSchema = Type.Object({
+  installation_id: Type.String(),
+  held_reason: Nullable(Type.String({ description: 'app_suspended or needs_approval; null while in force' })),
+  data: Type.Array(
+    Type.Object({
+      index: Type.Integer(),
+      event_types: Type.Array(Type.String()),
+      url: Type.String(),
+      filter: Nullable(Type.Object({}, { additionalProperties: true })),
+      test_events: Type.Boolean(),
+      active: Type.Boolean({ description: 'Something of it is sent now' }),
+      withheld_event_types: Type.Array(Type.String()),
+      reason: Nullable(
+        Type.Union([
+          Type.Literal('app_suspended'),
+          Type.Literal('needs_approval'),
+          Type.Literal('disabled'),
+          Type.Literal('scope_not_granted'),
+        ]),
+      ),
+    }),
+  ),
+});

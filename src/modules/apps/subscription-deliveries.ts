@@ -5,8 +5,10 @@ import { type AttemptOutcome, attemptDelivery } from '../../delivery/attempt.ts'
 import type { WebhookDeliveriesTable } from '../../delivery/tables.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
+import { allows, type Scope } from '../accounts/roles.ts';
 import { spendOutbound } from '../outbound/budget.ts';
 import { type Attempt, type Delivery, presentAttempt, presentDelivery } from '../webhooks/deliveries.ts';
+import { eventTypeScope, type Manifest } from './manifest.ts';
 import { ownedAppRow } from './service.ts';
 
 /** A subscription's message as its developer sees it: the delivery, where it went, its attempts. */
@@ -100,4 +102,76 @@ export async function replaySubscriptionDelivery(
   if (held) throw new AppError('installation.needs_approval');
   await spendOutbound(ctx, { account: { kind: 'user', id: developerId }, url: found.url });
   return attemptDelivery(ctx, found.id, 'replay');
+}
+
+/** One subscription as it stands for one installation. */
+export interface EffectiveSubscription {
+  index: number;
+  event_types: string[];
+  url: string;
+  filter: Record<string, unknown> | null;
+  test_events: boolean;
+  /** Something of it is sent now. */
+  active: boolean;
+  /** Subscribed types this installation does not receive. */
+  withheld_event_types: string[];
+  /**
+   * Why: `app_suspended`, `needs_approval` (the approver left or lost the role), `disabled` (its
+   * target failed for 3 days or its URL answered 410), `scope_not_granted` (types the grant does
+   * not allow); null when all of it is sent.
+   */
+  reason: 'app_suspended' | 'needs_approval' | 'disabled' | 'scope_not_granted' | null;
+}
+
+/** GET /v1/developer/apps/{id}/installations/{inst_id}/subscriptions: the active version's, as they stand. */
+export async function effectiveSubscriptions(
+  ctx: AppContext,
+  developerId: string,
+  appId: string,
+  installationId: string,
+): Promise<{ installation_id: string; held_reason: string | null; data: EffectiveSubscription[] }> {
+  const app = await ownedAppRow(ctx, developerId, appId);
+  const grant = await sql<{ held_reason: string | null; scopes: string[] }>`
+    SELECT held_reason, scopes FROM installation_grants
+    WHERE installation_id = ${installationId} AND app_id = ${app.id}`.execute(ctx.db);
+  const found = grant.rows[0];
+  if (!found) throw new AppError('installation.not_found');
+  const active = await ctx.db
+    .selectFrom('app_versions')
+    .select('manifest')
+    .where('app_id', '=', app.id)
+    .where('status', '=', 'active')
+    .executeTakeFirst();
+  const manifest = (typeof active?.manifest === 'string' ? JSON.parse(active.manifest) : active?.manifest) as
+    | Manifest
+    | undefined;
+  const targets = await ctx.db
+    .selectFrom('webhook_endpoints')
+    .select(['subscription_index', 'livemode', 'enabled'])
+    .where('kind', '=', 'subscription')
+    .where('installation_id', '=', installationId)
+    .execute();
+  const granted = new Set(found.scopes as Scope[]);
+  const data = (manifest?.subscriptions ?? []).map((subscription, index): EffectiveSubscription => {
+    const live = targets.find((t) => t.subscription_index === index && t.livemode);
+    const withheldByScope = subscription.event_types.filter((type) => {
+      const needed = eventTypeScope(type);
+      return needed !== null && !allows(granted, needed);
+    });
+    const held = found.held_reason as 'app_suspended' | 'needs_approval' | null;
+    const disabled = live ? !live.enabled : false;
+    const withheld = held || disabled ? subscription.event_types : withheldByScope;
+    const reason = held ?? (disabled ? 'disabled' : withheldByScope.length > 0 ? 'scope_not_granted' : null);
+    return {
+      index,
+      event_types: subscription.event_types,
+      url: subscription.url,
+      filter: subscription.filter,
+      test_events: subscription.test_events,
+      active: withheld.length < subscription.event_types.length,
+      withheld_event_types: withheld,
+      reason,
+    };
+  });
+  return { installation_id: installationId, held_reason: found.held_reason, data };
 }

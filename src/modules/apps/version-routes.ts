@@ -6,13 +6,19 @@ import {
   AppParams,
   AppVersionSchema,
   CreateVersionBody,
+  EffectiveSubscriptionsSchema,
+  InstallationOfAppParams,
   ReplayOutcomeSchema,
   SubscriptionDeliveryParams,
   SubscriptionDeliveryQuery,
   SubscriptionDeliverySchema,
   VersionParams,
 } from './schemas.ts';
-import { listSubscriptionDeliveries, replaySubscriptionDelivery } from './subscription-deliveries.ts';
+import {
+  effectiveSubscriptions,
+  listSubscriptionDeliveries,
+  replaySubscriptionDelivery,
+} from './subscription-deliveries.ts';
 import { createVersion, getVersion, listVersions, releaseVersion } from './versions.ts';
 
 const tags = ['Developer'];
@@ -125,6 +131,21 @@ export function versionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           request.params.id,
           request.params.delivery_id,
         ),
+    );
+
+    app.get(
+      '/v1/developer/apps/:id/installations/:inst_id/subscriptions',
+      {
+        config: { auth: 'session' },
+        schema: {
+          tags,
+          summary: "An installation's effective subscriptions: what is sent, what is withheld and why",
+          params: InstallationOfAppParams,
+          response: { 200: EffectiveSubscriptionsSchema, ...errorResponses(401, 403, 404) },
+        },
+      },
+      async (request) =>
+        effectiveSubscriptions(ctx, userOf(request.principal), request.params.id, request.params.inst_id),
     );
   };
 }
