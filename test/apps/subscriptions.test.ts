@@ -11,7 +11,7 @@ import {
 } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 import { createMerchant, type Receiver, startReceiver, verify } from '../webhooks/api/support.ts';
-import { install, registerApp } from './fixtures.ts';
+import { install, issueAppTokens, registerApp } from './fixtures.ts';
 
 /**
  * App subscriptions (CONTRACT.md "Apps as code"): a manifest's subscriptions reach every
@@ -291,5 +291,56 @@ describe('app subscriptions', () => {
       },
     );
     expect(unknown.status).toBe(404);
+  });
+
+  it('the app reads its installation and mutes a type for it alone', async () => {
+    const { accessToken } = await issueAppTokens(w, {
+      appId: app.id,
+      installationId: installationA,
+      userId: companyA.owner.id,
+      scopes: ['shipments:read'],
+    });
+    const read = await call(w, 'GET', '/v1/installation', { token: accessToken });
+    expect(read.status, read.text).toBe(200);
+    expect(read.body).toMatchObject({
+      id: installationA,
+      app_id: app.id,
+      tenant_id: companyA.tenantId,
+      customer_account_id: null,
+      scopes: ['shipments:read'],
+      muted_event_types: [],
+      subscriptions: [{ event_types: ['shipment.created'], active: true, reason: null }],
+    });
+
+    const unknown = await call(w, 'PATCH', '/v1/installation', {
+      token: accessToken,
+      body: { muted_event_types: ['shipment.teleported'] },
+    });
+    expect(unknown.status).toBe(422);
+    expect(unknown.body.errors[0].path).toBe('/muted_event_types/0');
+    const byApiToken = await call(w, 'GET', '/v1/installation', { token: companyA.liveToken });
+    expect(byApiToken.status).toBe(403);
+
+    const muted = await call(w, 'PATCH', '/v1/installation', {
+      token: accessToken,
+      body: { muted_event_types: ['shipment.created'] },
+    });
+    expect(muted.status, muted.text).toBe(200);
+    expect(muted.body.subscriptions[0]).toMatchObject({
+      active: false,
+      withheld_event_types: ['shipment.created'],
+      reason: 'muted',
+    });
+    await createShipment(w, companyA.liveToken);
+    const inB = await createShipment(w, merchantB.token);
+    expect((await deliverAll()).map((m) => [m.installation_id, m.data.shipment.id])).toEqual([
+      [installationB, inB.id],
+    ]);
+
+    await call(w, 'PATCH', '/v1/installation', { token: accessToken, body: { muted_event_types: [] } });
+    const inA = await createShipment(w, companyA.liveToken);
+    expect((await deliverAll()).map((m) => [m.installation_id, m.data.shipment.id])).toEqual([
+      [installationA, inA.id],
+    ]);
   });
 });

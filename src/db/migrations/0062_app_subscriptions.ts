@@ -20,10 +20,13 @@ import { runStatements } from './sql.ts';
  * `webhook_fan_out` now runs the endpoints' insert of migration 0061 and then the subscriptions'
  * one, in the same call: for each event, every subscription target of an installation of the
  * event's company whose grant is in force and allows the type, of the event's mode, subscribed to
- * the type, in the installation's merchant account when it has one, and whose filter holds. Each
+ * the type, in the installation's merchant account when it has one, not muted by the app for that
+ * installation (`installations.muted_event_types`), and whose filter holds. Each
  * delivery keeps its own payload: the event's envelope with `installation_id` first.
  */
 const COLUMN = 'ALTER TABLE webhook_endpoints ADD COLUMN subscription_index integer';
+/** Types the app asked not to receive for this installation (PATCH /v1/installation). */
+const MUTED = "ALTER TABLE installations ADD COLUMN muted_event_types jsonb NOT NULL DEFAULT '[]'::jsonb";
 const TARGETS_INDEX = `CREATE UNIQUE INDEX webhook_endpoints_subscriptions
   ON webhook_endpoints (installation_id, subscription_index, livemode) WHERE kind = 'subscription'`;
 
@@ -55,6 +58,9 @@ const SUBSCRIPTIONS_INSERT = `INSERT INTO webhook_deliveries
     AND g.held_reason IS NULL
     AND (g.customer_account_id IS NULL OR g.customer_account_id = ev.customer_account_id)
     AND scopes_allow(g.scopes, event_type_scope(ev.type))
+  JOIN installations inst
+    ON inst.id = g.installation_id
+    AND NOT (inst.muted_event_types @> jsonb_build_array(ev.type))
   JOIN webhook_endpoints e
     ON e.kind = 'subscription'
     AND e.installation_id = g.installation_id
@@ -87,6 +93,7 @@ $fn$`;
 export async function up(db: Kysely<unknown>): Promise<void> {
   await runStatements(db, [
     COLUMN,
+    MUTED,
     TARGETS_INDEX,
     TARGETS_VIEW,
     ENDPOINTS_FAN_OUT.replace('FUNCTION webhook_fan_out(', 'FUNCTION webhook_fan_out_endpoints('),
@@ -103,6 +110,7 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     TARGETS_VIEW_BEFORE_SUBSCRIPTIONS,
     'DROP INDEX webhook_endpoints_subscriptions',
     'ALTER TABLE webhook_endpoints DROP COLUMN subscription_index',
+    'ALTER TABLE installations DROP COLUMN muted_event_types',
   ]);
   await setSearchPath(db, true);
 }

@@ -207,26 +207,50 @@ export const ReplayOutcomeSchema = Type.Object({
 
 export const InstallationOfAppParams = Type.Object({ id: Id(64), inst_id: Id(64) }, strict);
 
+export const EffectiveSubscriptionSchema = Type.Object({
+  index: Type.Integer(),
+  event_types: Type.Array(Type.String()),
+  url: Type.String(),
+  filter: Nullable(Type.Object({}, { additionalProperties: true })),
+  test_events: Type.Boolean(),
+  active: Type.Boolean({ description: 'Something of it is sent now' }),
+  withheld_event_types: Type.Array(Type.String()),
+  reason: Nullable(
+    Type.Union([
+      Type.Literal('app_suspended'),
+      Type.Literal('needs_approval'),
+      Type.Literal('disabled'),
+      Type.Literal('scope_not_granted'),
+      Type.Literal('muted'),
+    ]),
+  ),
+});
+
 export const EffectiveSubscriptionsSchema = Type.Object({
   installation_id: Type.String(),
   held_reason: Nullable(Type.String({ description: 'app_suspended or needs_approval; null while in force' })),
-  data: Type.Array(
-    Type.Object({
-      index: Type.Integer(),
-      event_types: Type.Array(Type.String()),
-      url: Type.String(),
-      filter: Nullable(Type.Object({}, { additionalProperties: true })),
-      test_events: Type.Boolean(),
-      active: Type.Boolean({ description: 'Something of it is sent now' }),
-      withheld_event_types: Type.Array(Type.String()),
-      reason: Nullable(
-        Type.Union([
-          Type.Literal('app_suspended'),
-          Type.Literal('needs_approval'),
-          Type.Literal('disabled'),
-          Type.Literal('scope_not_granted'),
-        ]),
-      ),
-    }),
-  ),
+  data: Type.Array(EffectiveSubscriptionSchema),
 });
+
+export const OwnInstallationSchema = Type.Object({
+  id: Type.String(),
+  app_id: Type.String(),
+  tenant_id: Type.String(),
+  customer_account_id: Nullable(Type.String()),
+  scopes: Type.Array(Type.String(), {
+    description: "The granted scopes in force (the approver's role holds them)",
+  }),
+  held_reason: Nullable(Type.String({ description: 'app_suspended or needs_approval; null while in force' })),
+  muted_event_types: Type.Array(Type.String()),
+  subscriptions: Type.Array(EffectiveSubscriptionSchema),
+});
+
+export const MuteBody = Type.Object(
+  {
+    muted_event_types: Type.Array(Type.String({ maxLength: 100 }), {
+      maxItems: 50,
+      description: 'Types the subscriptions stop sending to this installation; [] sends them again',
+    }),
+  },
+  strict,
+);

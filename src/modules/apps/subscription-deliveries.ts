@@ -9,6 +9,7 @@ import { allows, type Scope } from '../accounts/roles.ts';
 import { spendOutbound } from '../outbound/budget.ts';
 import { type Attempt, type Delivery, presentAttempt, presentDelivery } from '../webhooks/deliveries.ts';
 import { eventTypeScope, type Manifest } from './manifest.ts';
+import { jsonArray } from './registry.ts';
 import { ownedAppRow } from './service.ts';
 
 /** A subscription's message as its developer sees it: the delivery, where it went, its attempts. */
@@ -118,9 +119,9 @@ export interface EffectiveSubscription {
   /**
    * Why: `app_suspended`, `needs_approval` (the approver left or lost the role), `disabled` (its
    * target failed for 3 days or its URL answered 410), `scope_not_granted` (types the grant does
-   * not allow); null when all of it is sent.
+   * not allow), `muted` (types the app muted for this installation); null when all of it is sent.
    */
-  reason: 'app_suspended' | 'needs_approval' | 'disabled' | 'scope_not_granted' | null;
+  reason: 'app_suspended' | 'needs_approval' | 'disabled' | 'scope_not_granted' | 'muted' | null;
 }
 
 /** GET /v1/developer/apps/{id}/installations/{inst_id}/subscriptions: the active version's, as they stand. */
@@ -131,15 +132,27 @@ export async function effectiveSubscriptions(
   installationId: string,
 ): Promise<{ installation_id: string; held_reason: string | null; data: EffectiveSubscription[] }> {
   const app = await ownedAppRow(ctx, developerId, appId);
-  const grant = await sql<{ held_reason: string | null; scopes: string[] }>`
-    SELECT held_reason, scopes FROM installation_grants
-    WHERE installation_id = ${installationId} AND app_id = ${app.id}`.execute(ctx.db);
+  const { held_reason, data } = await subscriptionsOfInstallation(ctx, app.id, installationId);
+  return { installation_id: installationId, held_reason, data };
+}
+
+/** An installation's grant in force, its muted types, and its subscriptions as they stand. */
+export async function subscriptionsOfInstallation(
+  ctx: AppContext,
+  appId: string,
+  installationId: string,
+): Promise<{ held_reason: string | null; scopes: string[]; muted: string[]; data: EffectiveSubscription[] }> {
+  const grant = await sql<{ held_reason: string | null; scopes: string[]; muted: unknown }>`
+    SELECT g.held_reason, g.scopes, i.muted_event_types AS muted FROM installation_grants g
+    JOIN installations i ON i.id = g.installation_id
+    WHERE g.installation_id = ${installationId} AND g.app_id = ${appId}`.execute(ctx.db);
   const found = grant.rows[0];
   if (!found) throw new AppError('installation.not_found');
+  const muted = jsonArray<string>(found.muted);
   const active = await ctx.db
     .selectFrom('app_versions')
     .select('manifest')
-    .where('app_id', '=', app.id)
+    .where('app_id', '=', appId)
     .where('status', '=', 'active')
     .executeTakeFirst();
   const manifest = (typeof active?.manifest === 'string' ? JSON.parse(active.manifest) : active?.manifest) as
@@ -152,16 +165,19 @@ export async function effectiveSubscriptions(
     .where('installation_id', '=', installationId)
     .execute();
   const granted = new Set(found.scopes as Scope[]);
+  const held = found.held_reason as 'app_suspended' | 'needs_approval' | null;
   const data = (manifest?.subscriptions ?? []).map((subscription, index): EffectiveSubscription => {
     const live = targets.find((t) => t.subscription_index === index && t.livemode);
-    const withheldByScope = subscription.event_types.filter((type) => {
+    const disabled = live ? !live.enabled : false;
+    const byScope = subscription.event_types.filter((type) => {
       const needed = eventTypeScope(type);
       return needed !== null && !allows(granted, needed);
     });
-    const held = found.held_reason as 'app_suspended' | 'needs_approval' | null;
-    const disabled = live ? !live.enabled : false;
-    const withheld = held || disabled ? subscription.event_types : withheldByScope;
-    const reason = held ?? (disabled ? 'disabled' : withheldByScope.length > 0 ? 'scope_not_granted' : null);
+    const byMute = subscription.event_types.filter((type) => muted.includes(type) && !byScope.includes(type));
+    const withheld = held || disabled ? subscription.event_types : [...byScope, ...byMute];
+    const reason =
+      held ??
+      (disabled ? 'disabled' : byScope.length > 0 ? 'scope_not_granted' : byMute.length > 0 ? 'muted' : null);
     return {
       index,
       event_types: subscription.event_types,
@@ -173,5 +189,5 @@ export async function effectiveSubscriptions(
       reason,
     };
   });
-  return { installation_id: installationId, held_reason: found.held_reason, data };
+  return { held_reason: found.held_reason, scopes: found.scopes, muted, data };
 }
