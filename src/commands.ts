@@ -14,6 +14,8 @@ Commands:
   migrate [--wait <s>]  apply database migrations and exit
   seed [--wait <s>]     add the demo data to an empty database and exit
   listen                receive test webhooks on this machine (waybill listen --help)
+  login                 sign in for the app commands (waybill login --help)
+  app                   an app's configuration as code: deploy, versions, release (waybill app --help)
 
 serve and worker wait for an unreachable database as long as it takes; migrate and seed wait
 --wait seconds (default 60), then exit 1.
@@ -61,6 +63,12 @@ async function main(): Promise<void> {
     if (args.includes('--help') || args.includes('-h')) console.log(LISTEN_USAGE);
     else await listenCommand(args);
     return;
+  }
+  if (process.argv[2] === 'login' || process.argv[2] === 'app') {
+    const args = process.argv.slice(3);
+    const { appCommand, loginCommand, runClientCommand } = await import('./cli/app.ts');
+    const command = process.argv[2] === 'login' ? loginCommand : appCommand;
+    return runClientCommand(() => command(args));
   }
   const { positionals, values } = parseArgs({
     allowPositionals: true,

@@ -1,5 +1,6 @@
 import type { WebhooksTables } from '../delivery/tables.ts';
 import type { AccountsTables } from '../modules/accounts/tables.ts';
+import type { AppsTables } from '../modules/apps/tables.ts';
 import type { ConsoleTables } from '../modules/console/tables.ts';
 import type { OAuthTables } from '../modules/oauth/tables.ts';
 import type { OutboundTables } from '../modules/outbound/budget.ts';
@@ -16,4 +17,5 @@ export interface Database
     PrivacyTables,
     StoreTables,
     ConsoleTables,
-    OutboundTables {}
+    OutboundTables,
+    AppsTables {}

@@ -2,7 +2,7 @@
  * What a target is: a company's, merchant's or installation's endpoint, an app's events URL, or a
  * `waybill listen` command connected from a developer's machine (modules/listeners).
  */
-export type TargetKind = 'endpoint' | 'app_events' | 'listener';
+export type TargetKind = 'endpoint' | 'app_events' | 'listener' | 'subscription';
 
 export interface WebhookEndpointsTable {
   id: string;
@@ -31,6 +31,14 @@ export interface WebhookEndpointsTable {
   /** When the current streak was told as failing (after 24 h; once per streak). */
   failing_noticed_at: Date | null;
   created_by: string | null;
+  /** jsonb: the endpoint's filter as written (issue 32); null for none. */
+  filter?: unknown;
+  /** The filter compiled to an SQL/JSON path predicate, read by the fan-out (migration 0061). */
+  filter_path?: string | null;
+  /** jsonb: the values the predicate names. */
+  filter_vars?: unknown;
+  /** Which subscription of the app's active version an app subscription target is (issue 32). */
+  subscription_index?: number | null;
   /** The app of an app events target. */
   app_id: string | null;
   /** Suspension of the app holds deliveries to its targets (not lost: sent after reinstating). */

@@ -38,18 +38,23 @@ export function sendProblem(reply: FastifyReply, error: AppError, request?: Fast
     .send(problemBody(error, request?.url.split('?')[0]));
 }
 
+/** Where a schema issue is: its instance path, with the field a missing or unknown property names. */
+export function issuePath(issue: { instancePath: string; params: unknown }): string {
+  const params = issue.params as Record<string, unknown>;
+  const extra =
+    typeof params.additionalProperty === 'string'
+      ? `/${params.additionalProperty}`
+      : typeof params.missingProperty === 'string'
+        ? `/${params.missingProperty}`
+        : '';
+  return `${issue.instancePath}${extra}`;
+}
+
 function fieldErrors(error: FastifyError): FieldError[] {
   return (error.validation ?? []).map((issue) => {
-    const params = issue.params as Record<string, unknown>;
-    const extra =
-      typeof params.additionalProperty === 'string'
-        ? `/${params.additionalProperty}`
-        : typeof params.missingProperty === 'string'
-          ? `/${params.missingProperty}`
-          : '';
     const context = error.validationContext ?? 'body';
     return {
-      path: `${context === 'body' ? '' : `${context}:`}${issue.instancePath}${extra}` || '/',
+      path: `${context === 'body' ? '' : `${context}:`}${issuePath(issue)}` || '/',
       message: issue.message ?? 'is not valid',
     };
   });

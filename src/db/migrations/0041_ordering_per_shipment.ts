@@ -29,7 +29,7 @@ const ORDERED_INDEX = `CREATE INDEX webhook_endpoints_ordered ON webhook_endpoin
   WHERE ordering = 'per_shipment'`;
 
 /** The targets view of migration 0034, with the endpoint's ordering at its end. */
-const TARGETS_VIEW = `CREATE OR REPLACE VIEW delivery_targets AS
+export const TARGETS_VIEW = `CREATE OR REPLACE VIEW delivery_targets AS
   SELECT e.id, e.kind, e.app_id, e.enabled, e.held, e.failing_since,
     COALESCE(a.events_url, e.url) AS url,
     COALESCE(a.events_secret_sealed, e.secret_sealed) AS secret_sealed,
@@ -123,9 +123,10 @@ const DELIVERIES_INSERT = deliveriesInsert(GRANT_ALLOWS);
 /**
  * The fan-out of migration 0033; when one of the events' tenants has an ordered endpoint, the
  * messages made for such endpoints get their shipment and their place in its line, in the order
- * of the events given.
+ * of the events given. The insert is given: migration 0061 adds the endpoints' filters to it.
  */
-const FAN_OUT_IN_ORDER = `CREATE OR REPLACE FUNCTION webhook_fan_out(p_event_ids text[], p_types text[], p_tenants text[],
+export function fanOutInOrder(insert: string): string {
+  return `CREATE OR REPLACE FUNCTION webhook_fan_out(p_event_ids text[], p_types text[], p_tenants text[],
   p_livemodes boolean[], p_accounts text[], p_now timestamptz)
 RETURNS int LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
 DECLARE
@@ -135,12 +136,12 @@ DECLARE
   lined_shipments text[];
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM webhook_endpoints o WHERE o.ordering = 'per_shipment' AND o.tenant_id = ANY (p_tenants)) THEN
-    ${DELIVERIES_INSERT};
+    ${insert};
     GET DIAGNOSTICS inserted = ROW_COUNT;
     RETURN inserted;
   END IF;
   WITH made AS (
-    ${DELIVERIES_INSERT}
+    ${insert}
     RETURNING id, endpoint_id, event_id
   )
   SELECT count(*)::int,
@@ -171,6 +172,9 @@ BEGIN
   RETURN inserted;
 END
 $fn$`;
+}
+
+const FAN_OUT_IN_ORDER = fanOutInOrder(DELIVERIES_INSERT);
 
 /**
  * A rate-limited endpoint's messages are spaced at this share of its limit: the rest (about 50 ms

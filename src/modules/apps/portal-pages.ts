@@ -5,16 +5,19 @@ import { type PageHandler, signedInPage } from '../../web/dashboard.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { sendPage } from '../../web/layout.ts';
 import { appOverview } from '../console/pages.ts';
+import { manifestToml } from './manifest.ts';
 import {
   type AppFormValues,
   appDetail,
   appForm,
   appList,
+  appVersionsPage,
   portalPage,
   secretShownOnce,
 } from './portal-views.ts';
 import { revealEventsSecret, rotateClientSecret, rotateEventsSecret } from './secrets.ts';
 import { type App, createApp, getApp, listApps, type NewApp, updateApp } from './service.ts';
+import { listVersions } from './versions.ts';
 
 type Form = Record<string, string | string[] | undefined>;
 type AppRoute = { Params: { id: string }; Body: Form; Querystring: { saved?: string } };
@@ -193,6 +196,18 @@ export function portalPages(ctx: AppContext): FastifyPluginAsync {
             { label: 'Events secret', value: secret, name: 'events_secret' },
           ]),
         );
+      }),
+    );
+
+    app.get<AppRoute>(
+      '/developer/apps/:id/versions',
+      hide,
+      page<AppRoute>(async (userId, csrf, request, reply) => {
+        const found = await getApp(ctx, userId, request.params.id);
+        const versions = await listVersions(ctx, userId, found.id, { limit: 100 });
+        const active = versions.data.find((version) => version.status === 'active');
+        const toml = active ? manifestToml(found.id, active.manifest) : '';
+        return sendPage(reply, appVersionsPage({ csrf }, found, versions.data, toml));
       }),
     );
 

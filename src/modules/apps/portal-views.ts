@@ -3,6 +3,7 @@ import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField, layout } from '../../web/layout.ts';
 import { SCOPE_DESCRIPTIONS, SCOPES } from '../accounts/roles.ts';
 import type { App } from './service.ts';
+import type { AppVersion } from './versions.ts';
 
 /** The developer portal's pages. They need a signed-in person, not a company, so they use the plain layout. */
 export interface PortalPage {
@@ -141,6 +142,10 @@ ${
 <p class="muted">What was sent to your events URL (app.uninstalled, privacy requests), with each attempt; replay or send a test.</p>
 <p><a class="button secondary" href="/developer/apps/${app.id}/event-messages">App event messages</a></p>
 </section>
+<section class="card"><h2>Configuration as code</h2>
+<p class="muted">The app's manifest as <code>waybill.app.toml</code>, and its versions.</p>
+<p><a class="button secondary" href="/developer/apps/${app.id}/versions">Versions</a></p>
+</section>
 <section class="card"><h2>App Store</h2>
 <p class="muted">Submit the app for review, follow its submissions, and check your events URL.</p>
 <p><a class="button secondary" href="/developer/apps/${app.id}/submissions">App Store submissions</a></p>
@@ -148,5 +153,31 @@ ${
 <section class="card"><h2>Settings</h2>
 ${app.status === 'published' ? html`<p class="muted">This app is published: changes to its reviewed fields go through review (<a href="/developer/apps/${app.id}/submissions/new">submit an update</a>).</p>` : ''}
 ${form}</section>`,
+  );
+}
+
+/** The app as code: the active manifest as waybill.app.toml, and every version. */
+export function appVersionsPage(page: PortalPage, app: App, versions: AppVersion[], toml: string): SafeHtml {
+  const rows = versions.map(
+    (
+      version,
+    ) => html`<tr><td>${String(version.number)}</td><td><span class="badge">${version.status}</span></td>
+<td>${version.created_at}</td><td>${String(version.changes.length)}</td><td>${version.message ?? ''}</td></tr>`,
+  );
+  return portalPage(
+    page,
+    `${app.name}: versions`,
+    html`<h1>${app.name}: configuration as code</h1>
+<section class="card"><h2>waybill.app.toml</h2>
+<p class="muted">The active version as a file. Save it beside your code, change it, and send it with
+<code>waybill app deploy</code> (<code>--release</code> to make it active at once).</p>
+<pre class="secret">${toml}</pre>
+</section>
+<section class="card"><h2>Versions</h2>
+<table><thead><tr><th>Number</th><th>Status</th><th>Created</th><th>Changes</th><th>Message</th></tr></thead>
+<tbody>${rows}</tbody></table>
+<p class="muted"><code>waybill app release &lt;number&gt;</code> makes a version active; releasing an older one rolls back.</p>
+<p><a href="/developer/apps/${app.id}">Back to the app</a></p>
+</section>`,
   );
 }

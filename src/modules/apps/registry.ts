@@ -6,6 +6,7 @@ import type { Scope } from '../accounts/roles.ts';
 import { recordInstallation, recordUninstall } from '../console/records.ts';
 import { cancelWithheldDeliveries } from '../oauth/installation-grants.ts';
 import type { AppsTable } from '../oauth/tables.ts';
+import { syncSubscriptionTargets } from './subscriptions.ts';
 
 /**
  * What the OAuth endpoints need of apps and installations. The OAuth module codes against this
@@ -109,6 +110,8 @@ export async function upsertInstallation(
     .returning('id')
     .executeTakeFirstOrThrow();
   await recordInstallation(trx, { ...input, id: row.id, scopes }, now);
+  // The app's subscriptions reach the new installation (its grant decides at each event).
+  await syncSubscriptionTargets(trx, input.appId, now, row.id);
   const codes = await trx.deleteFrom('oauth_codes').where('installation_id', '=', row.id).executeTakeFirst();
   const tokens = await trx
     .updateTable('oauth_tokens')

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { Id, Nullable, Timestamp } from '../../http/schemas.ts';
+import { ManifestSchema } from './manifest.ts';
 import { MAX_URL_LENGTH } from './urls.ts';
 
 const strict = { additionalProperties: false } as const;
@@ -111,3 +112,145 @@ export const InstallationSchema = Type.Object(
 );
 
 export const InstallationParams = Type.Object({ tenant_id: Id(64), inst_id: Id(64) }, strict);
+
+export const CreateVersionBody = Type.Object(
+  {
+    manifest: Type.Object(
+      {},
+      {
+        additionalProperties: true,
+        description:
+          'The manifest (AppManifest); checked by the service, each problem answered with its path',
+      },
+    ),
+    message: Type.Optional(Nullable(Type.String({ maxLength: 1000 }))),
+  },
+  strict,
+);
+
+export const VersionParams = Type.Object({ id: Id(64), vid: Id(64) }, strict);
+
+export const ChangeSchema = Type.Object({
+  path: Type.String({ description: 'A JSON pointer into the manifest: /scopes, /subscriptions/0' }),
+  from: Type.Unknown(),
+  to: Type.Unknown(),
+});
+
+export const AppVersionSchema = Type.Object(
+  {
+    id: Type.String({ description: 'apv_...' }),
+    number: Type.Integer({ minimum: 1 }),
+    status: Type.Union([Type.Literal('draft'), Type.Literal('active'), Type.Literal('superseded')]),
+    manifest: ManifestSchema,
+    changes: Type.Array(ChangeSchema, { description: 'From the version active when this one was made' }),
+    message: Nullable(Type.String()),
+    created_at: Timestamp,
+    released_at: Nullable(Timestamp),
+  },
+  { $id: 'AppVersion' },
+);
+
+export const SubscriptionDeliveryParams = Type.Object({ id: Id(64), delivery_id: Id(64) }, strict);
+
+export const SubscriptionDeliveryQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+    cursor: Type.Optional(Type.String({ maxLength: 512 })),
+    status: Type.Optional(
+      Type.Union([
+        Type.Literal('pending'),
+        Type.Literal('succeeded'),
+        Type.Literal('failed'),
+        Type.Literal('cancelled'),
+      ]),
+    ),
+    installation_id: Type.Optional(Id(64)),
+    event_type: Type.Optional(Type.String({ maxLength: 100 })),
+  },
+  strict,
+);
+
+const SubscriptionAttemptSchema = Type.Object({
+  attempted_at: Timestamp,
+  duration_ms: Type.Integer(),
+  status_code: Nullable(Type.Integer()),
+  error: Nullable(Type.String()),
+  response_body: Nullable(Type.String({ description: 'The first 4 KB of the answer' })),
+  trigger: Type.String(),
+});
+
+export const SubscriptionDeliverySchema = Type.Object({
+  id: Type.String(),
+  event_id: Type.String({ description: 'The webhook-id header' }),
+  event_type: Type.String(),
+  installation_id: Type.String(),
+  customer_account_id: Nullable(Type.String()),
+  livemode: Type.Boolean(),
+  subscription_index: Type.Integer({ description: "The subscription's place in the active manifest" }),
+  url: Type.String(),
+  status: Type.String(),
+  attempt_count: Type.Integer(),
+  next_attempt_at: Nullable(Timestamp),
+  last_status_code: Nullable(Type.Integer()),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  attempts: Type.Array(SubscriptionAttemptSchema),
+});
+
+export const ReplayOutcomeSchema = Type.Object({
+  delivery_id: Type.String(),
+  status_code: Nullable(Type.Integer()),
+  response_body: Nullable(Type.String()),
+  duration_ms: Type.Integer(),
+  error: Nullable(Type.String()),
+});
+
+export const InstallationOfAppParams = Type.Object({ id: Id(64), inst_id: Id(64) }, strict);
+
+export const EffectiveSubscriptionSchema = Type.Object({
+  index: Type.Integer(),
+  event_types: Type.Array(Type.String()),
+  url: Type.String(),
+  filter: Nullable(Type.Object({}, { additionalProperties: true })),
+  test_events: Type.Boolean(),
+  active: Type.Boolean({ description: 'Something of it is sent now' }),
+  withheld_event_types: Type.Array(Type.String()),
+  reason: Nullable(
+    Type.Union([
+      Type.Literal('app_suspended'),
+      Type.Literal('needs_approval'),
+      Type.Literal('disabled'),
+      Type.Literal('scope_not_granted'),
+      Type.Literal('muted'),
+    ]),
+  ),
+});
+
+export const EffectiveSubscriptionsSchema = Type.Object({
+  installation_id: Type.String(),
+  held_reason: Nullable(Type.String({ description: 'app_suspended or needs_approval; null while in force' })),
+  data: Type.Array(EffectiveSubscriptionSchema),
+});
+
+export const OwnInstallationSchema = Type.Object({
+  id: Type.String(),
+  app_id: Type.String(),
+  tenant_id: Type.String(),
+  customer_account_id: Nullable(Type.String()),
+  scopes: Type.Array(Type.String(), {
+    description: "The granted scopes in force (the approver's role holds them)",
+  }),
+  held_reason: Nullable(Type.String({ description: 'app_suspended or needs_approval; null while in force' })),
+  muted_event_types: Type.Array(Type.String()),
+  subscriptions: Type.Array(EffectiveSubscriptionSchema),
+});
+
+export const MuteBody = Type.Object(
+  {
+    muted_event_types: Type.Array(Type.String({ maxLength: 100 }), {
+      maxItems: 50,
+      description: 'Types the subscriptions stop sending to this installation; [] sends them again',
+    }),
+  },
+  strict,
+);

@@ -9,6 +9,7 @@ import { isScope, SCOPES, type Scope } from '../accounts/roles.ts';
 import type { AppsTable } from '../oauth/tables.ts';
 import { jsonArray, toAppRecord } from './registry.ts';
 import { eventsUrlProblem, httpsUrlProblem, redirectUriErrors } from './urls.ts';
+import { activateVersion, recordFieldsAsVersion } from './versions.ts';
 
 /** The app as the developer API shows it (CONTRACT.md, App fields). */
 export interface App {
@@ -110,7 +111,7 @@ function checkFields(ctx: AppContext, input: AppPatch): { scopes?: Scope[] } {
  * The events URL passes the webhook endpoints' guard (spec 2.1, issue 8): https, no private,
  * loopback or metadata address, also behind a name; the engine checks again at every connection.
  */
-async function assertEventsUrlAllowed(ctx: AppContext, url: string | null | undefined): Promise<void> {
+export async function assertEventsUrlAllowed(ctx: AppContext, url: string | null | undefined): Promise<void> {
   if (!url) return;
   try {
     // An app may name its events URL before its DNS is set up: what resolves must be public.
@@ -156,7 +157,10 @@ export async function createApp(
     created_at: now,
     updated_at: now,
   };
-  await ctx.db.insertInto('apps').values(row).execute();
+  await ctx.db.transaction().execute(async (trx) => {
+    await trx.insertInto('apps').values(row).execute();
+    await recordFieldsAsVersion(ctx, trx, row.id, developerId, 'Registered');
+  });
   const app = presentApp(ctx, { ...row, redirect_uris: input.redirect_uris, scopes });
   return { ...app, ...(clientSecret ? { client_secret: clientSecret } : {}), events_secret: eventsSecret };
 }
@@ -229,8 +233,14 @@ export function refuseReviewedChanges(row: AppsTable, patch: AppPatch): void {
  * order, a cleared link as null). App Store submissions check their proposed values with it too.
  */
 export async function normalizeAppPatch(ctx: AppContext, patch: AppPatch): Promise<AppPatch> {
-  const { scopes } = checkFields(ctx, patch);
+  const normalized = checkAppFields(ctx, patch);
   await assertEventsUrlAllowed(ctx, patch.events_url);
+  return normalized;
+}
+
+/** The checks of normalizeAppPatch that need no name resolution; throws as it does. */
+export function checkAppFields(ctx: AppContext, patch: AppPatch): AppPatch {
+  const { scopes } = checkFields(ctx, patch);
   const normalized: AppPatch = { ...patch, ...(scopes ? { scopes } : {}) };
   if (normalized.name !== undefined) normalized.name = normalized.name.trim();
   if (normalized.description !== undefined) normalized.description = normalized.description.trim();
@@ -270,6 +280,7 @@ export async function updateApp(
       .where('id', '=', appId)
       .returningAll()
       .executeTakeFirstOrThrow();
+    await recordFieldsAsVersion(ctx, trx, appId, developerId, 'Changed field by field');
     return presentApp(ctx, updated);
   });
 }
@@ -295,7 +306,14 @@ export async function applyReviewedValues(
   trx: Trx,
   appId: string,
   values: ReviewedValues & { status: 'published' },
+  approved: { submissionId: string; versionId: string | null },
 ): Promise<void> {
+  if (approved.versionId) {
+    // The submission put a version forward: approval releases it, and the app takes its fields.
+    await activateVersion(ctx, trx, appId, approved.versionId);
+    await trx.updateTable('apps').set({ status: values.status }).where('id', '=', appId).execute();
+    return;
+  }
   const { redirect_uris, scopes, ...plain } = values;
   await trx
     .updateTable('apps')
@@ -307,4 +325,5 @@ export async function applyReviewedValues(
     })
     .where('id', '=', appId)
     .execute();
+  await recordFieldsAsVersion(ctx, trx, appId, null, `Approved in review (${approved.submissionId})`);
 }

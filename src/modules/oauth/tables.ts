@@ -30,6 +30,8 @@ export interface InstallationsTable {
   scopes: unknown;
   /** When the latest approval happened; earlier tokens and codes ended then. */
   approved_at: Date;
+  /** jsonb: event types the app muted for this installation (issue 32; migration 0062). */
+  muted_event_types?: unknown;
   created_at: Date;
   updated_at: Date;
 }

@@ -21,11 +21,17 @@ export async function publishSubmission(
 ): Promise<void> {
   const snapshot = parsed<AppSnapshot>(submission.app_snapshot);
   const listing = parsed<Listing>(submission.listing);
-  await applyReviewedValues(ctx, trx, submission.app_id, {
-    ...snapshot,
-    events_url: submission.events_url,
-    status: 'published',
-  });
+  await applyReviewedValues(
+    ctx,
+    trx,
+    submission.app_id,
+    {
+      ...snapshot,
+      events_url: submission.events_url,
+      status: 'published',
+    },
+    { submissionId: submission.id, versionId: submission.version_id },
+  );
   const now = ctx.clock.now();
   const values = {
     submission_id: submission.id,

@@ -52,6 +52,15 @@ export const SubmissionBody = Type.Object(
     note: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
     app: Type.Optional(ProposedAppSchema),
     events_url: Type.Optional(Nullable(Url)),
+    version_id: Type.Optional(
+      Nullable(
+        Type.String({
+          maxLength: 64,
+          description:
+            'An app version (apv_) to review instead of `app` and `events_url`; approval releases it',
+        }),
+      ),
+    ),
   },
   strict,
 );
@@ -126,6 +135,7 @@ export const SubmissionSchema = Type.Object(
     ),
     events_url: Nullable(Type.String()),
     checks: Type.Array(CheckSchema),
+    version_id: Nullable(Type.String({ description: 'The app version put forward, if any' })),
     reviewer_note: Nullable(Type.String()),
     created_at: Timestamp,
     updated_at: Timestamp,

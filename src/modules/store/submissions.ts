@@ -1,11 +1,13 @@
 import type { AppContext } from '../../context.ts';
 import { newestFirst } from '../../db/paging.ts';
-import { AppError, type FieldError } from '../../lib/errors.ts';
+import { AppError, type FieldError, validationError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import type { Scope } from '../accounts/roles.ts';
+import { APP_FIELDS, type Manifest } from '../apps/manifest.ts';
 import { jsonArray } from '../apps/registry.ts';
 import { type App, type AppPatch, getApp, normalizeAppPatch, type ReviewedValues } from '../apps/service.ts';
+import { versionRow } from '../apps/versions.ts';
 import { spendOutbound } from '../outbound/budget.ts';
 import { type Check, runSubmissionChecks } from './checks.ts';
 import { REJECTIONS_LOOKBACK_MS, submissionsOpenAt } from './cooldown.ts';
@@ -23,6 +25,8 @@ export interface SubmissionInput {
   note?: string | null;
   app?: ProposedAppValues;
   events_url?: string | null;
+  /** An app version put forward instead of `app` and `events_url`: approval releases it. */
+  version_id?: string | null;
 }
 
 /** A submission as the API shows it (CONTRACT.md, submission fields). */
@@ -36,6 +40,7 @@ export interface Submission {
   app: AppSnapshot;
   events_url: string | null;
   checks: Check[];
+  version_id: string | null;
   reviewer_note: string | null;
   created_at: string;
   updated_at: string;
@@ -60,12 +65,45 @@ export function presentSubmission(row: AppSubmissionsTable): Submission {
     app: parsed<AppSnapshot>(row.app_snapshot),
     events_url: row.events_url,
     checks: jsonArray<Check>(row.checks),
+    version_id: row.version_id ?? null,
     reviewer_note: row.reviewer_note,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
     started_at: row.started_at?.toISOString() ?? null,
     decided_at: row.decided_at?.toISOString() ?? null,
   };
+}
+
+/**
+ * What a submission proposes: the fields of the version it names (a draft or an older version),
+ * or the `app` values and events URL it carries, not both.
+ */
+async function proposedValues(ctx: AppContext, appId: string, input: SubmissionInput): Promise<AppPatch> {
+  if (!input.version_id) {
+    return {
+      ...(input.app ?? {}),
+      ...(input.events_url !== undefined ? { events_url: input.events_url } : {}),
+    };
+  }
+  if (input.app !== undefined || input.events_url !== undefined) {
+    throw validationError(
+      [{ path: '/version_id', message: 'names the values to review: send it without app and events_url' }],
+      'A submission proposes a version or values, not both',
+      422,
+    );
+  }
+  const version = await versionRow(ctx, appId, input.version_id);
+  if (version.status === 'active') {
+    throw validationError(
+      [{ path: '/version_id', message: `version ${version.number} is already active` }],
+      'The version is active already',
+      422,
+    );
+  }
+  const manifest = (
+    typeof version.manifest === 'string' ? JSON.parse(version.manifest) : version.manifest
+  ) as Manifest;
+  return Object.fromEntries(APP_FIELDS.map((field) => [field, manifest[field]])) as AppPatch;
 }
 
 async function refuseWhilePending(ctx: AppContext, appId: string): Promise<void> {
@@ -160,10 +198,7 @@ export async function createSubmission(
   await refuseWhileCoolingDown(ctx, live.id);
   // Proposed values pass PATCH's checks, the events URL guard included (a name that does not
   // resolve yet is the checks' finding, not a refusal).
-  const proposed = await normalizeAppPatch(ctx, {
-    ...(input.app ?? {}),
-    ...(input.events_url !== undefined ? { events_url: input.events_url } : {}),
-  });
+  const proposed = await normalizeAppPatch(ctx, await proposedValues(ctx, live.id, input));
   const values = submittedValues(live, proposed);
   requireBasics(values);
   const listing = checkListing(input.listing, values.scopes);
@@ -191,6 +226,7 @@ export async function createSubmission(
     updated_at: now,
     started_at: null,
     decided_at: null,
+    version_id: input.version_id ?? null,
   };
   // The partial unique index keeps one waiting submission per app when two arrive at once.
   const inserted = await ctx.db

@@ -28,6 +28,8 @@ export interface AppSubmissionsTable {
   updated_at: Date;
   started_at: Date | null;
   decided_at: Date | null;
+  /** The app version put forward (issue 32); its approval releases it. */
+  version_id: string | null;
 }
 
 export interface StoreListingsTable {

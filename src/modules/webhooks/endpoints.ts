@@ -29,6 +29,7 @@ import {
   sealHeaders,
 } from './controls.ts';
 import { eventDefinition, isEventType } from './event-types.ts';
+import { compileFilter } from './filter.ts';
 
 /** Spec section 8: up to 5 per company or merchant, up to 5 per app installation (each mode apart). */
 export const ENDPOINT_LIMIT = 5;
@@ -56,6 +57,8 @@ export interface WebhookEndpoint {
   kind: 'endpoint' | 'cli';
   rate_limit: number | null;
   ordering: Ordering;
+  /** The filter as written (CONTRACT.md "Apps as code"), or null. */
+  filter: Record<string, unknown> | null;
   /** Names and values; credentials masked. */
   headers: Record<string, string>;
   paused_until: string | null;
@@ -75,6 +78,7 @@ export interface CreateEndpointInput extends DeliveryControlsInput {
   url: string;
   event_types: string[];
   description?: string | null;
+  filter?: object | null;
 }
 
 export interface UpdateEndpointInput extends DeliveryControlsInput {
@@ -82,6 +86,25 @@ export interface UpdateEndpointInput extends DeliveryControlsInput {
   event_types?: string[];
   description?: string | null;
   enabled?: boolean;
+  /** null removes the filter. */
+  filter?: object | null;
+}
+
+/** The filter's columns, checked and compiled against the endpoint's types (filter.ts); none for null. */
+function filterColumns(filter: unknown, eventTypes: readonly string[]) {
+  const compiled = compileFilter(filter, eventTypes, '/filter');
+  return compiled
+    ? {
+        filter: JSON.stringify(filter),
+        filter_path: compiled.path,
+        filter_vars: JSON.stringify(compiled.vars),
+      }
+    : { filter: null, filter_path: null, filter_vars: null };
+}
+
+function storedFilter(row: Pick<WebhookEndpointsTable, 'filter'>): Record<string, unknown> | null {
+  const value = typeof row.filter === 'string' ? JSON.parse(row.filter) : row.filter;
+  return value && typeof value === 'object' ? (value as Record<string, unknown>) : null;
 }
 
 export function eventTypesOf(row: Pick<WebhookEndpointsTable, 'event_types'>): string[] {
@@ -109,6 +132,7 @@ export function presentEndpoint(
     kind: row.kind === 'listener' ? 'cli' : 'endpoint',
     rate_limit: row.rate_limit,
     ordering: row.ordering,
+    filter: storedFilter(row),
     headers: presentHeaders(openHeaders(ctx.secrets, row)),
     paused_until: row.paused_until ? row.paused_until.toISOString() : null,
     created_at: row.created_at.toISOString(),
@@ -274,15 +298,18 @@ export async function createEndpoint(
 ): Promise<WebhookEndpoint & { secret: string }> {
   requireScope(access, 'webhooks:write');
   const eventTypes = checkEventTypes(input.event_types);
+  const filter = filterColumns(input.filter, eventTypes);
   const url = input.url.trim();
   await assertUrlAllowed(ctx, url);
-  const { row, secret } = newEndpointRow(ctx, access, {
+  const created = newEndpointRow(ctx, access, {
     kind: 'endpoint',
     url,
     description: cleanDescription(input.description),
     eventTypes,
     controls: input,
   });
+  const row: WebhookEndpointsTable = { ...created.row, ...filter };
+  const { secret } = created;
   await ctx.db.transaction().execute(async (trx) => {
     await assertBelowLimit(trx, access);
     await trx.insertInto('webhook_endpoints').values(row).execute();
@@ -342,6 +369,15 @@ export async function updateEndpoint(
     if (newUrl && stored !== null && input.headers === undefined) throw headersRequired();
     const headers =
       input.headers === undefined ? undefined : checkCustomHeaders(input.headers, stored, { newUrl });
+    // The filter is checked against the types the endpoint will have: new types keep the old
+    // filter only if its paths are in their schemas too.
+    const filter =
+      input.filter !== undefined || eventTypes !== undefined
+        ? filterColumns(
+            input.filter !== undefined ? input.filter : storedFilter(current),
+            eventTypes ?? eventTypesOf(current),
+          )
+        : undefined;
     if (input.enabled === false && current.enabled) cancelled = await disableEndpoint(trx, id, 'manual', now);
     if (input.enabled === true && !current.enabled) await enableEndpoint(trx, id, now);
     if (ordering !== undefined && ordering !== current.ordering) await applyOrdering(trx, id, ordering);
@@ -354,6 +390,7 @@ export async function updateEndpoint(
         ...(rateLimit !== undefined ? { rate_limit: rateLimit } : {}),
         ...(ordering !== undefined ? { ordering } : {}),
         ...(headers !== undefined ? { headers_sealed: sealHeaders(ctx.secrets, headers) } : {}),
+        ...(filter ?? {}),
         updated_at: now,
       })
       .where('id', '=', id)

@@ -57,6 +57,13 @@ export function envelopeSchema(definition: EventDefinition) {
         description: 'The company (all zeros on a test message that concerns no company)',
       }),
       livemode: Type.Boolean({ description: 'false for sandbox (test mode) data' }),
+      installation_id: Type.Optional(
+        Type.String({
+          pattern: '^inst_[0-9A-Za-z]+$',
+          description:
+            "On an app subscription's message only: the installation (the company, or its merchant account) it is sent for",
+        }),
+      ),
       test: Type.Optional(
         Type.Literal(true, {
           description: 'Present and true on a test message: its data is an example, not a real change',

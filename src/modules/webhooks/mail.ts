@@ -95,8 +95,11 @@ export async function mailEndpointDisabled(ctx: AppContext, endpointId: string):
     .executeTakeFirst();
   if (!endpoint) return;
   const link = `${ctx.config.webUrl}/dashboard/webhooks/${endpointId}`;
+  const to = await endpointContacts(ctx.db, endpointId);
+  // An app subscription's target belongs to no company: nobody there to tell.
+  if (to.length === 0) return;
   await sendMail(ctx, {
-    to: await endpointContacts(ctx.db, endpointId),
+    to,
     subject: 'Waybill disabled a webhook endpoint that failed for 3 days',
     text: [
       `The ${endpoint.livemode ? 'live' : 'test'} webhook endpoint ${endpoint.url} (${endpointId})`,

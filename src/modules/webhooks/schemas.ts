@@ -35,6 +35,16 @@ const CustomHeaders = Type.Record(
     description: `Sent with every message, at most ${MAX_CUSTOM_HEADERS}. Names Waybill or HTTP sets (webhook-*, content-type, user-agent, host, ...) are refused with 422. Values are encrypted at rest; credentials (authorization and the like) come back masked.`,
   },
 );
+/** A filter (CONTRACT.md "Apps as code"; filter.ts checks and compiles it). No $id: bodies embed it. */
+export const EventFilterSchema = Type.Object(
+  {},
+  {
+    additionalProperties: true,
+    description:
+      'Which events of the subscribed types are sent. Keys are dotted paths into the envelope (`data.shipment.status`), values conditions: `{eq}`, `{ne}`, `{in: [...]}`, `{nin: [...]}`, `{exists: bool}`, `{gt}`, `{gte}`, `{lt}`, `{lte}` (numbers and timestamps), `{prefix}`; every key must hold. `{"any": [filter, ...]}` holds when one does, `{"not": filter}` when it does not. At most 20 conditions; paths are checked against the event types\' schemas (422 `filter.unknown_path`). An event the filter leaves out makes no delivery.',
+  },
+);
+
 const DeliveryControls = {
   rate_limit: Type.Optional(RateLimit),
   ordering: Type.Optional(OrderingName),
@@ -44,7 +54,13 @@ const DeliveryControls = {
 export const EndpointIdParams = Type.Object({ id: Id(64) }, { additionalProperties: false });
 
 export const CreateEndpointBody = Type.Object(
-  { url: Url, event_types: EventTypeList, description: Type.Optional(Description), ...DeliveryControls },
+  {
+    url: Url,
+    event_types: EventTypeList,
+    description: Type.Optional(Description),
+    filter: Type.Optional(Nullable(EventFilterSchema)),
+    ...DeliveryControls,
+  },
   { additionalProperties: false },
 );
 
@@ -54,6 +70,7 @@ export const UpdateEndpointBody = Type.Object(
     url: Type.Optional(Url),
     event_types: Type.Optional(EventTypeList),
     description: Type.Optional(Description),
+    filter: Type.Optional(Nullable(EventFilterSchema, { description: 'null removes the filter' })),
     ...DeliveryControls,
   },
   { additionalProperties: false },
@@ -84,6 +101,7 @@ export const EndpointSchema = Type.Object(
       description:
         '`cli`: the temporary test endpoint of a `waybill listen` command, removed when it goes away',
     }),
+    filter: Nullable(EventFilterSchema),
     rate_limit: RateLimit,
     ordering: OrderingName,
     headers: Type.Record(Type.String(), Type.String(), {

@@ -11,6 +11,7 @@ const ENDPOINT_FIELDS = [
   'enabled',
   'disabled_reason',
   'event_types',
+  'filter',
   'id',
   'installation_id',
   'held_reason',

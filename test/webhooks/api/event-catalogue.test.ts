@@ -86,6 +86,7 @@ describe('GET /v1/webhook-event-types', () => {
         'created_at',
         'tenant_id',
         'livemode',
+        'installation_id',
         'test',
         'data',
       ]);

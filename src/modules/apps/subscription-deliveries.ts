@@ -1,0 +1,193 @@
+import { sql } from 'kysely';
+import type { AppContext } from '../../context.ts';
+import { newestFirst } from '../../db/paging.ts';
+import { type AttemptOutcome, attemptDelivery } from '../../delivery/attempt.ts';
+import type { WebhookDeliveriesTable } from '../../delivery/tables.ts';
+import { AppError } from '../../lib/errors.ts';
+import type { Page, PageRequest } from '../../lib/paging.ts';
+import { allows, type Scope } from '../accounts/roles.ts';
+import { spendOutbound } from '../outbound/budget.ts';
+import { type Attempt, type Delivery, presentAttempt, presentDelivery } from '../webhooks/deliveries.ts';
+import { eventTypeScope, type Manifest } from './manifest.ts';
+import { jsonArray } from './registry.ts';
+import { ownedAppRow } from './service.ts';
+
+/** A subscription's message as its developer sees it: the delivery, where it went, its attempts. */
+export interface SubscriptionDelivery extends Omit<Delivery, 'endpoint_id'> {
+  installation_id: string;
+  customer_account_id: string | null;
+  livemode: boolean;
+  subscription_index: number;
+  url: string;
+  attempts: Attempt[];
+}
+
+export interface SubscriptionDeliveryFilter extends PageRequest {
+  status?: WebhookDeliveriesTable['status'];
+  installation_id?: string;
+  event_type?: string;
+}
+
+/** GET /v1/developer/apps/{id}/subscription-deliveries: newest first, each with its attempts. */
+export async function listSubscriptionDeliveries(
+  ctx: AppContext,
+  developerId: string,
+  appId: string,
+  filter: SubscriptionDeliveryFilter = {},
+): Promise<Page<SubscriptionDelivery>> {
+  const app = await ownedAppRow(ctx, developerId, appId);
+  let query = ctx.db
+    .selectFrom('webhook_deliveries')
+    .innerJoin('webhook_endpoints as t', 't.id', 'webhook_deliveries.endpoint_id')
+    .selectAll('webhook_deliveries')
+    .select(['t.installation_id', 't.customer_account_id', 't.livemode', 't.subscription_index', 't.url'])
+    .where('t.app_id', '=', app.id)
+    .where('t.kind', '=', 'subscription');
+  if (filter.status) query = query.where('webhook_deliveries.status', '=', filter.status);
+  if (filter.installation_id) query = query.where('t.installation_id', '=', filter.installation_id);
+  if (filter.event_type) query = query.where('webhook_deliveries.event_type', '=', filter.event_type);
+  const page = await newestFirst(query, 'webhook_deliveries', filter, (row) => row);
+  const ids = page.data.map((row) => row.id);
+  const attempts =
+    ids.length === 0
+      ? []
+      : await ctx.db
+          .selectFrom('webhook_attempts')
+          .selectAll()
+          .where('delivery_id', 'in', ids)
+          .orderBy('attempted_at')
+          .execute();
+  return {
+    next_cursor: page.next_cursor,
+    data: page.data.map((row) => {
+      const { endpoint_id: _target, ...delivery } = presentDelivery(row);
+      return {
+        ...delivery,
+        installation_id: row.installation_id ?? '',
+        customer_account_id: row.customer_account_id,
+        livemode: row.livemode,
+        subscription_index: row.subscription_index ?? 0,
+        url: row.url,
+        attempts: attempts.filter((a) => a.delivery_id === row.id).map(presentAttempt),
+      };
+    }),
+  };
+}
+
+/**
+ * Sends one subscription message again now, with the same webhook-id, while its installation's
+ * grant is in force (a suspended app or an approver gone: 409, nothing sent).
+ */
+export async function replaySubscriptionDelivery(
+  ctx: AppContext,
+  developerId: string,
+  appId: string,
+  deliveryId: string,
+): Promise<AttemptOutcome> {
+  const app = await ownedAppRow(ctx, developerId, appId);
+  const found = await ctx.db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhook_endpoints as t', 't.id', 'd.endpoint_id')
+    .select(['d.id', 't.url', 't.installation_id'])
+    .where('d.id', '=', deliveryId)
+    .where('t.app_id', '=', app.id)
+    .where('t.kind', '=', 'subscription')
+    .executeTakeFirst();
+  if (!found) throw new AppError('webhook_delivery.not_found');
+  const grant = await sql<{ held_reason: string | null }>`
+    SELECT held_reason FROM installation_grants WHERE installation_id = ${found.installation_id}`.execute(
+    ctx.db,
+  );
+  const held = grant.rows[0]?.held_reason;
+  if (held === 'app_suspended') throw new AppError('app.suspended');
+  if (held) throw new AppError('installation.needs_approval');
+  await spendOutbound(ctx, { account: { kind: 'user', id: developerId }, url: found.url });
+  return attemptDelivery(ctx, found.id, 'replay');
+}
+
+/** One subscription as it stands for one installation. */
+export interface EffectiveSubscription {
+  index: number;
+  event_types: string[];
+  url: string;
+  filter: Record<string, unknown> | null;
+  test_events: boolean;
+  /** Something of it is sent now. */
+  active: boolean;
+  /** Subscribed types this installation does not receive. */
+  withheld_event_types: string[];
+  /**
+   * Why: `app_suspended`, `needs_approval` (the approver left or lost the role), `disabled` (its
+   * target failed for 3 days or its URL answered 410), `scope_not_granted` (types the grant does
+   * not allow), `muted` (types the app muted for this installation); null when all of it is sent.
+   */
+  reason: 'app_suspended' | 'needs_approval' | 'disabled' | 'scope_not_granted' | 'muted' | null;
+}
+
+/** GET /v1/developer/apps/{id}/installations/{inst_id}/subscriptions: the active version's, as they stand. */
+export async function effectiveSubscriptions(
+  ctx: AppContext,
+  developerId: string,
+  appId: string,
+  installationId: string,
+): Promise<{ installation_id: string; held_reason: string | null; data: EffectiveSubscription[] }> {
+  const app = await ownedAppRow(ctx, developerId, appId);
+  const { held_reason, data } = await subscriptionsOfInstallation(ctx, app.id, installationId);
+  return { installation_id: installationId, held_reason, data };
+}
+
+/** An installation's grant in force, its muted types, and its subscriptions as they stand. */
+export async function subscriptionsOfInstallation(
+  ctx: AppContext,
+  appId: string,
+  installationId: string,
+): Promise<{ held_reason: string | null; scopes: string[]; muted: string[]; data: EffectiveSubscription[] }> {
+  const grant = await sql<{ held_reason: string | null; scopes: string[]; muted: unknown }>`
+    SELECT g.held_reason, g.scopes, i.muted_event_types AS muted FROM installation_grants g
+    JOIN installations i ON i.id = g.installation_id
+    WHERE g.installation_id = ${installationId} AND g.app_id = ${appId}`.execute(ctx.db);
+  const found = grant.rows[0];
+  if (!found) throw new AppError('installation.not_found');
+  const muted = jsonArray<string>(found.muted);
+  const active = await ctx.db
+    .selectFrom('app_versions')
+    .select('manifest')
+    .where('app_id', '=', appId)
+    .where('status', '=', 'active')
+    .executeTakeFirst();
+  const manifest = (typeof active?.manifest === 'string' ? JSON.parse(active.manifest) : active?.manifest) as
+    | Manifest
+    | undefined;
+  const targets = await ctx.db
+    .selectFrom('webhook_endpoints')
+    .select(['subscription_index', 'livemode', 'enabled'])
+    .where('kind', '=', 'subscription')
+    .where('installation_id', '=', installationId)
+    .execute();
+  const granted = new Set(found.scopes as Scope[]);
+  const held = found.held_reason as 'app_suspended' | 'needs_approval' | null;
+  const data = (manifest?.subscriptions ?? []).map((subscription, index): EffectiveSubscription => {
+    const live = targets.find((t) => t.subscription_index === index && t.livemode);
+    const disabled = live ? !live.enabled : false;
+    const byScope = subscription.event_types.filter((type) => {
+      const needed = eventTypeScope(type);
+      return needed !== null && !allows(granted, needed);
+    });
+    const byMute = subscription.event_types.filter((type) => muted.includes(type) && !byScope.includes(type));
+    const withheld = held || disabled ? subscription.event_types : [...byScope, ...byMute];
+    const reason =
+      held ??
+      (disabled ? 'disabled' : byScope.length > 0 ? 'scope_not_granted' : byMute.length > 0 ? 'muted' : null);
+    return {
+      index,
+      event_types: subscription.event_types,
+      url: subscription.url,
+      filter: subscription.filter,
+      test_events: subscription.test_events,
+      active: withheld.length < subscription.event_types.length,
+      withheld_event_types: withheld,
+      reason,
+    };
+  });
+  return { held_reason: found.held_reason, scopes: found.scopes, muted, data };
+}

@@ -1,0 +1,92 @@
+import { sql } from 'kysely';
+import type { Trx } from '../../context.ts';
+import { compileFilter } from '../webhooks/filter.ts';
+import type { Manifest } from './manifest.ts';
+
+/**
+ * Keeps the delivery engine's subscription targets (migration 0062) in step with the app's active
+ * version: one row per installation, subscription and mode (live; sandbox too with `test_events`).
+ * One statement for every installation of the app, however many: a row that exists is updated in
+ * place (its waiting messages keep their place), a new one is made, and one whose subscription
+ * the version no longer has is disabled (what waits for it is cancelled). Called in the
+ * transaction of a release and of an installation's approval.
+ */
+export async function syncSubscriptionTargets(
+  trx: Trx,
+  appId: string,
+  now: Date,
+  installationId: string | null = null,
+): Promise<void> {
+  const active = await trx
+    .selectFrom('app_versions')
+    .select('manifest')
+    .where('app_id', '=', appId)
+    .where('status', '=', 'active')
+    .executeTakeFirst();
+  const manifest = (typeof active?.manifest === 'string' ? JSON.parse(active.manifest) : active?.manifest) as
+    | Manifest
+    | undefined;
+  const rows = (manifest?.subscriptions ?? []).flatMap((subscription, index) => {
+    // Checked when the version was made: compiling again cannot fail for the same types.
+    const compiled = compileFilter(
+      subscription.filter,
+      subscription.event_types,
+      `/subscriptions/${index}/filter`,
+    );
+    return (subscription.test_events ? [true, false] : [true]).map((livemode) => ({
+      index,
+      livemode,
+      url: subscription.url,
+      eventTypes: JSON.stringify(subscription.event_types),
+      filter: subscription.filter ? JSON.stringify(subscription.filter) : null,
+      path: compiled?.path ?? null,
+      vars: compiled ? JSON.stringify(compiled.vars) : null,
+    }));
+  });
+  const at = now.toISOString();
+  const onlyOne = installationId ? sql`AND i.id = ${installationId}` : sql``;
+  if (rows.length > 0) {
+    await sql`
+      INSERT INTO webhook_endpoints (id, kind, app_id, tenant_id, customer_account_id, installation_id,
+        livemode, url, event_types, enabled, secret_sealed, subscription_index, filter, filter_path,
+        filter_vars, created_at, updated_at)
+      SELECT
+        'we_' || waybill_id_time(clock_timestamp())
+          || substr(translate(encode(uuid_send(gen_random_uuid()), 'base64'), '+/=', ''), 1, 14),
+        'subscription', i.app_id, NULL, i.customer_account_id, i.id, s.livemode, s.url,
+        s.event_types::jsonb, true, a.events_secret_sealed, s.idx, s.filter::jsonb, s.path::jsonpath,
+        s.vars::jsonb, ${at}::timestamptz, ${at}::timestamptz
+      FROM installations i
+      JOIN apps a ON a.id = i.app_id
+      CROSS JOIN unnest(
+        ${rows.map((r) => r.index)}::int[], ${rows.map((r) => r.livemode)}::boolean[],
+        ${rows.map((r) => r.url)}::text[], ${rows.map((r) => r.eventTypes)}::text[],
+        ${rows.map((r) => r.filter)}::text[], ${rows.map((r) => r.path)}::text[],
+        ${rows.map((r) => r.vars)}::text[]
+      ) AS s(idx, livemode, url, event_types, filter, path, vars)
+      WHERE i.app_id = ${appId} ${onlyOne}
+      ON CONFLICT (installation_id, subscription_index, livemode) WHERE kind = 'subscription' DO UPDATE SET
+        url = excluded.url, event_types = excluded.event_types, filter = excluded.filter,
+        filter_path = excluded.filter_path, filter_vars = excluded.filter_vars,
+        -- Taken away by an earlier version (manual), now back; one disabled for failing stays so.
+        enabled = webhook_endpoints.enabled OR webhook_endpoints.disabled_reason = 'manual',
+        disabled_reason = CASE WHEN webhook_endpoints.disabled_reason = 'manual' THEN NULL
+          ELSE webhook_endpoints.disabled_reason END,
+        updated_at = excluded.updated_at`.execute(trx);
+  }
+  const kept = rows.map((r) => `${r.index}:${r.livemode}`);
+  const { rows: removed } = await sql<{ id: string }>`
+    UPDATE webhook_endpoints e SET enabled = false, disabled_reason = 'manual', updated_at = ${at}::timestamptz
+    FROM installations i
+    WHERE e.kind = 'subscription' AND e.installation_id = i.id AND i.app_id = ${appId} ${onlyOne}
+      AND e.enabled AND NOT ((e.subscription_index || ':' || e.livemode) = ANY (${kept}::text[]))
+    RETURNING e.id`.execute(trx);
+  if (removed.length > 0) {
+    await sql`
+      UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, updated_at = ${at}::timestamptz
+      WHERE status = 'pending' AND id IN (
+        SELECT delivery_id FROM webhook_queue WHERE endpoint_id = ANY (${removed.map((r) => r.id)}::text[]))`.execute(
+      trx,
+    );
+  }
+}

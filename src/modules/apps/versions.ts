@@ -1,0 +1,275 @@
+import type { AppContext, Trx } from '../../context.ts';
+import { newestFirst } from '../../db/paging.ts';
+import { AppError } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import type { Page, PageRequest } from '../../lib/paging.ts';
+import type { AppsTable } from '../oauth/tables.ts';
+import { type Change, checkManifest, type Manifest, manifestChanges, manifestOfApp } from './manifest.ts';
+import { ownedAppRow } from './service.ts';
+import { syncSubscriptionTargets } from './subscriptions.ts';
+import type { AppVersionsTable } from './tables.ts';
+
+/** A version as the developer API shows it (CONTRACT.md "Apps as code"). */
+export interface AppVersion {
+  id: string;
+  number: number;
+  status: AppVersionsTable['status'];
+  manifest: Manifest;
+  changes: Change[];
+  message: string | null;
+  created_at: string;
+  released_at: string | null;
+}
+
+function parsed<T>(value: unknown): T {
+  return (typeof value === 'string' ? JSON.parse(value) : value) as T;
+}
+
+export function presentVersion(row: AppVersionsTable): AppVersion {
+  return {
+    id: row.id,
+    number: row.number,
+    status: row.status,
+    manifest: parsed<Manifest>(row.manifest),
+    changes: parsed<Change[]>(row.changes),
+    message: row.message,
+    created_at: row.created_at.toISOString(),
+    released_at: row.released_at?.toISOString() ?? null,
+  };
+}
+
+/**
+ * The fields a person approves on the consent page (service.ts REVIEWED_FIELDS) and the optional
+ * scopes, which they approve later: on a published app a release may not change them.
+ */
+const REVIEWED_PATHS = new Set([
+  '/name',
+  '/description',
+  '/homepage_url',
+  '/privacy_url',
+  '/support_url',
+  '/redirect_uris',
+  '/scopes',
+  '/events_url',
+  '/optional_scopes',
+]);
+
+export function reviewedChanges(changes: readonly Change[]): string[] {
+  return changes.filter((change) => REVIEWED_PATHS.has(change.path)).map((change) => change.path.slice(1));
+}
+
+async function activeVersion(trx: Trx, appId: string): Promise<AppVersionsTable | undefined> {
+  return trx
+    .selectFrom('app_versions')
+    .selectAll()
+    .where('app_id', '=', appId)
+    .where('status', '=', 'active')
+    .executeTakeFirst();
+}
+
+/** The app's configuration now: its fields, with the active version's subscriptions and optional scopes. */
+async function currentManifest(trx: Trx, row: AppsTable): Promise<Manifest> {
+  const active = await activeVersion(trx, row.id);
+  const manifest = active ? parsed<Manifest>(active.manifest) : null;
+  return manifestOfApp(row, {
+    optional_scopes: manifest?.optional_scopes ?? [],
+    subscriptions: manifest?.subscriptions ?? [],
+  });
+}
+
+async function lockedApp(trx: Trx, appId: string): Promise<AppsTable> {
+  return trx.selectFrom('apps').selectAll().where('id', '=', appId).forUpdate().executeTakeFirstOrThrow();
+}
+
+async function nextNumber(trx: Trx, appId: string): Promise<number> {
+  const { max } = await trx
+    .selectFrom('app_versions')
+    .select((eb) => eb.fn.max('number').as('max'))
+    .where('app_id', '=', appId)
+    .executeTakeFirstOrThrow();
+  return Number(max ?? 0) + 1;
+}
+
+/** POST /v1/developer/apps/{id}/versions: a draft, with the changes from the active version. */
+export async function createVersion(
+  ctx: AppContext,
+  userId: string,
+  appId: string,
+  input: { manifest: unknown; message?: string | null },
+): Promise<AppVersion> {
+  const app = await ownedAppRow(ctx, userId, appId);
+  const manifest = await checkManifest(ctx, input.manifest);
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    // The app row's lock numbers versions one at a time.
+    const locked = await lockedApp(trx, app.id);
+    const changes = manifestChanges(await currentManifest(trx, locked), manifest);
+    const version: AppVersionsTable = {
+      id: newId('apv'),
+      app_id: app.id,
+      number: await nextNumber(trx, app.id),
+      status: 'draft',
+      manifest: JSON.stringify(manifest),
+      changes: JSON.stringify(changes),
+      message: input.message?.trim() || null,
+      created_by: userId,
+      created_at: ctx.clock.now(),
+      released_at: null,
+    };
+    await trx.insertInto('app_versions').values(version).execute();
+    return { ...version, manifest, changes };
+  });
+  return presentVersion(row);
+}
+
+export async function listVersions(
+  ctx: AppContext,
+  userId: string,
+  appId: string,
+  page: PageRequest = {},
+): Promise<Page<AppVersion>> {
+  const app = await ownedAppRow(ctx, userId, appId);
+  return newestFirst(
+    ctx.db.selectFrom('app_versions').selectAll().where('app_id', '=', app.id),
+    'app_versions',
+    page,
+    presentVersion,
+  );
+}
+
+export async function versionRow(ctx: AppContext | { db: Trx }, appId: string, versionId: string) {
+  const row = await ctx.db
+    .selectFrom('app_versions')
+    .selectAll()
+    .where('id', '=', versionId)
+    .where('app_id', '=', appId)
+    .executeTakeFirst();
+  if (!row) throw new AppError('app_version.not_found');
+  return row;
+}
+
+export async function getVersion(
+  ctx: AppContext,
+  userId: string,
+  appId: string,
+  versionId: string,
+): Promise<AppVersion> {
+  const app = await ownedAppRow(ctx, userId, appId);
+  return presentVersion(await versionRow(ctx, app.id, versionId));
+}
+
+/**
+ * Makes a version the active one, in the caller's transaction (the app row locked): the one
+ * before is superseded and the app takes the manifest's fields.
+ */
+export async function activateVersion(
+  ctx: AppContext,
+  trx: Trx,
+  appId: string,
+  versionId: string,
+): Promise<AppVersionsTable> {
+  const now = ctx.clock.now();
+  await trx
+    .updateTable('app_versions')
+    .set({ status: 'superseded' })
+    .where('app_id', '=', appId)
+    .where('status', '=', 'active')
+    .where('id', '!=', versionId)
+    .execute();
+  const row = await trx
+    .updateTable('app_versions')
+    .set({ status: 'active', released_at: now })
+    .where('id', '=', versionId)
+    .where('app_id', '=', appId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  const manifest = parsed<Manifest>(row.manifest);
+  await trx
+    .updateTable('apps')
+    .set({
+      name: manifest.name,
+      description: manifest.description,
+      homepage_url: manifest.homepage_url,
+      privacy_url: manifest.privacy_url,
+      support_url: manifest.support_url,
+      redirect_uris: JSON.stringify(manifest.redirect_uris),
+      scopes: JSON.stringify(manifest.scopes),
+      events_url: manifest.events_url,
+      updated_at: now,
+    })
+    .where('id', '=', appId)
+    .execute();
+  // Every installation's subscription targets follow the version, in this transaction.
+  await syncSubscriptionTargets(trx, appId, now);
+  return row;
+}
+
+/**
+ * POST .../versions/{vid}/release: the version becomes active; releasing an older one is the
+ * rollback. A published app changes reviewed fields only through a submission naming the version.
+ */
+export async function releaseVersion(
+  ctx: AppContext,
+  userId: string,
+  appId: string,
+  versionId: string,
+): Promise<AppVersion> {
+  const app = await ownedAppRow(ctx, userId, appId);
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const locked = await lockedApp(trx, app.id);
+    const version = await versionRow({ db: trx }, app.id, versionId);
+    if (version.status === 'active') return version;
+    if (locked.status === 'suspended') throw new AppError('app.suspended');
+    if (locked.status === 'published') {
+      const changes = manifestChanges(await currentManifest(trx, locked), parsed<Manifest>(version.manifest));
+      const fields = reviewedChanges(changes);
+      if (fields.length > 0) {
+        throw new AppError(
+          'app.published_requires_review',
+          `Version ${version.number} changes ${fields.join(', ')}: submit it for review with version_id; approval releases it`,
+          { fields, version_id: version.id },
+        );
+      }
+    }
+    return activateVersion(ctx, trx, app.id, version.id);
+  });
+  return presentVersion(row);
+}
+
+/**
+ * After the app's fields changed another way (PATCH, the events URL, an approved submission
+ * without a version), records them as a new active version so the history holds every
+ * configuration the app had and the active version is always what the app is.
+ */
+export async function recordFieldsAsVersion(
+  ctx: AppContext,
+  trx: Trx,
+  appId: string,
+  userId: string | null,
+  message: string,
+): Promise<void> {
+  const locked = await lockedApp(trx, appId);
+  const active = await activeVersion(trx, appId);
+  const manifest = await currentManifest(trx, locked);
+  // The first version is where the history starts: it changes nothing that came before.
+  const changes = active ? manifestChanges(parsed<Manifest>(active.manifest), manifest) : [];
+  if (active && changes.length === 0) return;
+  const now = ctx.clock.now();
+  if (active) {
+    await trx.updateTable('app_versions').set({ status: 'superseded' }).where('id', '=', active.id).execute();
+  }
+  await trx
+    .insertInto('app_versions')
+    .values({
+      id: newId('apv'),
+      app_id: appId,
+      number: await nextNumber(trx, appId),
+      status: 'active',
+      manifest: JSON.stringify(manifest),
+      changes: JSON.stringify(changes),
+      message,
+      created_by: userId,
+      created_at: now,
+      released_at: now,
+    })
+    .execute();
+}
