@@ -19,7 +19,8 @@ export type IdPrefix =
   | 'att'
   | 'grt'
   | 'aud'
-  | 'mail';
+  | 'mail'
+  | 'rev';
 
 /** Prefixes of secrets handed out once and stored only as hashes. */
 export type SecretPrefix = 'ust_' | 'sk_live_' | 'sk_test_' | 'atk_live_' | 'atr_' | 'atc_' | 'aps_';

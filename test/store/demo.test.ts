@@ -42,6 +42,7 @@ it("walks the README's store step: the reviewer approves, the owner finds the ap
     'events_url_rejects_bad_signature',
     'events_url_accepts_signed_test',
     'scope_justifications_complete',
+    'listing_media_valid',
   ]);
   expect(
     (await call(w, 'POST', `/v1/review/submissions/${waiting.id}/start`, { token: reviewer.token })).status,

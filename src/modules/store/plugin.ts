@@ -1,7 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { developerStoreRoutes } from './developer-routes.ts';
+import { mediaRoutes } from './media-routes.ts';
 import { portalStorePages } from './portal-pages.ts';
+import { reviewApiRoutes } from './review-api-routes.ts';
 import { reviewPages } from './review-pages.ts';
 import { reviewRoutes } from './review-routes.ts';
 import { storePages } from './store-pages.ts';
@@ -11,6 +13,8 @@ import { storeRoutes } from './store-routes.ts';
 export function storeModule(ctx: AppContext): FastifyPluginAsync {
   return async (app) => {
     await app.register(developerStoreRoutes(ctx));
+    await app.register(mediaRoutes(ctx));
+    await app.register(reviewApiRoutes(ctx));
     await app.register(reviewRoutes(ctx));
     await app.register(storeRoutes(ctx));
     await app.register(portalStorePages(ctx));

@@ -10,6 +10,7 @@ import { spendOutbound } from '../outbound/budget.ts';
 import { type Check, runSubmissionChecks } from './checks.ts';
 import { REJECTIONS_LOOKBACK_MS, submissionsOpenAt } from './cooldown.ts';
 import { checkListing, type Listing, type ScopeJustification } from './listing.ts';
+import { draftMediaNames, type MediaSet, mediaSet, parseMediaNames } from './media.ts';
 import type { AppSubmissionsTable, SubmissionStatus } from './tables.ts';
 
 /** The app's reviewed values as a submission carries them in `app`; its events URL travels beside. */
@@ -35,6 +36,8 @@ export interface Submission {
   note: string | null;
   app: AppSnapshot;
   events_url: string | null;
+  /** The listing's icon and screenshots as submitted. */
+  media: MediaSet;
   checks: Check[];
   reviewer_note: string | null;
   created_at: string;
@@ -49,7 +52,7 @@ function parsed<T>(value: unknown): T {
   return (typeof value === 'string' ? JSON.parse(value) : value) as T;
 }
 
-export function presentSubmission(row: AppSubmissionsTable): Submission {
+export function presentSubmission(ctx: AppContext, row: AppSubmissionsTable): Submission {
   return {
     id: row.id,
     app_id: row.app_id,
@@ -59,6 +62,7 @@ export function presentSubmission(row: AppSubmissionsTable): Submission {
     note: row.note,
     app: parsed<AppSnapshot>(row.app_snapshot),
     events_url: row.events_url,
+    media: mediaSet(ctx, row.app_id, parseMediaNames(row.media)),
     checks: jsonArray<Check>(row.checks),
     reviewer_note: row.reviewer_note,
     created_at: row.created_at.toISOString(),
@@ -171,7 +175,8 @@ export async function createSubmission(
   // anything is sent or stored (decision 0028).
   if (values.events_url) await spendChecks(ctx, userId, values.events_url);
   // The checks talk to the developer's server: no transaction is open while they run.
-  const checks = await runSubmissionChecks(ctx, { id: live.id, ...values }, listing);
+  const media = await draftMediaNames(ctx, live.id);
+  const checks = await runSubmissionChecks(ctx, { id: live.id, ...values }, listing, media);
   const { events_url, ...snapshot } = values;
   const now = ctx.clock.now();
   const row: AppSubmissionsTable = {
@@ -185,6 +190,7 @@ export async function createSubmission(
     app_snapshot: JSON.stringify(snapshot),
     events_url,
     checks: JSON.stringify(checks),
+    media: JSON.stringify(media),
     reviewer_id: null,
     reviewer_note: null,
     created_at: now,
@@ -200,7 +206,7 @@ export async function createSubmission(
     .returning('id')
     .executeTakeFirst();
   if (!inserted) await refuseWhilePending(ctx, live.id);
-  return presentSubmission({ ...row, listing, app_snapshot: snapshot, checks });
+  return presentSubmission(ctx, { ...row, listing, app_snapshot: snapshot, checks, media });
 }
 
 export async function listSubmissions(
@@ -214,7 +220,7 @@ export async function listSubmissions(
     ctx.db.selectFrom('app_submissions').selectAll().where('app_id', '=', app.id),
     'app_submissions',
     page,
-    presentSubmission,
+    (row) => presentSubmission(ctx, row),
   );
 }
 
@@ -232,7 +238,7 @@ export async function getSubmission(
     .where('app_id', '=', app.id)
     .executeTakeFirst();
   if (!row) throw new AppError('submission.not_found');
-  return presentSubmission(row);
+  return presentSubmission(ctx, row);
 }
 
 /** The developer takes a waiting submission back: status withdrawn; the app stays as it was. */
@@ -255,7 +261,7 @@ export async function withdrawSubmission(
       submission_status: current.status,
     });
   }
-  return presentSubmission(row);
+  return presentSubmission(ctx, row);
 }
 
 /**
@@ -276,5 +282,6 @@ export async function checkBeforeSubmitting(
   const values = submittedValues(live, proposed);
   const listing = input.scope_justifications ? { scope_justifications: input.scope_justifications } : null;
   if (values.events_url) await spendChecks(ctx, userId, values.events_url);
-  return { checks: await runSubmissionChecks(ctx, { id: live.id, ...values }, listing) };
+  const media = await draftMediaNames(ctx, live.id);
+  return { checks: await runSubmissionChecks(ctx, { id: live.id, ...values }, listing, media) };
 }
