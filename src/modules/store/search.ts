@@ -12,14 +12,17 @@ export const SEARCH_CONFIG: Record<Lang, string> = { en: 'english', es: 'spanish
 const ACCENTED = 'áàâäãåéèêëíìîïóòôöõúùûüñçÁÀÂÄÃÅÉÈÊËÍÌÎÏÓÒÔÖÕÚÙÛÜÑÇ';
 const PLAIN = 'aaaaaaeeeeiiiiooooouuuuncAAAAAAEEEEIIIIOOOOOUUUUNC';
 
-function folded(text: string): RawBuilder<string> {
+/** A value, or a column (`sql.ref`) when documents are rebuilt in bulk. */
+type Text = string | RawBuilder<unknown> | ReturnType<typeof sql.ref>;
+
+function folded(text: Text): RawBuilder<string> {
   return sql<string>`translate(${text}::text, ${ACCENTED}::text, ${PLAIN}::text)`;
 }
 
 /** The weighted document of one language: the name first, then the tagline, then the description. */
 export function searchDocument(
   lang: Lang,
-  texts: { name: string; tagline: string; description: string },
+  texts: { name: Text; tagline: Text; description: Text },
 ): RawBuilder<unknown> {
   const config = sql.lit(SEARCH_CONFIG[lang]);
   return sql`setweight(to_tsvector(${config}::regconfig, ${folded(texts.name)}), 'A')
