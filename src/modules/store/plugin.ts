@@ -5,6 +5,7 @@ import { mediaRoutes } from './media-routes.ts';
 import { portalStorePages } from './portal-pages.ts';
 import { reviewApiRoutes } from './review-api-routes.ts';
 import { reviewPages } from './review-pages.ts';
+import { reviewPortalPages } from './review-portal-pages.ts';
 import { reviewRoutes } from './review-routes.ts';
 import { storePages } from './store-pages.ts';
 import { storeRoutes } from './store-routes.ts';
@@ -19,6 +20,7 @@ export function storeModule(ctx: AppContext): FastifyPluginAsync {
     await app.register(storeRoutes(ctx));
     await app.register(portalStorePages(ctx));
     await app.register(reviewPages(ctx));
+    await app.register(reviewPortalPages(ctx));
     await app.register(storePages(ctx));
   };
 }

@@ -83,6 +83,16 @@ function text(value: string, path: string, max: number): string {
   return trimmed;
 }
 
+function checkRating(rating: number): number {
+  if (!Number.isInteger(rating) || rating < 1 || rating > 5) {
+    throw validationError(
+      [{ path: '/rating', message: 'must be a whole number from 1 to 5' }],
+      'Give 1 to 5 stars',
+    );
+  }
+  return rating;
+}
+
 async function publishedAppId(ctx: AppContext, appId: string): Promise<string> {
   const row = await ctx.db
     .selectFrom('apps')
@@ -209,6 +219,7 @@ export async function createReview(
   input: ReviewInput,
 ): Promise<Review> {
   const id = await publishedAppId(ctx, appId);
+  checkRating(input.rating);
   const body = text(input.body, '/body', REVIEW_BODY_MAX);
   const eligibility = await reviewEligibility(ctx, userId, id);
   const tenants = await reviewingCompanies(ctx, userId);
@@ -296,6 +307,7 @@ export async function updateReview(
   input: { rating?: number; body?: string },
 ): Promise<Review> {
   const row = await ownReview(ctx, userId, appId, reviewId);
+  if (input.rating !== undefined) checkRating(input.rating);
   const body = input.body !== undefined ? text(input.body, '/body', REVIEW_BODY_MAX) : undefined;
   await inStatsLock(ctx, row.app_id, async (trx) => {
     await trx
