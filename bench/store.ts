@@ -235,6 +235,12 @@ async function benchEngine(label: string, databaseUrl: string, schema?: string):
               rating_3: counts[2],
               rating_4: counts[3],
               rating_5: counts[4],
+              rating_avg:
+                counts.reduce((a, c, k) => a + c * (k + 1), 0) /
+                Math.max(
+                  1,
+                  counts.reduce((a, b) => a + b, 0),
+                ),
             };
           }),
         )

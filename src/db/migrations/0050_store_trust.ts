@@ -38,6 +38,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       ADD COLUMN search_es tsvector NOT NULL DEFAULT ''::tsvector`,
     'CREATE INDEX store_listings_search_en ON store_listings USING gin (search_en)',
     'CREATE INDEX store_listings_search_es ON store_listings USING gin (search_es)',
+    // The store's default order: the newest published apps, read from the index with a limit.
+    `CREATE INDEX apps_published_newest ON apps (created_at DESC, id DESC) WHERE status = 'published'`,
     `CREATE TABLE app_reviews (
       id text PRIMARY KEY,
       app_id text NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
@@ -67,8 +69,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       rating_2 int NOT NULL DEFAULT 0,
       rating_3 int NOT NULL DEFAULT 0,
       rating_4 int NOT NULL DEFAULT 0,
-      rating_5 int NOT NULL DEFAULT 0
+      rating_5 int NOT NULL DEFAULT 0,
+      rating_avg double precision NOT NULL DEFAULT 0
     )`,
+    // The store's sorts by rating and by installations, read in order with a limit.
+    'CREATE INDEX app_store_stats_rating ON app_store_stats (rating_avg DESC, review_count DESC)',
+    'CREATE INDEX app_store_stats_installs ON app_store_stats (install_count DESC)',
     `INSERT INTO app_store_stats (app_id, install_count)
       SELECT apps.id, (SELECT count(*) FROM installations i WHERE i.app_id = apps.id) FROM apps`,
     `CREATE FUNCTION store_count_installations() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -92,6 +98,7 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     'DROP TRIGGER installations_store_count ON installations',
     'DROP FUNCTION store_count_installations()',
     'DROP TABLE app_store_stats',
+    'DROP INDEX apps_published_newest',
     'DROP TABLE app_reviews',
     `ALTER TABLE store_listings DROP COLUMN icon, DROP COLUMN screenshots, DROP COLUMN search_en,
       DROP COLUMN search_es`,

@@ -309,11 +309,10 @@ export async function listStoreApps(
     if (sort === 'relevance' && tsquery) {
       ordered = ordered.orderBy(sql`ts_rank(${document}, ${tsquery})`, 'desc');
     } else if (sort === 'rating') {
-      ordered = ordered
-        .orderBy(sql`coalesce(stats.rating_sum::float8 / nullif(stats.review_count, 0), 0)`, 'desc')
-        .orderBy(sql`coalesce(stats.review_count, 0)`, 'desc');
+      // Every published app has its stats row (publication makes it): the index's order.
+      ordered = ordered.orderBy('stats.rating_avg', 'desc').orderBy('stats.review_count', 'desc');
     } else {
-      ordered = ordered.orderBy(sql`coalesce(stats.install_count, 0)`, 'desc');
+      ordered = ordered.orderBy('stats.install_count', 'desc');
     }
     const rows = await ordered
       .orderBy('apps.created_at', 'desc')

@@ -178,7 +178,8 @@ async function lockStats(trx: Trx, appId: string): Promise<void> {
 async function recomputeStats(trx: Trx, appId: string): Promise<void> {
   await sql`UPDATE app_store_stats SET
       review_count = s.total, rating_sum = s.total_stars, rating_1 = s.r1, rating_2 = s.r2,
-      rating_3 = s.r3, rating_4 = s.r4, rating_5 = s.r5
+      rating_3 = s.r3, rating_4 = s.r4, rating_5 = s.r5,
+      rating_avg = CASE WHEN s.total = 0 THEN 0 ELSE s.total_stars::float8 / s.total END
     FROM (SELECT count(*)::int AS total, coalesce(sum(rating), 0)::int AS total_stars,
         (count(*) FILTER (WHERE rating = 1))::int AS r1, (count(*) FILTER (WHERE rating = 2))::int AS r2,
         (count(*) FILTER (WHERE rating = 3))::int AS r3, (count(*) FILTER (WHERE rating = 4))::int AS r4,

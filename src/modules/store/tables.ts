@@ -103,6 +103,8 @@ export interface AppStoreStatsTable {
   rating_3: Generated<number>;
   rating_4: Generated<number>;
   rating_5: Generated<number>;
+  /** rating_sum / review_count (0 without reviews): the order of the sort by rating. */
+  rating_avg: Generated<number>;
 }
 
 export interface StoreTables {
