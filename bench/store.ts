@@ -81,6 +81,8 @@ const ES = [
   'taquilla',
   'reparto',
 ];
+/** Product words, each in about one listing in 150: what a search for a feature or a brand meets. */
+const RARE = Array.from({ length: 1500 }, (_, i) => `zorb${i.toString(36)}`);
 const CATEGORIES = [
   'accounting',
   'analytics',
@@ -208,8 +210,8 @@ async function benchEngine(label: string, databaseUrl: string, schema?: string):
             app_id: id,
             submission_id: `sub_bench${id}`,
             tagline: words(EN, 5),
-            description_en: words(EN, 60),
-            description_es: words(ES, 60),
+            description_en: `${words(EN, 40)} ${words(RARE, 2)}`,
+            description_es: `${words(ES, 40)} ${words(RARE, 2)}`,
             category: pick(CATEGORIES),
             app_url: 'https://example.com/start',
             scope_justifications: '[]',
@@ -263,6 +265,7 @@ async function benchEngine(label: string, databaseUrl: string, schema?: string):
         'search es, one word, accents folded',
         (i) => `?lang=es&q=${encodeURIComponent(ES[i % ES.length] as string)}`,
       ],
+      ['search en, a rare word (~7 matches)', (i) => `?q=${RARE[(i * 37) % RARE.length]}`],
       [
         'search en, two words + category',
         (i) =>
@@ -286,22 +289,29 @@ async function benchEngine(label: string, databaseUrl: string, schema?: string):
       console.log(`  HTTP ${name.padEnd(40)} ${summary(samples)}`);
     }
 
-    // The peer: the same word found by a substring scan, against the full-text query, as SQL alone.
-    const scan = await timed(REQUESTS, async (i) => {
-      const pattern = `%${EN[i % EN.length]}%`;
-      await sql`SELECT apps.id FROM store_listings JOIN apps ON apps.id = store_listings.app_id
+    // The peer: the same word found by a substring scan, against the full-text query, as SQL alone,
+    // for a word in most listings and for a rare one.
+    const peer = (word: (i: number) => string) =>
+      timed(REQUESTS, async (i) => {
+        const pattern = `%${word(i)}%`;
+        await sql`SELECT apps.id FROM store_listings JOIN apps ON apps.id = store_listings.app_id
         WHERE apps.status = 'published' AND (apps.name ILIKE ${pattern} OR store_listings.tagline ILIKE ${pattern}
           OR store_listings.description_en ILIKE ${pattern})
         ORDER BY apps.created_at DESC LIMIT 21`.execute(ctx.db);
-    });
-    const fullText = await timed(REQUESTS, async (i) => {
-      const query = searchQuery('en', EN[i % EN.length] as string);
-      await sql`SELECT apps.id FROM store_listings JOIN apps ON apps.id = store_listings.app_id
+      });
+    const fullText = (word: (i: number) => string) =>
+      timed(REQUESTS, async (i) => {
+        const query = searchQuery('en', word(i));
+        await sql`SELECT apps.id FROM store_listings JOIN apps ON apps.id = store_listings.app_id
         WHERE apps.status = 'published' AND store_listings.search_en @@ ${query}
         ORDER BY ts_rank(store_listings.search_en, ${query}) DESC LIMIT 21`.execute(ctx.db);
-    });
-    console.log(`  SQL  peer: substring scan (ILIKE)              ${summary(scan)}`);
-    console.log(`  SQL  full text (GIN, ranked)                   ${summary(fullText)}`);
+      });
+    const common = (i: number) => EN[i % EN.length] as string;
+    const rare = (i: number) => RARE[(i * 37) % RARE.length] as string;
+    console.log(`  SQL  peer: substring scan (ILIKE), common word  ${summary(await peer(common))}`);
+    console.log(`  SQL  full text (GIN, ranked), common word       ${summary(await fullText(common))}`);
+    console.log(`  SQL  peer: substring scan (ILIKE), rare word    ${summary(await peer(rare))}`);
+    console.log(`  SQL  full text (GIN, ranked), rare word         ${summary(await fullText(rare))}`);
   } finally {
     await app.close();
     await database.close();

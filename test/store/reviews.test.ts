@@ -5,10 +5,11 @@ import { call, type Json, type Person, signUpPerson } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 import {
   listing,
-  PASSWORD,
+  ownerOfCompany,
   REVIEWERS,
   registerPublishable,
   reviewerEnv,
+  signInAgain,
   signUpAs,
   startEventsReceiver,
   submitAndDecide,
@@ -25,21 +26,8 @@ interface Company {
   tenantId: string;
 }
 
-async function company(name: string): Promise<Company> {
-  const owner = await signUpPerson(w, `${name} Owner`);
-  const created = await call(w, 'POST', '/v1/companies', { token: owner.token, body: { name } });
-  if (created.status !== 201) throw new Error(created.text);
-  return { owner, tenantId: created.body.id };
-}
-
-/** Sessions last 14 days and the tests move the clock by weeks: people sign in again. */
-async function signedIn(person: Person): Promise<Person> {
-  const session = await call(w, 'POST', '/v1/auth/sessions', {
-    body: { email: person.email, password: PASSWORD },
-  });
-  if (session.status !== 201) throw new Error(session.text);
-  return { ...person, token: session.body.token };
-}
+const company = (name: string): Promise<Company> => ownerOfCompany(w, name);
+const signedIn = (person: Person) => signInAgain(w, person);
 
 beforeEach(async () => {
   developer = await signedIn(developer);

@@ -5,9 +5,11 @@ import { call, type Json, type Person, signUpPerson } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 import {
   listing,
+  ownerOfCompany,
   REVIEWERS,
   registerPublishable,
   reviewerEnv,
+  signInAgain,
   signUpAs,
   startEventsReceiver,
   submitAndDecide,
@@ -45,17 +47,8 @@ async function publish(
   return app;
 }
 
-async function companies(count: number, prefix: string) {
-  return Promise.all(
-    Array.from({ length: count }, async (_, i) => {
-      const owner = await signUpPerson(w, `${prefix} ${i}`);
-      const created = await call(w, 'POST', '/v1/companies', {
-        token: owner.token,
-        body: { name: `${prefix} ${i}` },
-      });
-      return { owner, tenantId: created.body.id as string };
-    }),
-  );
+function companies(count: number, prefix: string) {
+  return Promise.all(Array.from({ length: count }, (_, i) => ownerOfCompany(w, `${prefix} ${i}`)));
 }
 
 async function names(query: string): Promise<string[]> {
@@ -106,12 +99,9 @@ beforeAll(async () => {
   });
   w.clock.advance(7 * DAY);
   const rate = async (i: number, app: Json, rating: number) => {
-    const person = people[i] as { owner: Person };
-    const session = await call(w, 'POST', '/v1/auth/sessions', {
-      body: { email: person.owner.email, password: 'correct horse battery' },
-    });
+    const person = await signInAgain(w, (people[i] as { owner: Person }).owner);
     const answer = await call(w, 'POST', `/v1/store/apps/${app.id}/reviews`, {
-      token: session.body.token,
+      token: person.token,
       body: { rating, body: `Rated ${rating}` },
     });
     if (answer.status !== 201) throw new Error(answer.text);
@@ -121,10 +111,7 @@ beforeAll(async () => {
   await rate(2, apps.books, 4);
   await rate(3, apps.labels, 2);
   await rate(4, apps.labels, 3);
-  const session = await call(w, 'POST', '/v1/auth/sessions', {
-    body: { email: shopper.email, password: 'correct horse battery' },
-  });
-  shopper = { ...shopper, token: session.body.token };
+  shopper = await signInAgain(w, shopper);
 });
 afterAll(async () => {
   await receiver?.close();

@@ -9,10 +9,11 @@ import { startWaybill, type TestWaybill } from '../support/harness.ts';
 import { png } from './images.ts';
 import {
   listing,
-  PASSWORD,
+  ownerOfCompany,
   REVIEWERS,
   registerPublishable,
   reviewerEnv,
+  signInAgain,
   signUpAs,
   startEventsReceiver,
   submit,
@@ -32,18 +33,8 @@ describe.skipIf(!hasChromium)('the store pages in Chromium', () => {
   let waiting: { id: string };
   const owners: Record<string, { owner: Person; tenantId: string }> = {};
 
-  async function company(name: string) {
-    const owner = await signUpPerson(w, `${name} Owner`);
-    const created = await call(w, 'POST', '/v1/companies', { token: owner.token, body: { name } });
-    return { owner, tenantId: created.body.id as string };
-  }
-
-  async function signedIn(person: Person): Promise<Person> {
-    const session = await call(w, 'POST', '/v1/auth/sessions', {
-      body: { email: person.email, password: PASSWORD },
-    });
-    return { ...person, token: session.body.token };
-  }
+  const company = (name: string) => ownerOfCompany(w, name);
+  const signedIn = (person: Person) => signInAgain(w, person);
 
   async function uploadMedia(app: Json, hue: string) {
     const put = (what: string, method: string, bytes: Buffer) =>
