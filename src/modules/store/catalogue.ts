@@ -295,7 +295,19 @@ export async function listStoreApps(
   const tsquery = q ? searchQuery(lang, q) : null;
   if (q && tsquery) {
     select = select.where((eb) =>
-      eb.or([eb(sql`${document} @@ ${tsquery}`, '=', true), nameContains(q)(eb)]),
+      eb.or([
+        // The matches come from the GIN index once (a hashed subquery); the name's letters are
+        // tested on the apps' names alone, never by reading every listing's document.
+        eb(
+          'store_listings.app_id',
+          'in',
+          eb
+            .selectFrom('store_listings as matched')
+            .select('matched.app_id')
+            .where(sql<boolean>`${sql.ref(`matched.search_${lang}`)} @@ ${tsquery}`),
+        ),
+        nameContains(q)(eb),
+      ]),
     );
   }
   const sort = query.sort ?? (q ? 'relevance' : 'newest');
