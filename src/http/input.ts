@@ -12,6 +12,13 @@ import { jsonFault, MAX_JSON_DEPTH, textFault } from '../lib/text.ts';
 
 export type Form = Record<string, string | string[]>;
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route takes the body as raw bytes of any type (uploads); it checks them itself. */
+    rawBody?: boolean;
+  }
+}
+
 function refused(path: string, message: string): AppError {
   return validationError([{ path, message }], `${path} ${message}`);
 }
@@ -73,7 +80,8 @@ function refuseControlsInUrl(request: FastifyRequest): void {
  */
 function refuseUnexpectedBodyType(request: FastifyRequest): void {
   const type = request.headers['content-type'];
-  if (type === undefined || request.is404) return;
+  // Uploads (listing media) take raw bytes, whose type the route reads from the bytes themselves.
+  if (type === undefined || request.is404 || request.routeOptions.config.rawBody) return;
   const mediaType = type.split(';')[0]?.trim().toLowerCase();
   const expected = request.url.startsWith('/v1/') ? 'application/json' : 'application/x-www-form-urlencoded';
   if (mediaType !== expected) {

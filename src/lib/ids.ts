@@ -20,7 +20,8 @@ export type IdPrefix =
   | 'grt'
   | 'aud'
   | 'mail'
-  | 'apv';
+  | 'apv'
+  | 'rev';
 
 /** Prefixes of secrets handed out once and stored only as hashes. */
 export type SecretPrefix = 'ust_' | 'sk_live_' | 'sk_test_' | 'atk_live_' | 'atr_' | 'atc_' | 'aps_';

@@ -194,7 +194,8 @@ describe('automated checks against real receivers', () => {
       },
     });
     expect(fixed.status, fixed.text).toBe(200);
-    expect(fixed.body.checks.map((c: Json) => c.passed)).toEqual([true, true, true]);
+    // No icon or screenshot was uploaded for this app: listing_media_valid (test/store/media.test.ts) fails.
+    expect(fixed.body.checks.map((c: Json) => c.passed)).toEqual([true, true, true, false]);
     const submissions = await call(w, 'GET', `/v1/developer/apps/${app.id}/submissions`, {
       token: developer.token,
     });

@@ -33,6 +33,24 @@ it("walks the README's store step: the reviewer approves, the owner finds the ap
     description: expect.stringContaining('destinatarios'),
   });
 
+  // The published app has its icon, screenshots and a few reviews, one answered by the developer.
+  const notifier = english.body.data[0];
+  expect(notifier.icon_url).toMatch(/\/media\/icon-[0-9a-f]{32}\.png$/);
+  expect(notifier.screenshots).toHaveLength(2);
+  expect(notifier).toMatchObject({ review_count: 3, rating_avg: 4 });
+  const icon = await w.app.inject({ method: 'GET', url: new URL(notifier.icon_url).pathname });
+  expect(icon.statusCode).toBe(200);
+  expect(icon.headers['content-type']).toBe('image/png');
+  const reviews = await call(w, 'GET', `/v1/store/apps/${notifier.id}/reviews`, { token: owner.token });
+  expect(reviews.body.data).toHaveLength(3);
+  expect(reviews.body.data.filter((r: Json) => r.reply !== null)).toHaveLength(1);
+  // The demo company has used it for ten days: its owner may write the fourth review.
+  const written = await call(w, 'POST', `/v1/store/apps/${notifier.id}/reviews`, {
+    token: owner.token,
+    body: { rating: 5, body: 'Tried it in the tour.' },
+  });
+  expect(written.status).toBe(201);
+
   // As the reviewer, approve the waiting submission.
   const queue = await call(w, 'GET', '/v1/review/submissions', { token: reviewer.token });
   expect(queue.body.data).toHaveLength(1);
@@ -42,7 +60,10 @@ it("walks the README's store step: the reviewer approves, the owner finds the ap
     'events_url_rejects_bad_signature',
     'events_url_accepts_signed_test',
     'scope_justifications_complete',
+    'listing_media_valid',
   ]);
+  expect(waiting.checks.find((c: Json) => c.name === 'listing_media_valid').passed).toBe(true);
+  expect(waiting.media.screenshots).toHaveLength(2);
   expect(
     (await call(w, 'POST', `/v1/review/submissions/${waiting.id}/start`, { token: reviewer.token })).status,
   ).toBe(200);

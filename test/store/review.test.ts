@@ -134,7 +134,7 @@ describe('the review API', () => {
       developer: { email: developer.email },
       conflict: null,
     });
-    expect(shown.body.checks).toHaveLength(3);
+    expect(shown.body.checks).toHaveLength(4);
     const missing = await call(w, 'GET', '/v1/review/submissions/sub_missing', { token: reviewer.token });
     expect(missing.status).toBe(404);
     expect(missing.body.code).toBe('submission.not_found');

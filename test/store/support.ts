@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { call, type Json, type Person, signUpWithEmail } from '../support/api.ts';
+import { call, type Json, type Person, signUpPerson, signUpWithEmail } from '../support/api.ts';
 import type { TestWaybill } from '../support/harness.ts';
 import { checkReceived } from '../support/message-check.ts';
 
@@ -173,4 +173,24 @@ export async function submitAndDecide(
   });
   if (decided.status !== 200) throw new Error(`decision failed: ${decided.text}`);
   return decided.body;
+}
+
+/** A person who owns a company of that name (no API tokens: the store needs none). */
+export async function ownerOfCompany(
+  w: TestWaybill,
+  name: string,
+): Promise<{ owner: Person; tenantId: string }> {
+  const owner = await signUpPerson(w, `${name} Owner`);
+  const created = await call(w, 'POST', '/v1/companies', { token: owner.token, body: { name } });
+  if (created.status !== 201) throw new Error(`company failed: ${created.text}`);
+  return { owner, tenantId: created.body.id as string };
+}
+
+/** A new session: sessions last 14 days, and store tests move the clock by weeks. */
+export async function signInAgain(w: TestWaybill, person: Person): Promise<Person> {
+  const session = await call(w, 'POST', '/v1/auth/sessions', {
+    body: { email: person.email, password: PASSWORD },
+  });
+  if (session.status !== 201) throw new Error(`sign-in failed: ${session.text}`);
+  return { ...person, token: session.body.token };
 }

@@ -148,7 +148,8 @@ ${
 </section>
 <section class="card"><h2>App Store</h2>
 <p class="muted">Submit the app for review, follow its submissions, and check your events URL.</p>
-<p><a class="button secondary" href="/developer/apps/${app.id}/submissions">App Store submissions</a></p>
+<p><a class="button secondary" href="/developer/apps/${app.id}/submissions">App Store submissions</a>
+<a class="button secondary" href="/developer/apps/${app.id}/reviews">Reviews</a></p>
 </section>
 <section class="card"><h2>Settings</h2>
 ${app.status === 'published' ? html`<p class="muted">This app is published: changes to its reviewed fields go through review (<a href="/developer/apps/${app.id}/submissions/new">submit an update</a>).</p>` : ''}

@@ -3,12 +3,14 @@ import type { AppContext } from '../../context.ts';
 import { newestFirst } from '../../db/paging.ts';
 import type { Database } from '../../db/schema.ts';
 import { AppError } from '../../lib/errors.ts';
-import type { Page, PageRequest } from '../../lib/paging.ts';
+import { type Page, type PageRequest, pageLimit } from '../../lib/paging.ts';
 import { membershipOf, membershipsOfPerson } from '../accounts/companies.ts';
 import { isScope, SCOPE_DESCRIPTIONS, type Scope } from '../accounts/roles.ts';
 import { jsonArray } from '../apps/registry.ts';
 import { categoryLabel, type Lang } from './categories.ts';
 import type { Listing, ScopeJustification } from './listing.ts';
+import { type MediaNames, type MediaRef, mediaSet, NO_MEDIA } from './media.ts';
+import { searchQuery } from './search.ts';
 import type { StoreListingsTable } from './tables.ts';
 
 /** A published app as the App Store shows it, in one language. */
@@ -30,12 +32,33 @@ export interface StoreApp {
   /** Whether the company asked about (or one of the caller's companies) has it installed. */
   installed: boolean;
   published_at: string;
+  icon_url: string | null;
+  screenshots: MediaRef[];
+  /** The mean of the shown reviews' ratings, two decimals; null before the first review. */
+  rating_avg: number | null;
+  review_count: number;
+  /** How many shown reviews gave each number of stars. */
+  rating_distribution: Record<'1' | '2' | '3' | '4' | '5', number>;
+  /** The installation count as a bucket: `<10`, `10+`, `100+`, `1000+`. */
+  installs: InstallBucket;
+}
+
+export const STORE_SORTS = ['relevance', 'rating', 'installs', 'newest'] as const;
+export type StoreSort = (typeof STORE_SORTS)[number];
+export type InstallBucket = '<10' | '10+' | '100+' | '1000+';
+
+export function installBucket(count: number): InstallBucket {
+  if (count >= 1000) return '1000+';
+  if (count >= 100) return '100+';
+  if (count >= 10) return '10+';
+  return '<10';
 }
 
 export interface StoreQuery extends PageRequest {
   lang?: Lang;
   category?: string;
   q?: string;
+  sort?: StoreSort;
   tenant_id?: string;
 }
 
@@ -144,7 +167,18 @@ function publishedApps(ctx: AppContext) {
   return ctx.db
     .selectFrom('store_listings')
     .innerJoin('apps', 'apps.id', 'store_listings.app_id')
+    .leftJoin('app_store_stats as stats', 'stats.app_id', 'store_listings.app_id')
     .select([
+      'store_listings.icon',
+      'store_listings.screenshots',
+      'stats.install_count',
+      'stats.review_count',
+      'stats.rating_sum',
+      'stats.rating_1',
+      'stats.rating_2',
+      'stats.rating_3',
+      'stats.rating_4',
+      'stats.rating_5',
       'apps.id',
       'apps.name',
       'apps.homepage_url',
@@ -165,8 +199,36 @@ function publishedApps(ctx: AppContext) {
 
 type PublishedRow = Awaited<ReturnType<ReturnType<typeof publishedApps>['executeTakeFirstOrThrow']>>;
 
-function presentStoreApp(row: PublishedRow, lang: Lang, installed: boolean): StoreApp {
+/** The rating of the shown reviews, from the stats row (absent before any installation or review). */
+export function ratingOf(stats: {
+  review_count: number | null;
+  rating_sum: number | null;
+  rating_1: number | null;
+  rating_2: number | null;
+  rating_3: number | null;
+  rating_4: number | null;
+  rating_5: number | null;
+}): Pick<StoreApp, 'rating_avg' | 'review_count' | 'rating_distribution'> {
+  const count = stats.review_count ?? 0;
+  return {
+    rating_avg: count > 0 ? Math.round(((stats.rating_sum ?? 0) / count) * 100) / 100 : null,
+    review_count: count,
+    rating_distribution: {
+      '1': stats.rating_1 ?? 0,
+      '2': stats.rating_2 ?? 0,
+      '3': stats.rating_3 ?? 0,
+      '4': stats.rating_4 ?? 0,
+      '5': stats.rating_5 ?? 0,
+    },
+  };
+}
+
+function presentStoreApp(ctx: AppContext, row: PublishedRow, lang: Lang, installed: boolean): StoreApp {
   const spanish = row.description_es.trim();
+  const media = mediaSet(ctx, row.id, {
+    icon: row.icon,
+    screenshots: jsonArray<string>(row.screenshots),
+  });
   const served: Lang = lang === 'es' && spanish ? 'es' : 'en';
   const justifications = jsonArray<ScopeJustification>(row.scope_justifications);
   return {
@@ -188,6 +250,10 @@ function presentStoreApp(row: PublishedRow, lang: Lang, installed: boolean): Sto
     })),
     installed,
     published_at: row.published_at.toISOString(),
+    icon_url: media.icon?.url ?? null,
+    screenshots: media.screenshots,
+    ...ratingOf(row),
+    installs: installBucket(row.install_count ?? 0),
   };
 }
 
@@ -198,7 +264,24 @@ function nameContains(q: string) {
     eb(sql`lower(${sql.ref('apps.name')})`, 'like', pattern.toLowerCase());
 }
 
-/** GET /v1/store/apps: published listings, newest app first, by category and name. */
+const OFFSET_CURSOR = /^o([0-9]{1,7})$/;
+
+/** The sorts other than newest page by position: the cursor is `o<offset>`. */
+function offsetOf(cursor: string | undefined): number {
+  if (cursor === undefined || cursor === '') return 0;
+  const match = OFFSET_CURSOR.exec(cursor);
+  if (!match) {
+    throw new AppError('validation.failed', 'The cursor is not valid', {
+      errors: [{ path: 'querystring:/cursor', message: 'not a cursor of this list' }],
+    });
+  }
+  return Number(match[1]);
+}
+
+/**
+ * GET /v1/store/apps: published listings by category and full text (in the asked language, or the
+ * name's letters), sorted by relevance (when searching), rating, installs or newest.
+ */
 export async function listStoreApps(
   ctx: AppContext,
   userId: string,
@@ -208,8 +291,52 @@ export async function listStoreApps(
   let select = publishedApps(ctx);
   if (query.category) select = select.where('store_listings.category', '=', query.category);
   const q = query.q?.trim();
-  if (q) select = select.where(nameContains(q));
-  const page = await newestFirst(select, 'apps', query, (row) => row);
+  const document = sql.ref(`store_listings.search_${lang}`);
+  const tsquery = q ? searchQuery(lang, q) : null;
+  if (q && tsquery) {
+    select = select.where((eb) =>
+      eb.or([
+        // The matches come from the GIN index once (a hashed subquery); the name's letters are
+        // tested on the apps' names alone, never by reading every listing's document.
+        eb(
+          'store_listings.app_id',
+          'in',
+          eb
+            .selectFrom('store_listings as matched')
+            .select('matched.app_id')
+            .where(sql<boolean>`${sql.ref(`matched.search_${lang}`)} @@ ${tsquery}`),
+        ),
+        nameContains(q)(eb),
+      ]),
+    );
+  }
+  const sort = query.sort ?? (q ? 'relevance' : 'newest');
+  let page: Page<PublishedRow>;
+  if (sort === 'newest' || (sort === 'relevance' && !tsquery)) {
+    page = await newestFirst(select, 'apps', query, (row) => row);
+  } else {
+    const limit = pageLimit(query.limit);
+    const offset = offsetOf(query.cursor);
+    let ordered = select;
+    if (sort === 'relevance' && tsquery) {
+      ordered = ordered.orderBy(sql`ts_rank(${document}, ${tsquery})`, 'desc');
+    } else if (sort === 'rating') {
+      // Every published app has its stats row (publication makes it): the index's order.
+      ordered = ordered.orderBy('stats.rating_avg', 'desc').orderBy('stats.review_count', 'desc');
+    } else {
+      ordered = ordered.orderBy('stats.install_count', 'desc');
+    }
+    const rows = await ordered
+      .orderBy('apps.created_at', 'desc')
+      .orderBy('apps.id', 'desc')
+      .limit(limit + 1)
+      .offset(offset)
+      .execute();
+    page = {
+      data: rows.slice(0, limit),
+      next_cursor: rows.length > limit ? `o${offset + limit}` : null,
+    };
+  }
   const installed = await installedAppIds(
     ctx,
     userId,
@@ -217,9 +344,19 @@ export async function listStoreApps(
     page.data.map((row) => row.id),
   );
   return {
-    data: page.data.map((row) => presentStoreApp(row, lang, installed.has(row.id))),
+    data: page.data.map((row) => presentStoreApp(ctx, row, lang, installed.has(row.id))),
     next_cursor: page.next_cursor,
   };
+}
+
+/** The names of the published listing's icon and screenshots (none before the first approval). */
+export async function publishedMediaNames(ctx: AppContext, appId: string): Promise<MediaNames> {
+  const row = await ctx.db
+    .selectFrom('store_listings')
+    .select(['icon', 'screenshots'])
+    .where('app_id', '=', appId)
+    .executeTakeFirst();
+  return row ? { icon: row.icon, screenshots: jsonArray<string>(row.screenshots) } : NO_MEDIA;
 }
 
 export async function getStoreApp(
@@ -231,5 +368,5 @@ export async function getStoreApp(
   const row = await publishedApps(ctx).where('apps.id', '=', appId).executeTakeFirst();
   if (!row) throw new AppError('app.not_found');
   const installed = await installedAppIds(ctx, userId, query.tenant_id, [row.id]);
-  return presentStoreApp(row, query.lang ?? 'en', installed.has(row.id));
+  return presentStoreApp(ctx, row, query.lang ?? 'en', installed.has(row.id));
 }

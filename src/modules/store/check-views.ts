@@ -6,6 +6,7 @@ const CHECK_LABELS: Record<Check['name'], string> = {
   events_url_rejects_bad_signature: 'Events URL refuses a wrong signature',
   events_url_accepts_signed_test: 'Events URL accepts a signed test message',
   scope_justifications_complete: 'Every scope is justified',
+  listing_media_valid: 'Icon and screenshots are valid',
 };
 
 function exchange(check: Check): SafeHtml | string {

@@ -13,11 +13,13 @@ import { newId } from '../../lib/ids.ts';
 import { eventsSigningSecrets } from '../apps/secrets.ts';
 import { buildEnvelope } from '../shipments/events.ts';
 import { justificationGaps, type Listing } from './listing.ts';
+import { checkMediaSet, type MediaCheckItem, type MediaNames } from './media.ts';
 
 export const CHECK_NAMES = [
   'events_url_rejects_bad_signature',
   'events_url_accepts_signed_test',
   'scope_justifications_complete',
+  'listing_media_valid',
 ] as const;
 export type CheckName = (typeof CHECK_NAMES)[number];
 
@@ -43,6 +45,9 @@ export interface CheckDetail {
   /** scope_justifications_complete: the requested scopes and those lacking a fitting justification. */
   scopes?: string[];
   missing?: { scope: string; problem: string }[];
+  /** listing_media_valid: the images the submission carries, and what is wrong with the set. */
+  media?: MediaCheckItem[];
+  problems?: string[];
 }
 
 /**
@@ -208,16 +213,37 @@ function justificationCheck(app: CheckedApp, listing: Pick<Listing, 'scope_justi
   };
 }
 
+async function mediaCheck(ctx: AppContext, appId: string, names: MediaNames): Promise<Check> {
+  const { problems, items } = await checkMediaSet(ctx, appId, names);
+  return {
+    name: 'listing_media_valid',
+    passed: problems.length === 0,
+    detail: {
+      summary:
+        problems.length === 0
+          ? `An icon and ${names.screenshots.length} screenshot${names.screenshots.length === 1 ? '' : 's'}, each PNG or JPEG of the right size, without metadata.`
+          : `The listing's images are not complete: ${problems.join('; ')}.`,
+      media: items,
+      problems,
+    },
+  };
+}
+
 /**
  * The automated checks of spec 6, delivery rule 8, run at submission and on demand: the events URL
  * must refuse a wrongly signed message (4xx) and accept a correctly signed app.uninstalled test
- * message (2xx), and every requested scope needs a justification. Sent through the delivery
+ * message (2xx), and every requested scope needs a justification, and the listing needs its images. Sent through the delivery
  * engine's guarded connection: no redirects, 10 s deadline, first 4 KB of the answer.
  */
 export async function runSubmissionChecks(
   ctx: AppContext,
   app: CheckedApp,
   listing: Pick<Listing, 'scope_justifications'> | null,
+  media: MediaNames,
 ): Promise<Check[]> {
-  return [...(await eventsUrlChecks(ctx, app)), justificationCheck(app, listing)];
+  return [
+    ...(await eventsUrlChecks(ctx, app)),
+    justificationCheck(app, listing),
+    await mediaCheck(ctx, app.id, media),
+  ];
 }

@@ -1,11 +1,107 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
+import { DAY } from '../../lib/clock.ts';
 import type { DemoSeed } from '../../lib/demo.ts';
-import { getPerson } from '../accounts/users.ts';
+import { createCompany } from '../accounts/companies.ts';
+import { getPerson, signUp } from '../accounts/users.ts';
+import { upsertInstallation } from '../apps/registry.ts';
 import { type App, createApp, listApps } from '../apps/service.ts';
+import { type DemoLook, demoIcon, demoScreenshot } from './demo-images.ts';
 import type { Listing } from './listing.ts';
+import { addScreenshot, uploadIcon } from './media.ts';
 import { decide, startReview } from './review.ts';
+import { createReview, replyToReview } from './reviews.ts';
 import { createSubmission } from './submissions.ts';
+
+const NOTIFIER_LOOK: DemoLook = {
+  name: 'Parcel Notifier',
+  colour: '#2b6cb0',
+  accent: '#63b3ed',
+  rows: [
+    'Out for delivery: text sent to Ana',
+    'Delivered: e-mail sent to Ben',
+    'Held at depot: text sent to Chloé',
+  ],
+};
+const CARRIER_LOOK: DemoLook = {
+  name: 'Carrier Sync',
+  colour: '#c05621',
+  accent: '#f6ad55',
+  rows: ['Pickup booked for SHP-1042', 'In transit: SHP-1039', 'Pickup booked for SHP-1045'],
+};
+
+/** The icon and two screenshots of a demo app, drawn now and uploaded as a developer would. */
+async function demoMedia(ctx: AppContext, developerId: string, appId: string, look: DemoLook): Promise<void> {
+  await uploadIcon(ctx, developerId, appId, await demoIcon(look), 'image/png');
+  for (const variant of [0, 1]) {
+    await addScreenshot(ctx, developerId, appId, await demoScreenshot(look, variant), 'image/png');
+  }
+}
+
+const DEMO_REVIEWS = [
+  {
+    company: 'Northwind Parcels',
+    rating: 5,
+    body: 'Our recipients stopped calling to ask where their parcel is. Set up in ten minutes.',
+    reply: 'Thank you! Tell us which message you would like to add next.',
+  },
+  {
+    company: 'Tienda Lisboa',
+    rating: 4,
+    body: 'Los avisos por SMS funcionan muy bien; nos falta poder cambiar el texto del mensaje.',
+    reply: null,
+  },
+  {
+    company: 'Harbour Goods',
+    rating: 3,
+    body: 'Does what it says. Texts sometimes arrive a minute after the e-mail.',
+    reply: null,
+  },
+];
+
+/**
+ * Reviews of the published demo app by three made-up companies, installed a month ago (an
+ * installation must be in force 7 days), and the demo company installed ten days ago, so that
+ * the owner sees the review form.
+ */
+async function demoReviews(
+  ctx: AppContext,
+  appId: string,
+  developerId: string,
+  seed: DemoSeed,
+  ownerId: string | undefined,
+): Promise<void> {
+  const daysAgo = (days: number): AppContext => ({
+    ...ctx,
+    clock: { ...ctx.clock, now: () => new Date(ctx.clock.now().getTime() - days * DAY) },
+  });
+  const installAt = (at: AppContext, tenantId: string, userId: string) =>
+    ctx.db.transaction().execute((trx) =>
+      upsertInstallation(at, trx, {
+        appId,
+        tenantId,
+        userId,
+        customerAccountId: null,
+        scopes: ['shipments:read', 'webhooks:write'],
+      }),
+    );
+  for (const [i, entry] of DEMO_REVIEWS.entries()) {
+    const person = await signUp(
+      ctx,
+      {
+        email: `reviews${i + 1}@demo.waybill.test`,
+        password: randomBytes(24).toString('base64url'),
+        name: `${entry.company} owner`,
+      },
+      { verified: true },
+    );
+    const company = await createCompany(ctx, person.id, { name: entry.company });
+    await installAt(daysAgo(30 - i * 5), company.id, person.id);
+    const review = await createReview(ctx, person.id, appId, { rating: entry.rating, body: entry.body });
+    if (entry.reply) await replyToReview(ctx, developerId, appId, review.id, { body: entry.reply });
+  }
+  if (ownerId) await installAt(daysAgo(10), seed.tenantId, ownerId);
+}
 
 const PUBLISHED_LISTING: Listing = {
   tagline: 'Tell recipients where their parcel is',
@@ -98,6 +194,7 @@ export async function seedDemoStore(
     scopes: ['shipments:read', 'webhooks:write'],
     kind: 'confidential',
   });
+  await demoMedia(ctx, developerId, notifier.id, NOTIFIER_LOOK);
   // The events URL comes with the submission: approval gives it to the live app.
   const first = await createSubmission(ctx, developerId, notifier.id, {
     listing: PUBLISHED_LISTING,
@@ -108,11 +205,13 @@ export async function seedDemoStore(
     decision: 'approved',
     note: 'Clear listing. Welcome to the store.',
   });
+  await demoReviews(ctx, notifier.id, developerId, seed, people.owner);
 
   const carrierSync = (await listApps(ctx, developerId, { limit: 100 })).data.find(
     (app) => app.name === 'Demo Carrier Sync',
   );
   if (!carrierSync) return;
+  await demoMedia(ctx, developerId, carrierSync.id, CARRIER_LOOK);
   await createSubmission(ctx, developerId, carrierSync.id, {
     listing: {
       ...WAITING_LISTING,

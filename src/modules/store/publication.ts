@@ -2,6 +2,8 @@ import type { AppContext, Trx } from '../../context.ts';
 import { AppError } from '../../lib/errors.ts';
 import { type App, applyReviewedValues, getApp } from '../apps/service.ts';
 import type { Listing } from './listing.ts';
+import { parseMediaNames } from './media.ts';
+import { searchDocument } from './search.ts';
 import type { AppSnapshot } from './submissions.ts';
 import type { AppSubmissionsTable } from './tables.ts';
 
@@ -33,6 +35,7 @@ export async function publishSubmission(
     { submissionId: submission.id, versionId: submission.version_id },
   );
   const now = ctx.clock.now();
+  const media = parseMediaNames(submission.media);
   const values = {
     submission_id: submission.id,
     tagline: listing.tagline,
@@ -41,12 +44,29 @@ export async function publishSubmission(
     category: listing.category,
     app_url: listing.app_url,
     scope_justifications: JSON.stringify(listing.scope_justifications),
+    icon: media.icon,
+    screenshots: JSON.stringify(media.screenshots),
+    search_en: searchDocument('en', {
+      name: snapshot.name,
+      tagline: listing.tagline,
+      description: listing.description_en,
+    }),
+    search_es: searchDocument('es', {
+      name: snapshot.name,
+      tagline: listing.tagline,
+      description: listing.description_es.trim() || listing.description_en,
+    }),
     updated_at: now,
   };
   await trx
     .insertInto('store_listings')
     .values({ app_id: submission.app_id, ...values, published_at: now })
     .onConflict((oc) => oc.column('app_id').doUpdateSet(values))
+    .execute();
+  await trx
+    .insertInto('app_store_stats')
+    .values({ app_id: submission.app_id })
+    .onConflict((oc) => oc.doNothing())
     .execute();
 }
 

@@ -5,6 +5,7 @@ import { checksList, statusBadge } from './check-views.ts';
 import { characterCount, type Listing } from './listing.ts';
 import type { QueueItem, ReviewedSubmission } from './review.ts';
 import type { SubmissionStatus } from './tables.ts';
+import { mediaComparison } from './trust-views.ts';
 
 export interface ConsolePage {
   csrf: string;
@@ -164,6 +165,7 @@ ${actions(page, submission)}
 <section class="card"><h2>The app: submitted beside live</h2>${comparison(submission)}</section>
 <section class="card"><h2>Scope justifications</h2>${justifications(submission.listing)}</section>
 <section class="card"><h2>Automated checks</h2>${checksList(submission.checks)}</section>
+${mediaComparison(submission.media, submission.live_media)}
 <section class="card"><h2>The listing</h2>${listingFields(submission.listing)}
 ${submission.live_listing ? html`<details><summary>The listing in the store now</summary>${listingFields(submission.live_listing)}</details>` : ''}
 </section>

@@ -4,8 +4,9 @@ import { AppError } from '../../lib/errors.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { conflictOfInterest, requireReviewer } from '../apps/moderation.ts';
 import { type App, getApp } from '../apps/service.ts';
-import { listingOf } from './catalogue.ts';
+import { listingOf, publishedMediaNames } from './catalogue.ts';
 import type { Listing } from './listing.ts';
+import { type MediaSet, mediaSet } from './media.ts';
 import { publishSubmission } from './publication.ts';
 import { presentSubmission, type Submission, WAITING } from './submissions.ts';
 import type { AppSubmissionsTable, SubmissionStatus } from './tables.ts';
@@ -56,7 +57,7 @@ export async function reviewQueue(
     .where('app_submissions.status', 'in', filter.status ? [filter.status] : WAITING);
   return oldestFirst(query, 'app_submissions', filter, (row) => {
     const { app_name, developer_email, ...submission } = row;
-    return { ...presentSubmission(submission), app_name, developer_email };
+    return { ...presentSubmission(ctx, submission), app_name, developer_email };
   });
 }
 
@@ -80,6 +81,8 @@ export interface ReviewedSubmission extends Submission {
   live: LiveValues;
   /** The store listing now (null before the first approval). */
   live_listing: Listing | null;
+  /** The store's icon and screenshots now, beside the submitted ones. */
+  live_media: MediaSet;
   /** The fields whose submitted value differs from the live one. */
   changes: string[];
   /** Why this reviewer may not start or decide it, or null. */
@@ -97,7 +100,7 @@ export async function submissionForReview(
 ): Promise<ReviewedSubmission> {
   await requireReviewer(ctx, reviewerId);
   const row = await submissionRow(ctx, submissionId);
-  const submission = presentSubmission(row);
+  const submission = presentSubmission(ctx, row);
   const owner = await ctx.db
     .selectFrom('apps')
     .innerJoin('users', 'users.id', 'apps.developer_id')
@@ -125,6 +128,7 @@ export async function submissionForReview(
     developer: owner,
     live,
     live_listing: await listingOf(ctx, row.app_id),
+    live_media: mediaSet(ctx, row.app_id, await publishedMediaNames(ctx, row.app_id)),
     changes,
     conflict: await conflictOnApp(ctx, reviewerId, row.app_id),
   };
@@ -154,7 +158,7 @@ export async function startReview(
     .returningAll()
     .executeTakeFirst();
   if (!row) throw invalidState(await submissionRow(ctx, submissionId), 'submitted');
-  return presentSubmission(row);
+  return presentSubmission(ctx, row);
 }
 
 /**
@@ -212,7 +216,7 @@ export async function decide(
       .where('id', '=', row.id)
       .returningAll()
       .executeTakeFirstOrThrow();
-    return presentSubmission(decided);
+    return presentSubmission(ctx, decided);
   });
 }
 

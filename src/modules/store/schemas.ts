@@ -75,6 +75,7 @@ export const CheckSchema = Type.Object(
       Type.Literal('events_url_rejects_bad_signature'),
       Type.Literal('events_url_accepts_signed_test'),
       Type.Literal('scope_justifications_complete'),
+      Type.Literal('listing_media_valid'),
     ]),
     passed: Type.Boolean(),
     detail: Type.Object(
@@ -97,11 +98,33 @@ export const CheckSchema = Type.Object(
         ),
         scopes: Type.Optional(Type.Array(Type.String())),
         missing: Type.Optional(Type.Array(Type.Object({ scope: Type.String(), problem: Type.String() }))),
+        media: Type.Optional(
+          Type.Array(
+            Type.Object({
+              name: Type.String(),
+              kind: Type.Union([Type.Literal('icon'), Type.Literal('screenshot')]),
+              width: Type.Integer(),
+              height: Type.Integer(),
+              bytes: Type.Integer(),
+            }),
+          ),
+        ),
+        problems: Type.Optional(Type.Array(Type.String())),
       },
       { description: 'What was sent and what came back' },
     ),
   },
   { $id: 'Check' },
+);
+
+export const MediaRefSchema = Type.Object({
+  name: Type.String({ description: 'Holds the content hash: the image at this name never changes' }),
+  url: Type.String(),
+});
+
+export const MediaSetSchema = Type.Object(
+  { icon: Nullable(MediaRefSchema), screenshots: Type.Array(MediaRefSchema) },
+  { description: 'The listing images' },
 );
 
 export const SubmissionStatusSchema = Type.Union([
@@ -134,6 +157,7 @@ export const SubmissionSchema = Type.Object(
       { description: 'The snapshot of the app as submitted' },
     ),
     events_url: Nullable(Type.String()),
+    media: MediaSetSchema,
     checks: Type.Array(CheckSchema),
     version_id: Nullable(Type.String({ description: 'The app version put forward, if any' })),
     reviewer_note: Nullable(Type.String()),
@@ -190,6 +214,7 @@ export const ReviewedSubmissionSchema = Type.Object({
   developer: Type.Object({ id: Type.String(), email: Type.String(), name: Type.String() }),
   live: LiveValuesSchema,
   live_listing: Nullable(ListingSchema),
+  live_media: MediaSetSchema,
   changes: Type.Array(Type.String(), {
     description: 'Fields whose submitted value differs from the live one',
   }),
@@ -220,7 +245,22 @@ export const StoreListQuery = Type.Object(
   {
     lang: Type.Optional(Lang),
     category: Type.Optional(Type.String({ maxLength: 64 })),
-    q: Type.Optional(Type.String({ maxLength: 100, description: 'Part of the app name' })),
+    q: Type.Optional(
+      Type.String({
+        maxLength: 100,
+        description:
+          'Full text over name, tagline and description in `lang` (stemmed, accents folded; quotes, `or` and `-word` work), or part of the name',
+      }),
+    ),
+    sort: Type.Optional(
+      Type.Union(
+        [Type.Literal('relevance'), Type.Literal('rating'), Type.Literal('installs'), Type.Literal('newest')],
+        {
+          description:
+            '`relevance` (the default with `q`), `rating`, `installs` or `newest` (the default without)',
+        },
+      ),
+    ),
     tenant_id: Type.Optional(
       Type.String({ maxLength: 64, description: 'The company `installed` is about (default: all of yours)' }),
     ),
@@ -253,6 +293,23 @@ export const StoreAppSchema = Type.Object(
     ),
     installed: Type.Boolean(),
     published_at: Timestamp,
+    icon_url: Nullable(Type.String()),
+    screenshots: Type.Array(MediaRefSchema),
+    rating_avg: Nullable(Type.Number({ description: 'Mean rating of the shown reviews, two decimals' })),
+    review_count: Type.Integer(),
+    rating_distribution: Type.Object({
+      '1': Type.Integer(),
+      '2': Type.Integer(),
+      '3': Type.Integer(),
+      '4': Type.Integer(),
+      '5': Type.Integer(),
+    }),
+    installs: Type.Union([
+      Type.Literal('<10'),
+      Type.Literal('10+'),
+      Type.Literal('100+'),
+      Type.Literal('1000+'),
+    ]),
   },
   { $id: 'StoreApp' },
 );
@@ -260,3 +317,74 @@ export const StoreAppSchema = Type.Object(
 export const CategoriesSchema = Type.Object({
   data: Type.Array(Type.Object({ id: Type.String(), en: Type.String(), es: Type.String() })),
 });
+
+export const MediaParams = Type.Object(
+  { id: Id(64), name: Type.String({ minLength: 1, maxLength: 100 }) },
+  strict,
+);
+
+export const RawImageBody = Type.Unknown({
+  description: 'The image bytes (PNG or JPEG; the type is read from the bytes)',
+});
+
+export const ReviewSchema = Type.Object(
+  {
+    id: Type.String(),
+    app_id: Type.String(),
+    rating: Type.Integer({ minimum: 1, maximum: 5 }),
+    body: Type.String(),
+    company_name: Type.String(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    reply: Nullable(Type.Object({ body: Type.String(), created_at: Timestamp, updated_at: Timestamp }), {
+      description: "The developer's answer",
+    }),
+    hidden: Type.Boolean({
+      description: 'Hidden by a reviewer: shown only to its company and the developer, with the reason',
+    }),
+    hidden_reason: Nullable(Type.String()),
+    hidden_at: Nullable(Timestamp),
+    mine: Type.Boolean({ description: 'Written by a company where you are an owner or admin' }),
+  },
+  { $id: 'Review' },
+);
+
+export const ReviewBody = Type.Object(
+  {
+    rating: Type.Integer({ minimum: 1, maximum: 5 }),
+    body: Type.String({ maxLength: 8000, description: '1 to 2,000 characters' }),
+    tenant_id: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description: 'The company that reviews (needed only when several of yours may)',
+      }),
+    ),
+  },
+  strict,
+);
+
+export const ReviewPatchBody = Type.Object(
+  {
+    rating: Type.Optional(Type.Integer({ minimum: 1, maximum: 5 })),
+    body: Type.Optional(Type.String({ maxLength: 8000, description: '1 to 2,000 characters' })),
+  },
+  strict,
+);
+
+export const ReplyBody = Type.Object(
+  { body: Type.String({ maxLength: 8000, description: '1 to 2,000 characters' }) },
+  strict,
+);
+
+export const HideBody = Type.Object(
+  {
+    reason: Type.String({
+      maxLength: 2000,
+      description: 'Why (1 to 500 characters); the developer and the company read it',
+    }),
+  },
+  strict,
+);
+
+export const AppReviewParams = Type.Object({ id: Id(64), review_id: Id(64) }, strict);
+export const ReviewIdParams = Type.Object({ review_id: Id(64) }, strict);

@@ -1,15 +1,30 @@
-import type { FastifyError, FastifyPluginAsync } from 'fastify';
+import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { toAppError } from '../../http/errors.ts';
+import { AppError } from '../../lib/errors.ts';
 import { type DashboardView, dashboardView } from '../../web/dashboard.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
-import { sendErrorPage, showPage } from '../../web/pages/common.ts';
-import { getStoreApp, listStoreApps, type StoreApp } from './catalogue.ts';
+import { type Form, redirectWithFlash, sendErrorPage, showPage } from '../../web/pages/common.ts';
+import { getStoreApp, listStoreApps, STORE_SORTS, type StoreApp, type StoreSort } from './catalogue.ts';
 import { CATEGORIES, isCategory, type Lang } from './categories.ts';
+import { createReview, deleteReview, listReviews, type Review, reviewEligibility } from './reviews.ts';
+import {
+  icon,
+  installs,
+  ratingSummary,
+  reviewForm,
+  reviewList,
+  screenshots,
+  stars,
+  TRUST_WORDS,
+} from './trust-views.ts';
 
 const PATH = '/dashboard/store';
 
-type StoreQuery = { q?: string; category?: string; lang?: string; cursor?: string };
+type StoreQuery = { q?: string; category?: string; lang?: string; cursor?: string; sort?: string };
+
+const sortOf = (value: string | undefined): StoreSort | undefined =>
+  STORE_SORTS.find((sort) => sort === value);
 
 const langOf = (value: string | undefined): Lang => (value === 'es' ? 'es' : 'en');
 
@@ -17,14 +32,14 @@ const WORDS = {
   en: {
     installed: 'Installed',
     install: 'Install',
-    search: 'Search by name',
+    search: 'Search',
     all: 'All categories',
     why: 'Why',
   },
   es: {
     installed: 'Instalada',
     install: 'Instalar',
-    search: 'Buscar por nombre',
+    search: 'Buscar',
     all: 'Todas las categorías',
     why: 'Por qué',
   },
@@ -45,8 +60,10 @@ function installButton(view: DashboardView, app: StoreApp): SafeHtml {
 
 function card(app: StoreApp, lang: Lang): SafeHtml {
   return html`<li class="card store-app">
-<h2><a href="${PATH}/${app.id}?lang=${lang}">${app.name}</a> ${app.installed ? html`<span class="badge ok">${WORDS[lang].installed}</span>` : ''}</h2>
+<div class="store-app-head">${icon(app.icon_url, app.name, 'small')}
+<h2><a href="${PATH}/${app.id}?lang=${lang}">${app.name}</a> ${app.installed ? html`<span class="badge ok">${WORDS[lang].installed}</span>` : ''}</h2></div>
 <p>${app.tagline}</p>
+<p>${stars(app.rating_avg, lang, app.review_count)} · ${installs(app, lang)}</p>
 <p class="muted">${app.category_label}</p>
 </li>`;
 }
@@ -57,15 +74,36 @@ function filters(query: StoreQuery, lang: Lang): SafeHtml {
 <label>Category <select name="category"><option value="">${WORDS[lang].all}</option>${CATEGORIES.map(
     (c) => html`<option value="${c.id}"${query.category === c.id ? html` selected` : ''}>${c[lang]}</option>`,
   )}</select></label>
+<label>${TRUST_WORDS[lang].sort} <select name="sort"><option value="">—</option>${STORE_SORTS.map(
+    (sort) =>
+      html`<option value="${sort}"${query.sort === sort ? html` selected` : ''}>${TRUST_WORDS[lang].sorts[sort]}</option>`,
+  )}</select></label>
 <label>Language <select name="lang"><option value="en"${lang === 'en' ? html` selected` : ''}>English</option><option value="es"${lang === 'es' ? html` selected` : ''}>Español</option></select></label>
 <button class="secondary" type="submit">Show</button>
 </form>`;
 }
 
-function detail(view: DashboardView, app: StoreApp): SafeHtml {
+interface ReviewsPart {
+  reviews: Review[];
+  /** The company in view may review now. */
+  canReview: boolean;
+}
+
+function reviewsSection(view: DashboardView, app: StoreApp, part: ReviewsPart): SafeHtml {
+  const lang = app.lang;
+  return html`<section class="card" id="reviews"><h2>${TRUST_WORDS[lang].reviews}</h2>
+${ratingSummary(app, lang)}
+${part.canReview ? reviewForm(view.csrf, app.id, view.membership.company_name, lang) : ''}
+${reviewList(part.reviews, { lang, ownActions: { csrf: view.csrf, appId: app.id, tenantId: view.tenantId } })}
+</section>`;
+}
+
+function detail(view: DashboardView, app: StoreApp, part: ReviewsPart): SafeHtml {
   const other: Lang = app.lang === 'es' ? 'en' : 'es';
   return html`<p><a href="${PATH}?lang=${app.lang}">App Store</a></p>
-<h1>${app.name} ${app.installed ? html`<span class="badge ok">${WORDS[app.lang].installed}</span>` : ''}</h1>
+<div class="store-app-head">${icon(app.icon_url, app.name, 'large')}
+<div><h1>${app.name} ${app.installed ? html`<span class="badge ok">${WORDS[app.lang].installed}</span>` : ''}</h1>
+<p>${stars(app.rating_avg, app.lang, app.review_count)} · ${installs(app, app.lang)}</p></div></div>
 <p><strong>${app.tagline}</strong> <span class="muted">· ${app.category_label}</span>
 <a href="${PATH}/${app.id}?lang=${other}" hreflang="${other}">${other === 'es' ? 'Español' : 'English'}</a></p>
 <section class="card"><p class="pre" lang="${app.lang}">${app.description}</p>
@@ -75,7 +113,9 @@ ${installButton(view, app)}</section>
 <ul class="scopes">${app.scopes.map(
     (s) =>
       html`<li><strong>${s.description}</strong> <code>${s.scope}</code><br><span class="muted justification">${WORDS[app.lang].why}: ${s.justification}</span></li>`,
-  )}</ul></section>`;
+  )}</ul></section>
+${screenshots(app.screenshots, app.name, app.lang)}
+${reviewsSection(view, app, part)}`;
 }
 
 /** The App Store in the dashboard: published apps for the company being viewed. */
@@ -100,6 +140,7 @@ export function storePages(ctx: AppContext): FastifyPluginAsync {
         ...(query.category && isCategory(query.category) ? { category: query.category } : {}),
         ...(query.q ? { q: query.q.slice(0, 100) } : {}),
         ...(query.cursor ? { cursor: query.cursor } : {}),
+        ...(sortOf(query.sort) ? { sort: sortOf(query.sort) } : {}),
       });
       const next = page.next_cursor
         ? html`<p class="pager"><a class="button secondary" rel="next" href="${PATH}?${new URLSearchParams({ ...query, cursor: page.next_cursor }).toString()}">Next</a></p>`
@@ -124,7 +165,90 @@ ${
           tenant_id: view.tenantId,
           lang: langOf(request.query.lang),
         });
-        return showPage(request, reply, view, { title: found.name, path: PATH }, detail(view, found));
+        return showPage(
+          request,
+          reply,
+          view,
+          { title: found.name, path: PATH },
+          detail(view, found, await reviewsPart(view, found)),
+        );
+      },
+    );
+
+    async function reviewsPart(view: DashboardView, found: StoreApp): Promise<ReviewsPart> {
+      const [page, eligibility] = await Promise.all([
+        listReviews(ctx, view.user.userId, found.id, { limit: 50 }),
+        reviewEligibility(ctx, view.user.userId, found.id),
+      ]);
+      return {
+        reviews: page.data,
+        canReview: eligibility.companies.some((c) => c.tenant_id === view.tenantId),
+      };
+    }
+
+    const post = { schema: { hide: true }, preValidation: app.csrfProtection };
+
+    /** A refused review comes back as the app page with the reason on top. */
+    async function refusedOnPage(
+      request: FastifyRequest<{ Params: { id: string } }>,
+      reply: FastifyReply,
+      view: DashboardView,
+      error: AppError,
+    ) {
+      const found = await getStoreApp(ctx, view.user.userId, request.params.id.slice(0, 64), {
+        tenant_id: view.tenantId,
+      });
+      return showPage(
+        request,
+        reply,
+        view,
+        { title: found.name, path: PATH, error: error.message, status: error.status },
+        detail(view, found, await reviewsPart(view, found)),
+      );
+    }
+
+    app.post<{ Params: { id: string }; Body: Form }>(`${PATH}/:id/reviews`, post, async (request, reply) => {
+      const view = await dashboardView(ctx, request, reply);
+      if (!view) return reply;
+      const form = request.body ?? {};
+      const rating = Number(form.rating);
+      try {
+        await createReview(ctx, view.user.userId, request.params.id.slice(0, 64), {
+          rating: Number.isInteger(rating) && rating >= 1 && rating <= 5 ? rating : 0,
+          body: typeof form.body === 'string' ? form.body : '',
+          tenant_id: view.tenantId,
+        });
+      } catch (error) {
+        if (error instanceof AppError && error.status < 500)
+          return refusedOnPage(request, reply, view, error);
+        throw error;
+      }
+      return redirectWithFlash(
+        ctx,
+        reply,
+        `${PATH}/${request.params.id}#reviews`,
+        'Thank you: your review is published.',
+      );
+    });
+
+    app.post<{ Params: { id: string; review_id: string }; Body: Form }>(
+      `${PATH}/:id/reviews/:review_id/delete`,
+      post,
+      async (request, reply) => {
+        const view = await dashboardView(ctx, request, reply);
+        if (!view) return reply;
+        await deleteReview(
+          ctx,
+          view.user.userId,
+          request.params.id.slice(0, 64),
+          request.params.review_id.slice(0, 64),
+        );
+        return redirectWithFlash(
+          ctx,
+          reply,
+          `${PATH}/${request.params.id}#reviews`,
+          'The review was deleted.',
+        );
       },
     );
   };

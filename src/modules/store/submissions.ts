@@ -12,6 +12,7 @@ import { spendOutbound } from '../outbound/budget.ts';
 import { type Check, runSubmissionChecks } from './checks.ts';
 import { REJECTIONS_LOOKBACK_MS, submissionsOpenAt } from './cooldown.ts';
 import { checkListing, type Listing, type ScopeJustification } from './listing.ts';
+import { draftMediaNames, type MediaSet, mediaSet, parseMediaNames } from './media.ts';
 import type { AppSubmissionsTable, SubmissionStatus } from './tables.ts';
 
 /** The app's reviewed values as a submission carries them in `app`; its events URL travels beside. */
@@ -39,6 +40,8 @@ export interface Submission {
   note: string | null;
   app: AppSnapshot;
   events_url: string | null;
+  /** The listing's icon and screenshots as submitted. */
+  media: MediaSet;
   checks: Check[];
   version_id: string | null;
   reviewer_note: string | null;
@@ -54,7 +57,7 @@ function parsed<T>(value: unknown): T {
   return (typeof value === 'string' ? JSON.parse(value) : value) as T;
 }
 
-export function presentSubmission(row: AppSubmissionsTable): Submission {
+export function presentSubmission(ctx: AppContext, row: AppSubmissionsTable): Submission {
   return {
     id: row.id,
     app_id: row.app_id,
@@ -64,6 +67,7 @@ export function presentSubmission(row: AppSubmissionsTable): Submission {
     note: row.note,
     app: parsed<AppSnapshot>(row.app_snapshot),
     events_url: row.events_url,
+    media: mediaSet(ctx, row.app_id, parseMediaNames(row.media)),
     checks: jsonArray<Check>(row.checks),
     version_id: row.version_id ?? null,
     reviewer_note: row.reviewer_note,
@@ -206,7 +210,8 @@ export async function createSubmission(
   // anything is sent or stored (decision 0028).
   if (values.events_url) await spendChecks(ctx, userId, values.events_url);
   // The checks talk to the developer's server: no transaction is open while they run.
-  const checks = await runSubmissionChecks(ctx, { id: live.id, ...values }, listing);
+  const media = await draftMediaNames(ctx, live.id);
+  const checks = await runSubmissionChecks(ctx, { id: live.id, ...values }, listing, media);
   const { events_url, ...snapshot } = values;
   const now = ctx.clock.now();
   const row: AppSubmissionsTable = {
@@ -220,6 +225,7 @@ export async function createSubmission(
     app_snapshot: JSON.stringify(snapshot),
     events_url,
     checks: JSON.stringify(checks),
+    media: JSON.stringify(media),
     reviewer_id: null,
     reviewer_note: null,
     created_at: now,
@@ -236,7 +242,7 @@ export async function createSubmission(
     .returning('id')
     .executeTakeFirst();
   if (!inserted) await refuseWhilePending(ctx, live.id);
-  return presentSubmission({ ...row, listing, app_snapshot: snapshot, checks });
+  return presentSubmission(ctx, { ...row, listing, app_snapshot: snapshot, checks, media });
 }
 
 export async function listSubmissions(
@@ -250,7 +256,7 @@ export async function listSubmissions(
     ctx.db.selectFrom('app_submissions').selectAll().where('app_id', '=', app.id),
     'app_submissions',
     page,
-    presentSubmission,
+    (row) => presentSubmission(ctx, row),
   );
 }
 
@@ -268,7 +274,7 @@ export async function getSubmission(
     .where('app_id', '=', app.id)
     .executeTakeFirst();
   if (!row) throw new AppError('submission.not_found');
-  return presentSubmission(row);
+  return presentSubmission(ctx, row);
 }
 
 /** The developer takes a waiting submission back: status withdrawn; the app stays as it was. */
@@ -291,7 +297,7 @@ export async function withdrawSubmission(
       submission_status: current.status,
     });
   }
-  return presentSubmission(row);
+  return presentSubmission(ctx, row);
 }
 
 /**
@@ -312,5 +318,6 @@ export async function checkBeforeSubmitting(
   const values = submittedValues(live, proposed);
   const listing = input.scope_justifications ? { scope_justifications: input.scope_justifications } : null;
   if (values.events_url) await spendChecks(ctx, userId, values.events_url);
-  return { checks: await runSubmissionChecks(ctx, { id: live.id, ...values }, listing) };
+  const media = await draftMediaNames(ctx, live.id);
+  return { checks: await runSubmissionChecks(ctx, { id: live.id, ...values }, listing, media) };
 }
