@@ -25,9 +25,28 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * RFC 6750 section 3: a 401 names the scheme (and `invalid_token` when a token was sent); a missing
+ * scope is `insufficient_scope` with the scope the call needs.
+ */
+function bearerChallenge(error: AppError, request?: FastifyRequest): string | null {
+  if (error.code === 'auth.invalid_token') {
+    return request?.headers.authorization
+      ? 'Bearer realm="waybill", error="invalid_token"'
+      : 'Bearer realm="waybill"';
+  }
+  if (error.status === 401) return 'Bearer realm="waybill"';
+  if (error.code === 'auth.insufficient_scope') {
+    const scope = error.extra.required_scope;
+    return `Bearer realm="waybill", error="insufficient_scope"${typeof scope === 'string' ? `, scope="${scope}"` : ''}`;
+  }
+  return null;
+}
+
 export function sendProblem(reply: FastifyReply, error: AppError, request?: FastifyRequest) {
   if (request) request.problemCode = error.code;
-  if (error.status === 401) reply.header('www-authenticate', 'Bearer realm="waybill"');
+  const challenge = bearerChallenge(error, request);
+  if (challenge) reply.header('www-authenticate', challenge);
   if (error.status === 503) reply.header('retry-after', '5');
   const retryAfter =
     error.retryAfter ?? (typeof error.extra.retry_after === 'number' ? error.extra.retry_after : undefined);

@@ -22,7 +22,15 @@ export type IdPrefix =
   | 'mail';
 
 /** Prefixes of secrets handed out once and stored only as hashes. */
-export type SecretPrefix = 'ust_' | 'sk_live_' | 'sk_test_' | 'atk_live_' | 'atr_' | 'atc_' | 'aps_';
+export type SecretPrefix =
+  | 'ust_'
+  | 'sk_live_'
+  | 'sk_test_'
+  | 'atk_live_'
+  | 'atk_test_'
+  | 'atr_'
+  | 'atc_'
+  | 'aps_';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -94,7 +102,16 @@ export function hashSecret(secret: string): string {
 }
 
 export function tokenPrefixOf(secret: string): SecretPrefix | null {
-  for (const prefix of ['ust_', 'sk_live_', 'sk_test_', 'atk_live_', 'atr_', 'atc_', 'aps_'] as const) {
+  for (const prefix of [
+    'ust_',
+    'sk_live_',
+    'sk_test_',
+    'atk_live_',
+    'atk_test_',
+    'atr_',
+    'atc_',
+    'aps_',
+  ] as const) {
     if (secret.startsWith(prefix)) return prefix;
   }
   return null;

@@ -27,6 +27,7 @@ import * as outboundBudget from './0035_outbound_budget.ts';
 import * as developerConsole from './0036_developer_console.ts';
 import * as functionSearchPath from './0040_function_search_path.ts';
 import * as orderingPerShipment from './0041_ordering_per_shipment.ts';
+import * as agents from './0045_agents.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -58,4 +59,5 @@ export const migrations: Record<string, Migration> = {
   '0036_developer_console': developerConsole,
   '0040_function_search_path': functionSearchPath,
   '0041_ordering_per_shipment': orderingPerShipment,
+  '0045_agents': agents,
 };

@@ -100,6 +100,7 @@ export async function createCompany(
     id: newTenantId(),
     name: input.name.trim(),
     live: false,
+    agent_access: { test: true, live: false },
     created_at: now,
     updated_at: now,
   };

@@ -1,3 +1,4 @@
+import type { Selectable } from 'kysely';
 import type { AppContext } from '../../context.ts';
 import { newestFirst } from '../../db/paging.ts';
 import { AppError, validationError } from '../../lib/errors.ts';
@@ -31,7 +32,7 @@ export interface Installation {
   updated_at: string;
 }
 
-type InstallationRow = InstallationsTable & {
+type InstallationRow = Selectable<InstallationsTable> & {
   app_name: string;
   app_status: string;
   held_reason: HeldReason | null;

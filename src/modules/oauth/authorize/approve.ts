@@ -47,6 +47,7 @@ export async function approveAuthorization(
         redirect_uri: request.redirectUri,
         code_challenge: request.codeChallenge,
         scopes: JSON.stringify(granted),
+        resource: request.resource,
         created_at: now,
         expires_at: addMs(now, CODE_LIFETIME_MS),
         used_at: null,

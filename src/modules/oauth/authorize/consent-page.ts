@@ -20,6 +20,7 @@ function hiddenRequest(request: AuthorizationRequest): SafeHtml {
     state: request.state,
     code_challenge: request.codeChallenge,
     code_challenge_method: 'S256',
+    resource: request.resourceUrl,
   };
   return html`${Object.entries(fields).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`)}`;
 }

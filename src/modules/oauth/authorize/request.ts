@@ -3,6 +3,7 @@ import { isScope, type Scope } from '../../accounts/roles.ts';
 import { type AppRecord, findAppByClientId } from '../../apps/registry.ts';
 import { OAuthError } from '../errors.ts';
 import { CODE_CHALLENGE } from '../pkce.ts';
+import { type Resource, requestedResource, resourceUrl } from '../resource.ts';
 
 /** A checked authorization request (OAuth 2.1 section 4.1.1). */
 export interface AuthorizationRequest {
@@ -11,6 +12,9 @@ export interface AuthorizationRequest {
   state: string;
   codeChallenge: string;
   scopes: Scope[];
+  /** RFC 8707: what the tokens will be for; `v1` when the request names none. */
+  resource: Resource;
+  resourceUrl: string;
 }
 
 /** Answered with an error page, never a redirect: the redirect target is not trusted (RFC 6749 4.1.2.1). */
@@ -116,7 +120,17 @@ export async function checkAuthorizationRequest(
         `the app may not ask for ${foreign.join(' ').slice(0, 200) || 'nothing'}`,
       );
     }
-    return { app, redirectUri, state, codeChallenge, scopes: scopes as Scope[] };
+    // RFC 8707 section 2: one resource, ours; none means the REST API, as before (CONTRACT.md, Agents).
+    const resource = requestedResource(ctx.config, single(query, 'resource'), 'v1');
+    return {
+      app,
+      redirectUri,
+      state,
+      codeChallenge,
+      scopes: scopes as Scope[],
+      resource,
+      resourceUrl: resourceUrl(ctx.config, resource),
+    };
   } catch (error) {
     if (error instanceof OAuthError) throw new RedirectedError(redirectUri, state, error);
     throw error;
