@@ -73,6 +73,8 @@ export const problemCodes = {
   'submission.invalid_state': [409, 'The submission cannot move from its state'],
   'submission.requirements_missing': [422, 'The app lacks what a submission needs'],
   'privacy_request.not_found': [404, 'No such privacy request'],
+  'mcp.disabled': [403, "The company's agent access does not allow this mode"],
+  'agent_connection.not_found': [404, 'No such agent connection'],
   'service.unavailable': [503, 'The service cannot reach its database; try again shortly'],
   'service.starting': [503, 'The service is starting; try again shortly'],
   internal: [500, 'Internal error'],

@@ -14,6 +14,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     `ALTER TABLE oauth_codes ADD COLUMN resource text NOT NULL DEFAULT 'v1' CHECK (resource IN ('v1', 'mcp'))`,
     `ALTER TABLE oauth_tokens ADD COLUMN resource text NOT NULL DEFAULT 'v1' CHECK (resource IN ('v1', 'mcp'))`,
     'ALTER TABLE installations ADD COLUMN livemode boolean NOT NULL DEFAULT true',
+    'ALTER TABLE installations ADD COLUMN last_used_at timestamptz',
     `ALTER TABLE companies ADD COLUMN agent_access jsonb NOT NULL DEFAULT '{"test": true, "live": false}'`,
     'ALTER TABLE apps ALTER COLUMN developer_id DROP NOT NULL',
     `CREATE TABLE agent_clients (
@@ -35,6 +36,7 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     'DROP TABLE agent_clients',
     'ALTER TABLE apps ALTER COLUMN developer_id SET NOT NULL',
     'ALTER TABLE companies DROP COLUMN agent_access',
+    'ALTER TABLE installations DROP COLUMN last_used_at',
     'ALTER TABLE installations DROP COLUMN livemode',
     'ALTER TABLE oauth_tokens DROP COLUMN resource',
     'ALTER TABLE oauth_codes DROP COLUMN resource',

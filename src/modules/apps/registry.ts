@@ -70,6 +70,8 @@ export interface InstallationInput {
   /** The approving person; app tokens act as them. */
   userId: string;
   scopes: readonly Scope[];
+  /** False for an agent connection to test data (issue 31); apps are live. */
+  livemode?: boolean;
 }
 
 /**
@@ -98,13 +100,18 @@ export async function upsertInstallation(
       user_id: input.userId,
       scopes,
       approved_at: now,
+      livemode: input.livemode ?? true,
       created_at: now,
       updated_at: now,
     })
     .onConflict((oc) =>
-      oc
-        .columns(['app_id', 'tenant_id', 'customer_account_id'])
-        .doUpdateSet({ user_id: input.userId, scopes, approved_at: now, updated_at: now }),
+      oc.columns(['app_id', 'tenant_id', 'customer_account_id']).doUpdateSet({
+        user_id: input.userId,
+        scopes,
+        approved_at: now,
+        livemode: input.livemode ?? true,
+        updated_at: now,
+      }),
     )
     .returning('id')
     .executeTakeFirstOrThrow();

@@ -34,6 +34,8 @@ export interface InstallationsTable {
   approved_at: Date;
   /** False for an agent connection approved for test data (its tokens are atk_test_). */
   livemode: Generated<boolean>;
+  /** The last call an agent connection made (at most once a minute). */
+  last_used_at: Generated<Date | null>;
   created_at: Date;
   updated_at: Date;
 }

@@ -65,6 +65,14 @@ ${hiddenRequest(request)}
 <fieldset><legend>Install into</legend>
 ${targets.map((t, i) => targetOption(request, t, i === 0))}
 </fieldset>
+${
+  request.resource === 'mcp'
+    ? html`<fieldset><legend>Data the agent works with</legend>
+<label class="choice"><input type="radio" name="mode" value="test" checked><span>Test data <span class="muted">(sandbox shipments; the safe choice)</span></span></label>
+<label class="choice"><input type="radio" name="mode" value="live"><span>Live data <span class="muted">(only for a live company whose agent access allows it)</span></span></label>
+</fieldset>`
+    : ''
+}
 <p class="muted">You will be sent back to <code>${new URL(request.redirectUri).origin}</code>.</p>
 <div class="actions">
 <button type="submit" name="decision" value="approve">Approve</button>
