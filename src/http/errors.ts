@@ -46,7 +46,8 @@ function bearerChallenge(error: AppError, request?: FastifyRequest): string | nu
 export function sendProblem(reply: FastifyReply, error: AppError, request?: FastifyRequest) {
   if (request) request.problemCode = error.code;
   const challenge = bearerChallenge(error, request);
-  if (challenge) reply.header('www-authenticate', challenge);
+  // A route that set its own challenge (/mcp names its resource metadata) keeps it.
+  if (challenge && !reply.hasHeader('www-authenticate')) reply.header('www-authenticate', challenge);
   if (error.status === 503) reply.header('retry-after', '5');
   const retryAfter =
     error.retryAfter ?? (typeof error.extra.retry_after === 'number' ? error.extra.retry_after : undefined);

@@ -180,7 +180,9 @@ export function mcpRoutes(ctx: AppContext): FastifyPluginAsync {
       );
     }
 
-    app.post('/mcp', { schema: { hide: true } }, async (request, reply) => {
+    const accessOf = new WeakMap<FastifyRequest, TenantAccess>();
+    // Authentication comes first, before the body is read (onRequest), as on /v1.
+    const authenticate = async (request: FastifyRequest, reply: FastifyReply) => {
       const access = await mcpAccess(ctx, request);
       if (!access) {
         return unauthorized(
@@ -200,6 +202,11 @@ export function mcpRoutes(ctx: AppContext): FastifyPluginAsync {
           request,
         );
       }
+      accessOf.set(request, access);
+    };
+
+    app.post('/mcp', { schema: { hide: true }, onRequest: authenticate }, async (request, reply) => {
+      const access = accessOf.get(request) as TenantAccess;
       const missing = missingScopes(access, request.body);
       if (missing.length > 0) {
         // Every scope the call needs besides those held, so that the new grant loses nothing.
