@@ -65,6 +65,11 @@ describe.skipIf(!hasChromium)('the MCP SDK client against /mcp', () => {
   /** The agent's side: what an MCP host keeps, and the person answering the consent page in Chromium. */
   class BrowserProvider implements OAuthClientProvider {
     #tokens: OAuthTokens | undefined;
+    /** Pre-registered (the app's id), or what registration answered. */
+    #client: OAuthClientInformationMixed | undefined;
+    constructor(client?: OAuthClientInformationMixed) {
+      this.#client = client;
+    }
     #verifier = '';
     code: string | null = null;
     /** The scope this client asks for the first time (it starts small); null: what the SDK chose. */
@@ -80,10 +85,15 @@ describe.skipIf(!hasChromium)('the MCP SDK client against /mcp', () => {
         client_name: 'Desk Agent',
         redirect_uris: [app.redirectUri],
         token_endpoint_auth_method: 'none',
-      };
+        // A loopback redirect is a native app's (RFC 8252).
+        application_type: 'native',
+      } as OAuthClientMetadata;
     }
-    clientInformation(): OAuthClientInformationMixed {
-      return { client_id: app.clientId };
+    clientInformation() {
+      return this.#client;
+    }
+    saveClientInformation(client: OAuthClientInformationMixed) {
+      this.#client = client;
     }
     tokens() {
       // This host keeps no refresh token: a wider grant always goes through the person.
@@ -120,7 +130,6 @@ describe.skipIf(!hasChromium)('the MCP SDK client against /mcp', () => {
       await context.addCookies([{ name: 'waybill_session', value: company.owner.token, url: w.url }]);
       const page = await context.newPage();
       await page.goto(url.href);
-      if (process.env.MCP_DEBUG) console.log(url.href, page.url(), (await page.content()).slice(0, 1500));
       await page.getByRole('heading', { name: 'Connect Desk Agent' }).waitFor();
       log(
         `consent page: "${await page.getByRole('heading').first().textContent()}", mode ${await page.locator('input[name=mode]:checked').getAttribute('value')}`,
@@ -157,7 +166,7 @@ describe.skipIf(!hasChromium)('the MCP SDK client against /mcp', () => {
       recipient_name: 'Grace Hopper',
       external_ref: 'order-1042',
     });
-    const provider = new BrowserProvider();
+    const provider = new BrowserProvider({ client_id: app.clientId });
     const mcpUrl = new URL(`${w.url}/mcp`);
 
     // 1. The first request is refused with the challenge; the SDK discovers, and the person approves.
@@ -289,6 +298,34 @@ describe.skipIf(!hasChromium)('the MCP SDK client against /mcp', () => {
     log(
       `after the company revoked the connection: ${raw.status}, WWW-Authenticate: ${raw.headers.get('www-authenticate')}`,
     );
+    await client.close();
+  });
+
+  it('registers itself (RFC 7591) when it has no client id, then connects with the registered id', async () => {
+    await createShipment(w, company.testToken, { recipient_name: 'Katherine Johnson' });
+    const provider = new BrowserProvider();
+    provider.firstScope = null;
+    const mcpUrl = new URL(`${w.url}/mcp`);
+    const first = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider });
+    await expect(new Client({ name: 'desk-agent', version: '1.0.0' }).connect(first)).rejects.toThrow(
+      UnauthorizedError,
+    );
+    const clientId = provider.clientInformation()?.client_id as string;
+    expect(clientId).toMatch(/^app_/);
+    expect(clientId).not.toBe(app.clientId);
+    const stored = await w.ctx.db
+      .selectFrom('agent_clients')
+      .select(['source', 'first_approved_at'])
+      .where('app_id', '=', clientId)
+      .executeTakeFirstOrThrow();
+    expect(stored.source).toBe('registration');
+    expect(stored.first_approved_at).not.toBeNull();
+    log(`registration: client_id ${clientId.slice(0, 8)}...`);
+    await first.finishAuth(provider.code as string);
+    const client = new Client({ name: 'desk-agent', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }));
+    const found = await client.callTool({ name: 'search_shipments', arguments: { query: 'Katherine' } });
+    expect((found.structuredContent as { data: unknown[] }).data).toHaveLength(1);
     await client.close();
   });
 });

@@ -31,6 +31,7 @@ describe('OAuth 2.1 flows with oauth4webapi', () => {
       authorization_endpoint: `${w.url}/oauth/authorize`,
       token_endpoint: `${w.url}/oauth/token`,
       revocation_endpoint: `${w.url}/oauth/revoke`,
+      registration_endpoint: `${w.url}/oauth/register`,
       scopes_supported: ['shipments:read', 'shipments:write', 'webhooks:read', 'webhooks:write'],
       response_types_supported: ['code'],
       response_modes_supported: ['query'],

@@ -24,7 +24,8 @@ export interface AppRecord {
   kind: 'confidential' | 'public';
   client_secret_hash: string | null;
   status: 'private' | 'published' | 'delisted' | 'suspended';
-  developer_id: string;
+  /** Null for an agent client (a metadata document or a registration): no developer. */
+  developer_id: string | null;
 }
 
 /** jsonb arrays arrive parsed from both engines; a text value (older drivers) is parsed here. */

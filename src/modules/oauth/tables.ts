@@ -2,7 +2,7 @@ import type { Generated } from 'kysely';
 
 export interface AppsTable {
   id: string;
-  developer_id: string;
+  developer_id: string | null;
   name: string;
   description: string;
   homepage_url: string | null;

@@ -41,6 +41,13 @@ export async function approveAuthorization(
       scopes: granted,
       livemode,
     });
+    // An agent client approved once is kept (unapproved registrations are removed after 24 h).
+    await trx
+      .updateTable('agent_clients')
+      .set({ first_approved_at: now })
+      .where('app_id', '=', request.app.id)
+      .where('first_approved_at', 'is', null)
+      .execute();
     await trx
       .insertInto('oauth_codes')
       .values({
