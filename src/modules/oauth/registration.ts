@@ -1,6 +1,7 @@
 import type { AppContext } from '../../context.ts';
 import { addMs, HOUR } from '../../lib/clock.ts';
 import { newId, newSecret } from '../../lib/ids.ts';
+import { textFault } from '../../lib/text.ts';
 import { isScope, SCOPES } from '../accounts/roles.ts';
 
 /** RFC 7591 section 3.2.2: the registration errors. */
@@ -100,7 +101,7 @@ export function checkRegistration(body: unknown): Omit<Registered, 'client_id' |
     typeof name !== 'string' ||
     name.trim() === '' ||
     name.length > 100 ||
-    /[\u0000-\u001f\u007f]/.test(name)
+    textFault(name, 'line') !== null
   ) {
     throw new RegistrationError('invalid_client_metadata', 'client_name is text of at most 100 characters');
   }
