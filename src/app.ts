@@ -25,6 +25,8 @@ import { appEventRoutes } from './modules/app-events/routes.ts';
 import { appsModule } from './modules/apps/plugin.ts';
 import { consoleRoutes, registerAppUsageCounting } from './modules/console/routes.ts';
 import { listenerRoutes } from './modules/listeners/routes.ts';
+import { agentConnectionRoutes } from './modules/mcp/connection-routes.ts';
+import { agentConnectionsPage } from './modules/mcp/connections-page.ts';
 import { mcpRoutes } from './modules/mcp/routes.ts';
 import { oauthRoutes } from './modules/oauth/routes.ts';
 import { healthRoutes, registerHttpMetrics, registerStartingGate } from './modules/operations/routes.ts';
@@ -142,6 +144,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(shipmentsRoutes(ctx));
   await app.register(oauthRoutes(ctx));
   await app.register(mcpRoutes(ctx));
+  await app.register(agentConnectionRoutes(ctx));
+  await app.register(agentConnectionsPage(ctx));
   await app.register(appsModule(ctx));
   await app.register(consoleRoutes(ctx));
   await app.register(appEventRoutes(ctx));

@@ -6,6 +6,7 @@ export type IdPrefix =
   | 'evr'
   | 'acct'
   | 'inst'
+  | 'agc'
   | 'app'
   | 'shp'
   | 'evt'

@@ -73,6 +73,8 @@ export interface InstallationInput {
   scopes: readonly Scope[];
   /** False for an agent connection to test data (issue 31); apps are live. */
   livemode?: boolean;
+  /** An agent client's installation is an agent connection, `agc_` (CONTRACT.md, Agents). */
+  agent?: boolean;
 }
 
 /**
@@ -94,7 +96,7 @@ export async function upsertInstallation(
   const row = await trx
     .insertInto('installations')
     .values({
-      id: newId('inst'),
+      id: newId(input.agent ? 'agc' : 'inst'),
       app_id: input.appId,
       tenant_id: input.tenantId,
       customer_account_id: input.customerAccountId,

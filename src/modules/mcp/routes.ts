@@ -17,6 +17,7 @@ import type { TenantAccess } from '../accounts/access.ts';
 import { authenticateBearer } from '../accounts/authenticate.ts';
 import { allows, SCOPES, type Scope } from '../accounts/roles.ts';
 import { resourceUrl } from '../oauth/resource.ts';
+import { agentAccessOf } from './connections.ts';
 import { argumentErrors, TOOLS, TOOLS_BY_NAME } from './tools.ts';
 
 const SERVER_INFO = { name: 'waybill', title: 'Waybill', version: '1.0.0' };
@@ -159,8 +160,8 @@ async function modeAllowed(ctx: AppContext, access: TenantAccess): Promise<boole
     .select('agent_access')
     .where('id', '=', access.tenantId)
     .executeTakeFirst();
-  const setting = (row?.agent_access ?? {}) as { test?: boolean; live?: boolean };
-  return access.livemode ? setting.live === true : setting.test !== false;
+  const setting = agentAccessOf(row?.agent_access ?? null);
+  return access.livemode ? setting.live : setting.test;
 }
 
 /** `POST {base_url}/mcp` (MCP over Streamable HTTP) and its protected resource metadata. */

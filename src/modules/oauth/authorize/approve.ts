@@ -30,6 +30,11 @@ export async function approveAuthorization(
   const livemode = request.resource === 'mcp' ? await agentMode(ctx, target.tenantId, modeValue) : true;
   if (granted.length === 0)
     throw new UntrustedRedirectError('Your role cannot grant any of the scopes this app asks for.', 403);
+  const agent = await ctx.db
+    .selectFrom('agent_clients')
+    .select('app_id')
+    .where('app_id', '=', request.app.id)
+    .executeTakeFirst();
   const code = newSecret('atc_');
   const now = ctx.clock.now();
   await ctx.db.transaction().execute(async (trx) => {
@@ -40,6 +45,7 @@ export async function approveAuthorization(
       userId,
       scopes: granted,
       livemode,
+      agent: agent !== undefined,
     });
     // An agent client approved once is kept (unapproved registrations are removed after 24 h).
     await trx
