@@ -24,13 +24,12 @@ export const AgentConnectionSchema = Type.Object(
     created_at: Type.String({ format: 'date-time' }),
     last_used_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   },
-  { $id: 'AgentConnection' },
+  { additionalProperties: false },
 );
 
 /** Agent connections and the company's agent access (CONTRACT.md, Agents); person's session token. */
 export function agentConnectionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
-    app.addSchema(AgentConnectionSchema);
     app.get(
       '/v1/companies/:tenant_id/agent-connections',
       {
