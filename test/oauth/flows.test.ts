@@ -40,6 +40,7 @@ describe('OAuth 2.1 flows with oauth4webapi', () => {
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
       revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
       authorization_response_iss_parameter_supported: true,
+      client_id_metadata_document_supported: true,
     });
     expect(as.issuer).toBe(w.url);
     expect(w.url.endsWith('/')).toBe(false);

@@ -53,7 +53,9 @@ export function toAppRecord(row: AppsTable): AppRecord {
 
 /** The app is its own client: client_id is the app id (CONTRACT.md, Conventions). */
 export async function findAppByClientId(ctx: AppContext, clientId: string): Promise<AppRecord | null> {
-  if (!clientId.startsWith('app_') || clientId.length > 64) return null;
+  // An app's id, or an agent's metadata document URL (issue 31).
+  const appId = clientId.startsWith('app_') && clientId.length <= 64;
+  if (!appId && !(clientId.startsWith('https://') && clientId.length <= 2000)) return null;
   const row = await ctx.db.selectFrom('apps').selectAll().where('id', '=', clientId).executeTakeFirst();
   return row ? toAppRecord(row) : null;
 }

@@ -21,5 +21,7 @@ export function authorizationServerMetadata(config: Readonly<Config>) {
     token_endpoint_auth_methods_supported: AUTH_METHODS,
     revocation_endpoint_auth_methods_supported: AUTH_METHODS,
     authorization_response_iss_parameter_supported: true,
+    // CONTRACT.md (Agents): a client_id may be the URL of its metadata document.
+    client_id_metadata_document_supported: true,
   };
 }

@@ -1,8 +1,9 @@
 import type { AppContext } from '../../context.ts';
 import { addMs, HOUR } from '../../lib/clock.ts';
-import { newId, newSecret } from '../../lib/ids.ts';
+import { newId } from '../../lib/ids.ts';
 import { textFault } from '../../lib/text.ts';
 import { isScope, SCOPES } from '../accounts/roles.ts';
+import { saveAgentApp } from './client-metadata.ts';
 
 /** RFC 7591 section 3.2.2: the registration errors. */
 export class RegistrationError extends Error {
@@ -153,30 +154,13 @@ export async function registerClient(ctx: AppContext, body: unknown, address: st
   const now = ctx.clock.now();
   const id = newId('app');
   await ctx.db.transaction().execute(async (trx) => {
-    await trx
-      .insertInto('apps')
-      .values({
-        id,
-        developer_id: null,
-        name: checked.client_name,
-        description: '',
-        homepage_url: checked.client_uri ?? null,
-        privacy_url: null,
-        support_url: null,
-        redirect_uris: JSON.stringify(checked.redirect_uris),
-        scopes: JSON.stringify(checked.scope.split(' ')),
-        kind: 'public',
-        client_secret_hash: null,
-        events_url: null,
-        // Never used (an agent client gets no app events), but the column holds a sealed secret.
-        events_secret_sealed: ctx.secrets.seal(newSecret('aps_')),
-        events_previous_secret_sealed: null,
-        events_previous_secret_expires_at: null,
-        status: 'private',
-        created_at: now,
-        updated_at: now,
-      })
-      .execute();
+    await saveAgentApp(ctx, trx, {
+      id,
+      name: checked.client_name,
+      redirectUris: checked.redirect_uris,
+      scopes: checked.scope.split(' '),
+      homepage: checked.client_uri ?? null,
+    });
     await trx
       .insertInto('agent_clients')
       .values({

@@ -55,7 +55,12 @@ export function consentPage(
     { title: `Connect ${app.name}` },
     html`<section class="card narrow consent">
 <h1>Connect ${app.name}</h1>
-<p>${app.description}</p>
+${
+  request.metadataDocument
+    ? html`<p class="agent-identity">An AI agent that describes itself at <strong>${request.metadataDocument.clientHost}</strong>. After you decide, you are sent to <strong>${request.metadataDocument.redirectHost}</strong>.</p>
+${request.metadataDocument.loopbackOnly ? html`<p class="warning" role="alert">This agent runs on a computer, not a website: it returns to this computer (loopback). Approve only if you started it yourself just now.</p>` : ''}`
+    : html`<p>${app.description}</p>`
+}
 <ul class="links">${link('Homepage', app.homepage_url)}${link('Privacy policy', app.privacy_url)}${link('Support', app.support_url)}</ul>
 <h2>${app.name} asks to</h2>
 <ul class="scopes">${request.scopes.map((s) => scopeItem(s, justifications?.[s]))}</ul>
