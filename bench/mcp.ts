@@ -5,15 +5,7 @@
 // token's resource check, the company's agent_access, and the shipment's events.
 //   npm run bench:mcp            (BENCH_REQUESTS, BENCH_CONNECTIONS to change the load)
 import autocannon from 'autocannon';
-import * as oauth from 'oauth4webapi';
-import {
-  authorizationRequest,
-  consent,
-  discover,
-  insecure,
-  registerApp,
-  signedInJar,
-} from '../test/oauth/support.ts';
+import { mcpTokens } from '../test/mcp/support.ts';
 import { createCompany, createShipment } from '../test/support/api.ts';
 import { startWaybill } from '../test/support/harness.ts';
 
@@ -23,25 +15,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 4);
 const w = await startWaybill();
 const company = await createCompany(w);
 const shipment = await createShipment(w, company.testToken, { recipient_name: 'Bench Recipient' });
-const as = await discover(w);
-const app = await registerApp(w, { kind: 'public' });
-const request = await authorizationRequest(app, { resource: `${w.url}/mcp` });
-const location = await consent(await signedInJar(w, company.owner), request);
-const client = { client_id: app.clientId };
-const params = oauth.validateAuthResponse(as, client, location, request.state);
-const tokens = await oauth.processAuthorizationCodeResponse(
-  as,
-  client,
-  await oauth.authorizationCodeGrantRequest(
-    as,
-    client,
-    oauth.None(),
-    params,
-    app.redirectUri,
-    request.verifier,
-    insecure,
-  ),
-);
+const tokens = await mcpTokens(w, company);
 
 async function run(name: string, options: Parameters<typeof autocannon>[0]) {
   await autocannon({ ...options, amount: Math.min(200, REQUESTS) }); // warm-up

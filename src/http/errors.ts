@@ -58,8 +58,12 @@ export function sendProblem(reply: FastifyReply, error: AppError, request?: Fast
     .send(problemBody(error, request?.url.split('?')[0]));
 }
 
-function fieldErrors(error: FastifyError): FieldError[] {
-  return (error.validation ?? []).map((issue) => {
+/** Schema issues (Ajv's) as `validation.failed` lists them; `prefix` names a part other than the body. */
+export function schemaFieldErrors(
+  issues: readonly { instancePath: string; params: unknown; message?: string | undefined }[],
+  prefix = '',
+): FieldError[] {
+  return issues.map((issue) => {
     const params = issue.params as Record<string, unknown>;
     const extra =
       typeof params.additionalProperty === 'string'
@@ -67,12 +71,16 @@ function fieldErrors(error: FastifyError): FieldError[] {
         : typeof params.missingProperty === 'string'
           ? `/${params.missingProperty}`
           : '';
-    const context = error.validationContext ?? 'body';
     return {
-      path: `${context === 'body' ? '' : `${context}:`}${issue.instancePath}${extra}` || '/',
+      path: `${prefix}${issue.instancePath}${extra}` || '/',
       message: issue.message ?? 'is not valid',
     };
   });
+}
+
+function fieldErrors(error: FastifyError): FieldError[] {
+  const context = error.validationContext ?? 'body';
+  return schemaFieldErrors(error.validation ?? [], context === 'body' ? '' : `${context}:`);
 }
 
 /** Statuses Fastify and its plugins answer on their own, and our code for each. */

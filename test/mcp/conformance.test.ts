@@ -5,18 +5,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  authorizationRequest,
-  consent,
-  discover,
-  insecure,
-  registerApp,
-  signedInJar,
-} from '../oauth/support.ts';
 import { createCompany, createShipment } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
+import { mcpTokens } from './support.ts';
 
 const run = promisify(execFile);
 const CLI = 'node_modules/@modelcontextprotocol/conformance/dist/index.js';
@@ -40,28 +32,9 @@ describe('the MCP conformance suite against /mcp', () => {
 
   beforeAll(async () => {
     w = await startWaybill();
-    const as = await discover(w);
     const company = await createCompany(w);
     await createShipment(w, company.testToken);
-    const app = await registerApp(w, { kind: 'public' });
-    const jar = await signedInJar(w, company.owner);
-    const request = await authorizationRequest(app, { resource: `${w.url}/mcp` });
-    const location = await consent(jar, request);
-    const client = { client_id: app.clientId };
-    const params = oauth.validateAuthResponse(as, client, location, request.state);
-    const tokens = await oauth.processAuthorizationCodeResponse(
-      as,
-      client,
-      await oauth.authorizationCodeGrantRequest(
-        as,
-        client,
-        oauth.None(),
-        params,
-        app.redirectUri,
-        request.verifier,
-        insecure,
-      ),
-    );
+    const tokens = await mcpTokens(w, company);
     const target = new URL(w.url);
     proxy = createServer((incoming, outgoing) => {
       const forwarded = httpRequest(

@@ -2,6 +2,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsImport from 'ajv-formats';
 import { type Static, type TObject, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
+import { schemaFieldErrors } from '../../http/errors.ts';
 import { AppError } from '../../lib/errors.ts';
 import { canSee, type TenantAccess } from '../accounts/access.ts';
 import type { Scope } from '../accounts/roles.ts';
@@ -239,14 +240,5 @@ const validators = new Map<string, ValidateFunction>(
 export function argumentErrors(tool: Tool, args: unknown): { path: string; message: string }[] {
   const validate = validators.get(tool.name) as ValidateFunction;
   if (validate(args ?? {})) return [];
-  return (validate.errors ?? []).map((issue) => {
-    const params = issue.params as Record<string, unknown>;
-    const extra =
-      typeof params.additionalProperty === 'string'
-        ? `/${params.additionalProperty}`
-        : typeof params.missingProperty === 'string'
-          ? `/${params.missingProperty}`
-          : '';
-    return { path: `${issue.instancePath}${extra}` || '/', message: issue.message ?? 'is not valid' };
-  });
+  return schemaFieldErrors(validate.errors ?? []);
 }
