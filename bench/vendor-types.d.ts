@@ -49,6 +49,9 @@ declare module 'autocannon' {
     duration?: number;
     pipelining?: number;
     requests?: Request[];
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string;
   }
   interface Result {
     duration: number;
@@ -57,6 +60,7 @@ declare module 'autocannon' {
     errors: number;
     timeouts: number;
     '2xx': number;
+    latency: { p50: number; p99: number; average: number };
   }
   function autocannon(options: Options): Promise<Result>;
   // biome-ignore lint/style/noDefaultExport: the package's own shape.

@@ -36,6 +36,8 @@ export interface AppContext extends DeliveryContext {
   afterCommitHooks: Array<() => void>;
   /** Resolves a host name to its addresses (the webhook URL guard); tests inject their own. Default: DNS. */
   resolveHost?: (hostname: string) => Promise<string[]>;
+  /** Extra certificate authorities for outgoing https (tests serving metadata documents on loopback). */
+  outboundCa?: string;
   /** What the capabilities hang on the delivery engine (the e-mail when an endpoint is disabled). */
   deliveryHooks: DeliveryHooks;
   /** This context's Prometheus metrics (docs/operations.md); the engine and the HTTP hook feed them. */

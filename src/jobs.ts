@@ -3,6 +3,7 @@ import { isDatabaseUnavailable } from './db/database.ts';
 import { purgeIdempotencyKeys } from './http/idempotency.ts';
 import { HOUR } from './lib/clock.ts';
 import { purgeSignInFailures } from './modules/accounts/sign-in-throttle.ts';
+import { purgeUnusedRegistrations } from './modules/oauth/registration.ts';
 import { purgeOutboundBudget } from './modules/outbound/budget.ts';
 
 export interface BackgroundJob {
@@ -19,6 +20,7 @@ export const housekeeping: BackgroundJob[] = [
   { name: 'idempotency-keys', everyMs: HOUR, run: purgeIdempotencyKeys },
   { name: 'sign-in-failures', everyMs: HOUR, run: purgeSignInFailures },
   { name: 'outbound-budget', everyMs: HOUR, run: purgeOutboundBudget },
+  { name: 'unused-agent-registrations', everyMs: HOUR, run: purgeUnusedRegistrations },
 ];
 
 export interface Runner {

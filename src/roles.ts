@@ -134,6 +134,8 @@ export async function runRoles(given: Readonly<Config>, log: Logger, roles: Role
   const url = app ? await listen(app, config) : null;
   operations = await startOperations(ctx);
   if (url) console.log(`Waybill listening on ${url}`);
+  // Agents connect here (MCP over Streamable HTTP, authorized by Waybill's own OAuth).
+  if (url) console.log(`MCP server for AI agents: ${config.baseUrl}/mcp`);
   if (!(await opened)) return;
   // Migrated, and the API listening: ready, and the API opens.
   ctx.health.starting = false;

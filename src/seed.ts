@@ -80,6 +80,23 @@ export async function seedDemo(ctx: AppContext): Promise<DemoSeed | null> {
   await moveShipment(ctx, access, cod.id, { status: 'picked_up' });
   await moveShipment(ctx, access, cod.id, { status: 'in_transit' });
   await createShipment(ctx, { ...access, livemode: false }, { ...base, recipient_name: 'Test Recipient' });
+  // Test shipments for an AI agent to find (agents connect in test mode by default): "where is order 1042?"
+  const testAccess = { ...access, livemode: false };
+  const order1042 = await createShipment(ctx, testAccess, {
+    ...base,
+    recipient_name: 'Katherine Johnson',
+    recipient_email: 'katherine@example.com',
+    external_ref: '1042',
+  });
+  await moveShipment(ctx, testAccess, order1042.id, { status: 'picked_up' });
+  await moveShipment(ctx, testAccess, order1042.id, { status: 'in_transit' });
+  const order1043 = await createShipment(ctx, testAccess, {
+    ...base,
+    recipient_name: 'Dorothy Vaughan',
+    external_ref: '1043',
+  });
+  await moveShipment(ctx, testAccess, order1043.id, { status: 'picked_up' });
+  await moveShipment(ctx, testAccess, order1043.id, { status: 'exception', exception_reason: 'damaged' });
   // For the tour's `npx waybill listen`: a test key, shown once here like any new key.
   const testKey = await createApiToken(ctx, ownerId, company.id, {
     name: 'Demo test key',
@@ -97,6 +114,7 @@ export async function seedDemo(ctx: AppContext): Promise<DemoSeed | null> {
       `  reviewer          ${DEMO_PEOPLE.reviewer.email}`,
       `  password (all)    ${DEMO_PASSWORD}`,
       `  test API key      ${testKey.token}   (WAYBILL_API_KEY=... npx waybill listen)`,
+      `  MCP for agents    ${ctx.config.baseUrl}/mcp   (test orders 1042 and 1043 to find; README: Agents)`,
     ],
   };
   for (const extend of demoExtensions) await extend(ctx, seed, people);

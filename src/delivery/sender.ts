@@ -57,6 +57,8 @@ export interface SenderOptions {
   deadlineMs?: number;
   /** Keep-alive connections per origin. */
   connectionsPerOrigin?: number;
+  /** Extra certificate authorities to trust (tests serving https on loopback); the system's otherwise. */
+  ca?: string;
 }
 
 /**
@@ -66,7 +68,7 @@ export interface SenderOptions {
  */
 export function guardedAgent(ctx: DeliveryContext, options: SenderOptions = {}): Agent {
   const deadline = options.deadlineMs ?? DEADLINE_MS;
-  const base = buildConnector({ timeout: deadline });
+  const base = buildConnector({ timeout: deadline, ...(options.ca ? { ca: options.ca } : {}) });
   return new Agent({
     connections: options.connectionsPerOrigin ?? 16,
     keepAliveTimeout: 30_000,

@@ -58,6 +58,14 @@ export function registerBearerAuth(app: FastifyInstance, ctx: AppContext): void 
     if (!isApiRoute(request.url)) return;
     const secret = bearerOf(request);
     request.principal = secret ? await authenticateBearer(ctx, secret) : null;
+    // RFC 8707 and CONTRACT.md (Agents): a token issued for the MCP server does not work here.
+    if (request.principal?.kind === 'app_token' && request.principal.resource !== 'v1') {
+      request.principal = null;
+      throw new AppError(
+        'auth.invalid_token',
+        `This token was issued for ${ctx.config.baseUrl}/mcp, not the API`,
+      );
+    }
     const auth = request.routeOptions.config.auth;
     if (auth !== undefined) authorize(auth, request.principal);
   });

@@ -25,9 +25,29 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * RFC 6750 section 3: a 401 names the scheme (and `invalid_token` when a token was sent); a missing
+ * scope is `insufficient_scope` with the scope the call needs.
+ */
+function bearerChallenge(error: AppError, request?: FastifyRequest): string | null {
+  if (error.code === 'auth.invalid_token') {
+    return request?.headers.authorization
+      ? 'Bearer realm="waybill", error="invalid_token"'
+      : 'Bearer realm="waybill"';
+  }
+  if (error.status === 401) return 'Bearer realm="waybill"';
+  if (error.code === 'auth.insufficient_scope') {
+    const scope = error.extra.required_scope;
+    return `Bearer realm="waybill", error="insufficient_scope"${typeof scope === 'string' ? `, scope="${scope}"` : ''}`;
+  }
+  return null;
+}
+
 export function sendProblem(reply: FastifyReply, error: AppError, request?: FastifyRequest) {
   if (request) request.problemCode = error.code;
-  if (error.status === 401) reply.header('www-authenticate', 'Bearer realm="waybill"');
+  const challenge = bearerChallenge(error, request);
+  // A route that set its own challenge (/mcp names its resource metadata) keeps it.
+  if (challenge && !reply.hasHeader('www-authenticate')) reply.header('www-authenticate', challenge);
   if (error.status === 503) reply.header('retry-after', '5');
   const retryAfter =
     error.retryAfter ?? (typeof error.extra.retry_after === 'number' ? error.extra.retry_after : undefined);
@@ -50,14 +70,22 @@ export function issuePath(issue: { instancePath: string; params: unknown }): str
   return `${issue.instancePath}${extra}`;
 }
 
-function fieldErrors(error: FastifyError): FieldError[] {
-  return (error.validation ?? []).map((issue) => {
-    const context = error.validationContext ?? 'body';
+/** Schema issues (Ajv's) as `validation.failed` lists them; `prefix` names a part other than the body. */
+export function schemaFieldErrors(
+  issues: readonly { instancePath: string; params: unknown; message?: string | undefined }[],
+  prefix = '',
+): FieldError[] {
+  return issues.map((issue) => {
     return {
-      path: `${context === 'body' ? '' : `${context}:`}${issuePath(issue)}` || '/',
+      path: `${prefix}${issuePath(issue)}` || '/',
       message: issue.message ?? 'is not valid',
     };
   });
+}
+
+function fieldErrors(error: FastifyError): FieldError[] {
+  const context = error.validationContext ?? 'body';
+  return schemaFieldErrors(error.validation ?? [], context === 'body' ? '' : `${context}:`);
 }
 
 /** Statuses Fastify and its plugins answer on their own, and our code for each. */

@@ -74,7 +74,7 @@ function refuseControlsInUrl(request: FastifyRequest): void {
 }
 
 /**
- * API bodies are JSON (spec section 4); everything else (pages' forms, the OAuth endpoints) takes
+ * API bodies are JSON (spec section 4), and so are MCP messages and client registrations; everything else (pages' forms, the OAuth endpoints) takes
  * forms. Fastify would parse either anywhere, and text/plain too, so a body of another type is
  * refused before it is read: a dashboard form never sees a number or an object where it reads text.
  */
@@ -83,7 +83,9 @@ function refuseUnexpectedBodyType(request: FastifyRequest): void {
   // Uploads (listing media) take raw bytes, whose type the route reads from the bytes themselves.
   if (type === undefined || request.is404 || request.routeOptions.config.rawBody) return;
   const mediaType = type.split(';')[0]?.trim().toLowerCase();
-  const expected = request.url.startsWith('/v1/') ? 'application/json' : 'application/x-www-form-urlencoded';
+  const path = request.url.split('?')[0];
+  const json = request.url.startsWith('/v1/') || path === '/mcp' || path === '/oauth/register';
+  const expected = json ? 'application/json' : 'application/x-www-form-urlencoded';
   if (mediaType !== expected) {
     throw new AppError('request.unsupported_media_type', `Send the body as ${expected}, not ${mediaType}`);
   }

@@ -92,6 +92,8 @@ export const problemCodes = {
   'review.already_exists': [409, 'Your company has reviewed this app already'],
   'review.not_found': [404, 'No such review'],
   'privacy_request.not_found': [404, 'No such privacy request'],
+  'mcp.disabled': [403, "The company's agent access does not allow this mode"],
+  'agent_connection.not_found': [404, 'No such agent connection'],
   'service.unavailable': [503, 'The service cannot reach its database; try again shortly'],
   'service.starting': [503, 'The service is starting; try again shortly'],
   internal: [500, 'Internal error'],

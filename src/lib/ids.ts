@@ -6,6 +6,7 @@ export type IdPrefix =
   | 'evr'
   | 'acct'
   | 'inst'
+  | 'agc'
   | 'app'
   | 'shp'
   | 'evt'
@@ -24,7 +25,15 @@ export type IdPrefix =
   | 'rev';
 
 /** Prefixes of secrets handed out once and stored only as hashes. */
-export type SecretPrefix = 'ust_' | 'sk_live_' | 'sk_test_' | 'atk_live_' | 'atr_' | 'atc_' | 'aps_';
+export type SecretPrefix =
+  | 'ust_'
+  | 'sk_live_'
+  | 'sk_test_'
+  | 'atk_live_'
+  | 'atk_test_'
+  | 'atr_'
+  | 'atc_'
+  | 'aps_';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -96,7 +105,16 @@ export function hashSecret(secret: string): string {
 }
 
 export function tokenPrefixOf(secret: string): SecretPrefix | null {
-  for (const prefix of ['ust_', 'sk_live_', 'sk_test_', 'atk_live_', 'atr_', 'atc_', 'aps_'] as const) {
+  for (const prefix of [
+    'ust_',
+    'sk_live_',
+    'sk_test_',
+    'atk_live_',
+    'atk_test_',
+    'atr_',
+    'atc_',
+    'aps_',
+  ] as const) {
     if (secret.startsWith(prefix)) return prefix;
   }
   return null;

@@ -44,6 +44,7 @@ export const dashboardNav: NavItem[] = [
   { href: '/dashboard/webhooks', label: 'Webhooks', visible: (v) => v.access.scopes.has('webhooks:write') },
   { href: '/dashboard/api-tokens', label: 'API tokens', visible: (v) => v.membership.manages_integrations },
   { href: '/dashboard/apps', label: 'Apps', visible: (v) => v.membership.manages_integrations },
+  { href: '/dashboard/agents', label: 'Agents', visible: (v) => v.membership.manages_integrations },
   { href: '/dashboard/store', label: 'App Store' },
   { href: '/dashboard/members', label: 'Members' },
   {

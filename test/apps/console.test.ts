@@ -88,7 +88,8 @@ describe('the developer console API', () => {
       insecure,
     );
     await oauth.processRefreshTokenResponse(as, client(), refreshed);
-    // The spent refresh token again: refused with invalid_grant.
+    // The spent refresh token again, after the 30 s race window: refused with invalid_grant.
+    w.clock.advance(31_000);
     const reused = await oauth.refreshTokenGrantRequest(
       as,
       client(),

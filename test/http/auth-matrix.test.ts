@@ -104,8 +104,9 @@ describe('every /v1 operation authenticates and authorises before it validates',
       for (const token of [undefined, 'sk_live_0000000000000000000000000000000000000000000', 'ust_nope']) {
         const response = await call(w, op.method, url, { token, body });
         expectProblem(response, 401, 'auth.invalid_token');
+        // RFC 6750 section 3.1: with a token sent, the challenge says invalid_token.
         expect(response.headers['www-authenticate'], `${op.method} ${op.path}`).toBe(
-          'Bearer realm="waybill"',
+          token ? 'Bearer realm="waybill", error="invalid_token"' : 'Bearer realm="waybill"',
         );
       }
     }
@@ -141,6 +142,11 @@ describe('every /v1 operation authenticates and authorises before it validates',
         const response = await call(w, op.method, url, { token, body });
         expectProblem(response, 403, 'auth.insufficient_scope');
       }
+      // RFC 6750 section 3.1: the missing scope is named in the challenge.
+      const missing = await call(w, op.method, url, { token: lacking, body });
+      expect(missing.headers['www-authenticate'], `${op.method} ${op.path}`).toBe(
+        `Bearer realm="waybill", error="insufficient_scope", scope="${scope}"`,
+      );
     }
   });
 

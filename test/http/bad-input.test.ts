@@ -183,7 +183,10 @@ describe('tokens', () => {
     for (const headers of attempts) {
       const response = await call(w, 'GET', `/v1/shipments/${shipment.id}`, { headers });
       expectProblem(response, 401, 'auth.invalid_token');
-      expect(response.headers['www-authenticate']).toBe('Bearer realm="waybill"');
+      // RFC 6750 section 3.1: with credentials sent, the challenge says invalid_token.
+      expect(response.headers['www-authenticate']).toBe(
+        headers.authorization ? 'Bearer realm="waybill", error="invalid_token"' : 'Bearer realm="waybill"',
+      );
       const write = await call(w, 'POST', '/v1/shipments', { headers, body: valid });
       expectProblem(write, 401, 'auth.invalid_token');
     }

@@ -31,6 +31,7 @@ describe('OAuth 2.1 flows with oauth4webapi', () => {
       authorization_endpoint: `${w.url}/oauth/authorize`,
       token_endpoint: `${w.url}/oauth/token`,
       revocation_endpoint: `${w.url}/oauth/revoke`,
+      registration_endpoint: `${w.url}/oauth/register`,
       scopes_supported: ['shipments:read', 'shipments:write', 'webhooks:read', 'webhooks:write'],
       response_types_supported: ['code'],
       response_modes_supported: ['query'],
@@ -39,6 +40,7 @@ describe('OAuth 2.1 flows with oauth4webapi', () => {
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
       revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
       authorization_response_iss_parameter_supported: true,
+      client_id_metadata_document_supported: true,
     });
     expect(as.issuer).toBe(w.url);
     expect(w.url.endsWith('/')).toBe(false);

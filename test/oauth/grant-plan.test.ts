@@ -57,6 +57,7 @@ describe('the grouped grant statement', () => {
       presented: { clientId: app.clientId, secret: app.clientSecret },
       accessId: newId('grt'),
       accessHash: hashSecret(`atk_live_${i}`),
+      accessTestHash: hashSecret(`atk_test_${i}`),
       refreshId: newId('grt'),
       refreshHash: hashSecret(`atr_next_${i}`),
     }));

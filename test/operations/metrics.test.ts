@@ -136,7 +136,8 @@ describe('waybill_oauth_grants_total', () => {
       basicAuth,
     );
     expect(unknownCode.body.error).toBe('invalid_grant');
-    // The spent refresh token again: the installation's tokens are revoked.
+    // The spent refresh token again, after the 30 s race window: the installation's tokens are revoked.
+    w.clock.advance(31_000);
     const reused = await postForm(
       w,
       '/oauth/token',

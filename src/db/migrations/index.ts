@@ -27,6 +27,7 @@ import * as outboundBudget from './0035_outbound_budget.ts';
 import * as developerConsole from './0036_developer_console.ts';
 import * as functionSearchPath from './0040_function_search_path.ts';
 import * as orderingPerShipment from './0041_ordering_per_shipment.ts';
+import * as agents from './0045_agents.ts';
 import * as storeTrust from './0050_store_trust.ts';
 import * as appVersions from './0060_app_versions.ts';
 import * as endpointFilters from './0061_endpoint_filters.ts';
@@ -62,6 +63,7 @@ export const migrations: Record<string, Migration> = {
   '0036_developer_console': developerConsole,
   '0040_function_search_path': functionSearchPath,
   '0041_ordering_per_shipment': orderingPerShipment,
+  '0045_agents': agents,
   '0050_store_trust': storeTrust,
   '0060_app_versions': appVersions,
   '0061_endpoint_filters': endpointFilters,

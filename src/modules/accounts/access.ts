@@ -22,7 +22,14 @@ export interface TenantAccess {
 export type Principal =
   | { kind: 'user'; userId: string; sessionId: string }
   | { kind: 'api_token'; tokenId: string; access: TenantAccess }
-  | { kind: 'app_token'; tokenId: string; appId: string; access: TenantAccess };
+  | {
+      kind: 'app_token';
+      tokenId: string;
+      appId: string;
+      /** RFC 8707: where the token works, `v1` (the API) or `mcp` (the MCP server), never both. */
+      resource: 'v1' | 'mcp';
+      access: TenantAccess;
+    };
 
 /** A stable key for what authenticated a call, used to scope idempotency keys. */
 export function credentialKey(principal: Principal): string {

@@ -12,6 +12,8 @@ export interface Company {
   id: string;
   name: string;
   live: boolean;
+  /** Which modes AI agents may use (issue 31). */
+  agent_access: { test: boolean; live: boolean };
   created_at: string;
   updated_at: string;
 }
@@ -39,6 +41,10 @@ export function presentCompany(row: CompaniesTable): Company {
     id: row.id,
     name: row.name,
     live: row.live,
+    agent_access: {
+      test: (row.agent_access as { test?: boolean } | null)?.test !== false,
+      live: (row.agent_access as { live?: boolean } | null)?.live === true,
+    },
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };
@@ -100,6 +106,7 @@ export async function createCompany(
     id: newTenantId(),
     name: input.name.trim(),
     live: false,
+    agent_access: { test: true, live: false },
     created_at: now,
     updated_at: now,
   };

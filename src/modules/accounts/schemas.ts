@@ -34,6 +34,10 @@ export const CompanySchema = Type.Object(
     id: Type.String(),
     name: Type.String(),
     live: Type.Boolean(),
+    agent_access: Type.Object(
+      { test: Type.Boolean(), live: Type.Boolean() },
+      { description: 'Which modes AI agents may use through /mcp (owners and admins change it with PATCH)' },
+    ),
     created_at: Timestamp,
     updated_at: Timestamp,
   },

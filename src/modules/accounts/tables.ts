@@ -24,6 +24,8 @@ export interface CompaniesTable {
   id: string;
   name: string;
   live: boolean;
+  /** Which modes agents may use (issue 31): jsonb `{test, live}`. */
+  agent_access: unknown;
   created_at: Date;
   updated_at: Date;
 }

@@ -1,3 +1,4 @@
+import type { Selectable } from 'kysely';
 import type { AppContext } from '../../context.ts';
 import { newestFirst } from '../../db/paging.ts';
 import { AppError, validationError } from '../../lib/errors.ts';
@@ -31,7 +32,7 @@ export interface Installation {
   updated_at: string;
 }
 
-type InstallationRow = InstallationsTable & {
+type InstallationRow = Selectable<InstallationsTable> & {
   app_name: string;
   app_status: string;
   held_reason: HeldReason | null;
@@ -59,7 +60,11 @@ function presentInstallation(row: InstallationRow): Installation {
  * Only those who manage integrations (owner, admin, merchant admin) see and remove installations; a
  * merchant admin only its own account's. Answers the account the caller is limited to, or null.
  */
-async function integrationScope(ctx: AppContext, userId: string, tenantId: string): Promise<string | null> {
+export async function integrationScope(
+  ctx: AppContext,
+  userId: string,
+  tenantId: string,
+): Promise<string | null> {
   const membership = await requireRole(ctx, userId, tenantId, managesIntegrations);
   return membership.customer_account_id;
 }
@@ -71,7 +76,18 @@ function installationsOf(ctx: AppContext, tenantId: string, accountId: string | 
     .innerJoin('installation_grants as g', 'g.installation_id', 'installations.id')
     .selectAll('installations')
     .select(['apps.name as app_name', 'apps.status as app_status', 'g.held_reason'])
-    .where('installations.tenant_id', '=', tenantId);
+    .where('installations.tenant_id', '=', tenantId)
+    // Agent connections are listed apart (/agent-connections).
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('agent_clients')
+            .select('app_id')
+            .whereRef('agent_clients.app_id', '=', 'installations.app_id'),
+        ),
+      ),
+    );
   if (accountId) query = query.where('installations.customer_account_id', '=', accountId);
   return query;
 }

@@ -43,8 +43,10 @@ export async function requireReviewer(ctx: AppContext, userId: string): Promise<
 export async function conflictOfInterest(
   db: Trx | AppContext['db'],
   reviewerId: string,
-  developerId: string,
+  developerId: string | null,
 ): Promise<string | null> {
+  // An agent client (issue 31) has no developer, and no listing to review.
+  if (developerId === null) return null;
   if (developerId === reviewerId) return 'You cannot review your own app.';
   const shared = await db
     .selectFrom('memberships as mine')

@@ -25,7 +25,8 @@ export interface AppRecord {
   kind: 'confidential' | 'public';
   client_secret_hash: string | null;
   status: 'private' | 'published' | 'delisted' | 'suspended';
-  developer_id: string;
+  /** Null for an agent client (a metadata document or a registration): no developer. */
+  developer_id: string | null;
 }
 
 /** jsonb arrays arrive parsed from both engines; a text value (older drivers) is parsed here. */
@@ -53,7 +54,9 @@ export function toAppRecord(row: AppsTable): AppRecord {
 
 /** The app is its own client: client_id is the app id (CONTRACT.md, Conventions). */
 export async function findAppByClientId(ctx: AppContext, clientId: string): Promise<AppRecord | null> {
-  if (!clientId.startsWith('app_') || clientId.length > 64) return null;
+  // An app's id, or an agent's metadata document URL (issue 31).
+  const appId = clientId.startsWith('app_') && clientId.length <= 64;
+  if (!appId && !(clientId.startsWith('https://') && clientId.length <= 2000)) return null;
   const row = await ctx.db.selectFrom('apps').selectAll().where('id', '=', clientId).executeTakeFirst();
   return row ? toAppRecord(row) : null;
 }
@@ -71,6 +74,10 @@ export interface InstallationInput {
   /** The approving person; app tokens act as them. */
   userId: string;
   scopes: readonly Scope[];
+  /** False for an agent connection to test data (issue 31); apps are live. */
+  livemode?: boolean;
+  /** An agent client's installation is an agent connection, `agc_` (CONTRACT.md, Agents). */
+  agent?: boolean;
 }
 
 /**
@@ -92,20 +99,25 @@ export async function upsertInstallation(
   const row = await trx
     .insertInto('installations')
     .values({
-      id: newId('inst'),
+      id: newId(input.agent ? 'agc' : 'inst'),
       app_id: input.appId,
       tenant_id: input.tenantId,
       customer_account_id: input.customerAccountId,
       user_id: input.userId,
       scopes,
       approved_at: now,
+      livemode: input.livemode ?? true,
       created_at: now,
       updated_at: now,
     })
     .onConflict((oc) =>
-      oc
-        .columns(['app_id', 'tenant_id', 'customer_account_id'])
-        .doUpdateSet({ user_id: input.userId, scopes, approved_at: now, updated_at: now }),
+      oc.columns(['app_id', 'tenant_id', 'customer_account_id']).doUpdateSet({
+        user_id: input.userId,
+        scopes,
+        approved_at: now,
+        livemode: input.livemode ?? true,
+        updated_at: now,
+      }),
     )
     .returning('id')
     .executeTakeFirstOrThrow();

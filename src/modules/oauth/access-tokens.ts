@@ -5,7 +5,7 @@ import { intersectScopes, scopesOfRole } from '../accounts/roles.ts';
 import { parseScopes } from './tokens.ts';
 
 /**
- * Resolves an `atk_live_` bearer (spec 5.1): it acts as the approving person, limited to the granted
+ * Resolves an `atk_live_` or `atk_test_` bearer (spec 5.1): it acts as the approving person, limited to the granted
  * scopes, to what the installation grants now AND to that person's current role, in one query. No
  * row (401) when the token is expired, revoked, its installation is gone or was approved since by
  * someone else, the person left the company, or the app is suspended.
@@ -22,6 +22,8 @@ export async function resolveAppAccessToken(ctx: AppContext, secret: string): Pr
       't.id',
       't.app_id',
       't.scopes',
+      't.resource',
+      'i.livemode',
       'i.scopes as installation_scopes',
       't.user_id',
       't.installation_id',
@@ -44,10 +46,11 @@ export async function resolveAppAccessToken(ctx: AppContext, secret: string): Pr
     kind: 'app_token',
     tokenId: row.id,
     appId: row.app_id,
+    resource: row.resource,
     access: {
       tenantId: row.tenant_id,
       customerAccountId: row.customer_account_id,
-      livemode: true,
+      livemode: row.livemode,
       scopes: new Set(
         intersectScopes(
           intersectScopes(parseScopes(row.scopes), new Set(parseScopes(row.installation_scopes))),
@@ -61,7 +64,11 @@ export async function resolveAppAccessToken(ctx: AppContext, secret: string): Pr
   };
 }
 
-/** App access tokens authenticate API calls: the resolver for their prefix. */
+/**
+ * App access tokens authenticate API calls: the resolver for their prefixes. A token's hash is stored
+ * under its mode's prefix only, so an `atk_test_` spelling of a live token finds nothing.
+ */
 export function registerOAuth(ctx: AppContext): void {
   ctx.tokenResolvers.set('atk_live_', resolveAppAccessToken);
+  ctx.tokenResolvers.set('atk_test_', resolveAppAccessToken);
 }

@@ -67,7 +67,8 @@ export function presentedCredentials(header: string | undefined, params: OAuthPa
  * client_id alone ("none"). Every failure is invalid_client, so nothing tells which part was wrong.
  */
 export async function authenticateClient(ctx: AppContext, presented: Presented): Promise<AppRecord> {
-  if (presented.clientId.length > 100) throw new OAuthError('invalid_client', 'unknown client');
+  // App ids are short; an agent's metadata document URL may be longer.
+  if (presented.clientId.length > 2000) throw new OAuthError('invalid_client', 'unknown client');
   const app = await findAppByClientId(ctx, presented.clientId);
   // RFC 6749 section 5.2: unknown client.
   if (!app) throw new OAuthError('invalid_client', 'unknown client');

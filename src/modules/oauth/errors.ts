@@ -11,6 +11,7 @@ export type OAuthErrorCode =
   | 'unsupported_grant_type'
   | 'unsupported_response_type'
   | 'invalid_scope'
+  | 'invalid_target'
   | 'access_denied'
   | 'server_error'
   | 'temporarily_unavailable';
@@ -24,6 +25,8 @@ const STATUS: Record<OAuthErrorCode, number> = {
   unsupported_grant_type: 400,
   unsupported_response_type: 400,
   invalid_scope: 400,
+  // RFC 8707 section 2: a resource this server does not serve, or not the grant's.
+  invalid_target: 400,
   access_denied: 403,
   server_error: 500,
   temporarily_unavailable: 503,

@@ -4,3 +4,9 @@ import { DAY, HOUR, SECOND } from '../../lib/clock.ts';
 export const CODE_LIFETIME_MS = 60 * SECOND;
 export const ACCESS_TOKEN_LIFETIME_MS = HOUR;
 export const REFRESH_TOKEN_LIFETIME_MS = 30 * DAY;
+
+/**
+ * CONTRACT.md (Agents): a refresh token just used, presented again by its client within this window,
+ * gets a working pair instead of revoking the family (an agent refreshing from two places at once).
+ */
+export const REFRESH_RACE_WINDOW_MS = 30 * SECOND;

@@ -11,6 +11,8 @@ export function authorizationServerMetadata(config: Readonly<Config>) {
     authorization_endpoint: `${config.webUrl}/oauth/authorize`,
     token_endpoint: `${config.baseUrl}/oauth/token`,
     revocation_endpoint: `${config.baseUrl}/oauth/revoke`,
+    // RFC 7591: public agent clients register here when they have no metadata document.
+    registration_endpoint: `${config.baseUrl}/oauth/register`,
     scopes_supported: [...SCOPES],
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
@@ -19,5 +21,7 @@ export function authorizationServerMetadata(config: Readonly<Config>) {
     token_endpoint_auth_methods_supported: AUTH_METHODS,
     revocation_endpoint_auth_methods_supported: AUTH_METHODS,
     authorization_response_iss_parameter_supported: true,
+    // CONTRACT.md (Agents): a client_id may be the URL of its metadata document.
+    client_id_metadata_document_supported: true,
   };
 }

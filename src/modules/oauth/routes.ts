@@ -6,6 +6,7 @@ import { basicCredentials, type Presented } from './client-auth.ts';
 import { oauthErrorHandler } from './errors.ts';
 import { authorizationServerMetadata } from './metadata.ts';
 import { formParams } from './params.ts';
+import { RegistrationError, registerClient, registrationAllowed } from './registration.ts';
 import { revocationRequest } from './revocation.ts';
 import { tokenRequest } from './token-endpoint.ts';
 
@@ -66,6 +67,40 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
       // RFC 7009 section 2.2: 200 whether or not the token existed.
       return reply.header('cache-control', 'no-store').code(200).send();
     });
+
+    // RFC 7591: dynamic registration of public agent clients, the fallback to metadata documents.
+    app.post(
+      '/oauth/register',
+      {
+        schema: { hide: true },
+        errorHandler: (error: Error & { statusCode?: number }, request, reply) => {
+          if (error instanceof RegistrationError) {
+            return reply
+              .code(400)
+              .header('cache-control', 'no-store')
+              .send({ error: error.code, error_description: error.message });
+          }
+          const status = error.statusCode ?? 500;
+          if (status >= 400 && status < 500) {
+            return reply.code(400).header('cache-control', 'no-store').send({
+              error: 'invalid_client_metadata',
+              error_description: 'send the client metadata as a JSON object',
+            });
+          }
+          return oauthErrorHandler(error as never, request, reply);
+        },
+      },
+      async (request, reply) => {
+        if (!(await registrationAllowed(ctx, request.ip))) {
+          return reply.code(429).header('retry-after', '3600').header('cache-control', 'no-store').send({
+            error: 'invalid_request',
+            error_description: 'too many registrations from this address; try again within the hour',
+          });
+        }
+        const registered = await registerClient(ctx, request.body, request.ip);
+        return reply.code(201).header('cache-control', 'no-store').send(registered);
+      },
+    );
 
     registerAuthorizeRoutes(app, ctx);
   };

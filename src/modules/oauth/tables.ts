@@ -1,6 +1,8 @@
+import type { Generated } from 'kysely';
+
 export interface AppsTable {
   id: string;
-  developer_id: string;
+  developer_id: string | null;
   name: string;
   description: string;
   homepage_url: string | null;
@@ -30,6 +32,10 @@ export interface InstallationsTable {
   scopes: unknown;
   /** When the latest approval happened; earlier tokens and codes ended then. */
   approved_at: Date;
+  /** False for an agent connection approved for test data (its tokens are atk_test_). */
+  livemode: Generated<boolean>;
+  /** The last call an agent connection made (at most once a minute). */
+  last_used_at: Generated<Date | null>;
   /** jsonb: event types the app muted for this installation (issue 32; migration 0062). */
   muted_event_types?: unknown;
   created_at: Date;
@@ -44,6 +50,8 @@ export interface OAuthCodesTable {
   redirect_uri: string;
   code_challenge: string;
   scopes: unknown;
+  /** RFC 8707: the one resource the grant is for. */
+  resource: Generated<'v1' | 'mcp'>;
   created_at: Date;
   expires_at: Date;
   used_at: Date | null;
@@ -57,6 +65,7 @@ export interface OAuthTokensTable {
   installation_id: string;
   user_id: string;
   scopes: unknown;
+  resource: Generated<'v1' | 'mcp'>;
   created_at: Date;
   expires_at: Date;
   used_at: Date | null;
@@ -76,7 +85,23 @@ export interface InstallationGrantsView {
   scopes: string[];
 }
 
+/** Agent clients (issue 31): apps without a developer, known from a metadata document or a registration. */
+export interface AgentClientsTable {
+  app_id: string;
+  source: 'metadata_document' | 'registration';
+  /** The client's metadata, as fetched or registered. */
+  metadata: unknown;
+  /** Until when a fetched metadata document holds (its Cache-Control, 30 s to 24 h). */
+  metadata_expires_at: Date | null;
+  /** The address a registration came from (its rate limit). */
+  registered_from: string | null;
+  /** The first time a person approved the client; a registration never approved is removed after 24 h. */
+  first_approved_at: Date | null;
+  created_at: Date;
+}
+
 export interface OAuthTables {
+  agent_clients: AgentClientsTable;
   apps: AppsTable;
   installations: InstallationsTable;
   installation_grants: InstallationGrantsView;

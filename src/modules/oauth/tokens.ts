@@ -7,6 +7,7 @@ import { hashSecret, newId, newSecret } from '../../lib/ids.ts';
 import type { Scope } from '../accounts/roles.ts';
 import type { Presented } from './client-auth.ts';
 import { ACCESS_TOKEN_LIFETIME_MS, REFRESH_TOKEN_LIFETIME_MS } from './lifetimes.ts';
+import type { Resource } from './resource.ts';
 
 /** The token response of spec section 2.3, exactly. */
 export interface TokenResponse {
@@ -23,6 +24,8 @@ export interface TokenResponse {
 interface IssuedRow {
   installation_id: string;
   scopes: unknown;
+  /** The installation's mode: a test agent connection's access tokens are atk_test_. */
+  livemode: boolean;
   tenant_id: string;
   customer_account_id: string | null;
 }
@@ -31,12 +34,18 @@ export function parseScopes(value: unknown): Scope[] {
   return (typeof value === 'string' ? JSON.parse(value) : value) as Scope[];
 }
 
+/** The same random part under the test prefix: both hashes go to the statement, which keeps the mode's. */
+function testVariant(access: string): string {
+  return `atk_test_${access.slice('atk_live_'.length)}`;
+}
+
 /**
  * Spends one grant (a code or a refresh token) and issues a fresh access and refresh token for it, in
  * ONE statement: the UPDATE is a compare-and-swap on `used_at IS NULL`, so of two requests racing
  * with the same grant exactly one gets a row back (RFC 9700 section 4.14.2), and the new tokens exist
  * only if the spend happened. `spend` is an `UPDATE ... RETURNING app_id, installation_id, user_id, scopes`.
- * The grant is spent only while the approver still belongs to the company (spec 3.4).
+ * The grant is spent only while the approver still belongs to the company (spec 3.4). The new
+ * tokens keep the grant's resource (RFC 8707), returned by `spend` as `resource`.
  */
 export async function spendAndIssue(
   ctx: AppContext,
@@ -50,6 +59,7 @@ export async function spendAndIssue(
     ${issueForSpent(now, {
       accessId: sql`${newId('grt')}`,
       accessHash: sql`${hashSecret(access)}`,
+      accessTestHash: sql`${hashSecret(testVariant(access))}`,
       refreshId: sql`${newId('grt')}`,
       refreshHash: sql`${hashSecret(refresh)}`,
     })}`;
@@ -65,25 +75,29 @@ export async function spendAndIssue(
  */
 function issueForSpent(
   now: Date,
-  pair: Record<'accessId' | 'accessHash' | 'refreshId' | 'refreshHash', RawBuilder<unknown>>,
+  pair: Record<
+    'accessId' | 'accessHash' | 'accessTestHash' | 'refreshId' | 'refreshHash',
+    RawBuilder<unknown>
+  >,
   extra: RawBuilder<unknown> = sql``,
 ): RawBuilder<unknown> {
   return sql`issued AS (
-      INSERT INTO oauth_tokens (id, token_hash, kind, app_id, installation_id, user_id, scopes, created_at, expires_at)
-      SELECT t.id, t.token_hash, t.kind, s.app_id, s.installation_id, s.user_id, s.scopes, ${now}, t.expires_at
-      FROM spent s CROSS JOIN LATERAL (VALUES
-        (${pair.accessId}, ${pair.accessHash}, 'access', ${addMs(now, ACCESS_TOKEN_LIFETIME_MS)}::timestamptz),
+      INSERT INTO oauth_tokens (id, token_hash, kind, app_id, installation_id, user_id, scopes, resource, created_at, expires_at)
+      SELECT t.id, t.token_hash, t.kind, s.app_id, s.installation_id, s.user_id, s.scopes, s.resource, ${now}, t.expires_at
+      FROM spent s JOIN installations si ON si.id = s.installation_id CROSS JOIN LATERAL (VALUES
+        (${pair.accessId}, CASE WHEN si.livemode THEN ${pair.accessHash} ELSE ${pair.accessTestHash} END, 'access',
+          ${addMs(now, ACCESS_TOKEN_LIFETIME_MS)}::timestamptz),
         (${pair.refreshId}, ${pair.refreshHash}, 'refresh', ${addMs(now, REFRESH_TOKEN_LIFETIME_MS)}::timestamptz)
       ) AS t (id, token_hash, kind, expires_at)
       RETURNING 1
     )
-    SELECT ${extra} s.installation_id, s.scopes, i.tenant_id, i.customer_account_id
+    SELECT ${extra} s.installation_id, s.scopes, i.livemode, i.tenant_id, i.customer_account_id
     FROM spent s JOIN installations i ON i.id = s.installation_id`;
 }
 
 function responseOf(row: IssuedRow, access: string, refresh: string): TokenResponse {
   return {
-    access_token: access,
+    access_token: row.livemode ? access : testVariant(access),
     token_type: 'Bearer',
     expires_in: ACCESS_TOKEN_LIFETIME_MS / 1000,
     refresh_token: refresh,
@@ -102,11 +116,14 @@ export interface GrantProof {
   /** authorization_code: the redirect_uri sent, and S256 of the code_verifier. */
   redirectUri?: string;
   challenge?: string;
+  /** The resource the request names (RFC 8707), which must be the grant's; undefined: the grant's. */
+  resource?: Resource;
 }
 
 export interface GroupedSpend extends GrantProof {
   accessId: string;
   accessHash: string;
+  accessTestHash: string;
   refreshId: string;
   refreshHash: string;
 }
@@ -156,6 +173,7 @@ export async function spendAndIssueGrouped(
     ...proof,
     accessId: newId('grt'),
     accessHash: hashSecret(access),
+    accessTestHash: hashSecret(testVariant(access)),
     refreshId: newId('grt'),
     refreshHash: hashSecret(refresh),
   });
@@ -191,22 +209,25 @@ export function groupedSpendStatement(
   const column = (pick: (spend: GroupedSpend) => string | null) => spends.map(pick);
   const proven = sql`a.id = v.client_id AND a.status <> 'suspended' AND CASE WHEN v.secret_hash IS NULL
     THEN a.kind = 'public' ELSE a.kind = 'confidential' AND a.client_secret_hash = v.secret_hash END`;
-  const returning = sql`(v.n)::int AS n, v.access_id, v.access_hash, v.refresh_id, v.refresh_hash`;
+  const returning = sql`(v.n)::int AS n, v.access_id, v.access_hash, v.access_test_hash, v.refresh_id,
+    v.refresh_hash`;
   const spend =
     kind === 'refresh_token'
       ? sql`UPDATE oauth_tokens SET used_at = ${now} FROM v, apps a
           WHERE oauth_tokens.token_hash = v.grant_hash AND oauth_tokens.kind = 'refresh'
             AND oauth_tokens.used_at IS NULL AND oauth_tokens.revoked_at IS NULL AND oauth_tokens.expires_at > ${now}
             AND a.id = oauth_tokens.app_id AND ${proven} AND ${approverStillMember('oauth_tokens')}
+            AND (v.resource IS NULL OR v.resource = oauth_tokens.resource)
           RETURNING ${returning}, oauth_tokens.app_id, oauth_tokens.installation_id, oauth_tokens.user_id,
-            oauth_tokens.scopes`
+            oauth_tokens.scopes, oauth_tokens.resource`
       : sql`UPDATE oauth_codes SET used_at = ${now} FROM v, apps a
           WHERE oauth_codes.code_hash = v.grant_hash AND oauth_codes.used_at IS NULL
             AND oauth_codes.expires_at > ${now} AND oauth_codes.redirect_uri = v.redirect_uri
             AND oauth_codes.code_challenge = v.challenge
             AND a.id = oauth_codes.app_id AND ${proven} AND ${approverStillMember('oauth_codes')}
+            AND (v.resource IS NULL OR v.resource = oauth_codes.resource)
           RETURNING ${returning}, oauth_codes.app_id, oauth_codes.installation_id, oauth_codes.user_id,
-            oauth_codes.scopes`;
+            oauth_codes.scopes, oauth_codes.resource`;
   const statement = sql<IssuedRow & { n: number }>`
     WITH v AS (
       SELECT * FROM unnest(
@@ -214,9 +235,10 @@ export function groupedSpendStatement(
         ${column((s) => (s.presented.secret === null ? null : hashSecret(s.presented.secret)))}::text[],
         ${column((s) => s.redirectUri ?? null)}::text[], ${column((s) => s.challenge ?? null)}::text[],
         ${column((s) => s.accessId)}::text[], ${column((s) => s.accessHash)}::text[],
-        ${column((s) => s.refreshId)}::text[], ${column((s) => s.refreshHash)}::text[]
+        ${column((s) => s.accessTestHash)}::text[], ${column((s) => s.refreshId)}::text[],
+        ${column((s) => s.refreshHash)}::text[], ${column((s) => s.resource ?? null)}::text[]
       ) WITH ORDINALITY AS v(grant_hash, client_id, secret_hash, redirect_uri, challenge, access_id, access_hash,
-        refresh_id, refresh_hash, n)
+        access_test_hash, refresh_id, refresh_hash, resource, n)
     ),
     spent AS (${spend}),
     ${issueForSpent(
@@ -224,6 +246,7 @@ export function groupedSpendStatement(
       {
         accessId: sql`s.access_id`,
         accessHash: sql`s.access_hash`,
+        accessTestHash: sql`s.access_test_hash`,
         refreshId: sql`s.refresh_id`,
         refreshHash: sql`s.refresh_hash`,
       },

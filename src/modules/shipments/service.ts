@@ -146,7 +146,13 @@ export async function getShipment(ctx: AppContext, access: TenantAccess, id: str
 export async function listShipments(
   ctx: AppContext,
   access: TenantAccess,
-  filters: PageRequest & { status?: string; customer_account_id?: string },
+  filters: PageRequest & {
+    status?: string;
+    customer_account_id?: string;
+    /** A tracking number, an external reference, or the start of a recipient's name (the MCP search). */
+    query?: string;
+    updated_after?: Date;
+  },
 ): Promise<Page<Shipment>> {
   requireScope(access, 'shipments:read');
   let query = ctx.db
@@ -158,6 +164,19 @@ export async function listShipments(
   if (filters.customer_account_id)
     query = query.where('customer_account_id', '=', filters.customer_account_id);
   if (filters.status) query = query.where('status', '=', filters.status);
+  const text = filters.query?.trim();
+  if (text) {
+    // A tracking number or external reference exactly, or the start of the recipient's name.
+    const prefix = `${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    query = query.where((eb) =>
+      eb.or([
+        eb('tracking_number', '=', text),
+        eb('external_ref', '=', text),
+        eb('recipient_name', 'ilike', prefix),
+      ]),
+    );
+  }
+  if (filters.updated_after) query = query.where('updated_at', '>', filters.updated_after);
   return newestFirst(query, 'shipments', filters, presentShipment);
 }
 

@@ -359,6 +359,8 @@ export async function serveMedia(
   const published =
     row.status === 'published' &&
     (row.icon === name || jsonArray<string>(row.screenshots ?? []).includes(name));
-  if (!published && !(await mayPreview(row.developer_id))) throw new AppError('listing_media.not_found');
+  // An agent client's app has no developer, and nobody previews it.
+  if (!published && (row.developer_id === null || !(await mayPreview(row.developer_id))))
+    throw new AppError('listing_media.not_found');
   return { content: row.content, content_type: row.content_type, public: published };
 }

@@ -100,16 +100,32 @@ export async function findVisibleDelivery(
   return { delivery, endpoint };
 }
 
-/** An endpoint's deliveries, newest first, optionally of one status. */
+/**
+ * An endpoint's deliveries, newest first, optionally of one status; with no endpoint, those of every
+ * endpoint the caller sees (the same rule as endpointVisible: company, mode, merchant, installation).
+ */
 export async function listDeliveries(
   ctx: AppContext,
   access: TenantAccess,
-  endpointId: string,
+  endpointId: string | null,
   filters: PageRequest & { status?: DeliveryStatus },
 ): Promise<Page<Delivery>> {
   requireScope(access, 'webhooks:read');
-  await findVisibleEndpoint(ctx.db, access, endpointId);
-  let query = ctx.db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId);
+  let query = ctx.db.selectFrom('webhook_deliveries').selectAll();
+  if (endpointId !== null) {
+    await findVisibleEndpoint(ctx.db, access, endpointId);
+    query = query.where('endpoint_id', '=', endpointId);
+  } else {
+    let visible = ctx.db
+      .selectFrom('webhook_endpoints')
+      .select('id')
+      .where('tenant_id', '=', access.tenantId)
+      .where('livemode', '=', access.livemode);
+    if (access.customerAccountId)
+      visible = visible.where('customer_account_id', '=', access.customerAccountId);
+    if (access.installationId) visible = visible.where('installation_id', '=', access.installationId);
+    query = query.where('endpoint_id', 'in', visible);
+  }
   if (filters.status) query = query.where('status', '=', filters.status);
   return newestFirst(query, 'webhook_deliveries', filters, presentDelivery);
 }

@@ -16,6 +16,7 @@ function useAppTokens(w: TestWaybill, company: CompanyFixture): void {
       kind: 'app_token',
       tokenId: `tok_${installationId}`,
       appId: 'app_test',
+      resource: 'v1',
       access: {
         tenantId: company.tenantId,
         customerAccountId: null,

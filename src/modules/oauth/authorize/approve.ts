@@ -16,6 +16,7 @@ export async function approveAuthorization(
   request: AuthorizationRequest,
   userId: string,
   targetValue: string,
+  modeValue = 'test',
 ): Promise<string> {
   // The account comes from the form: it must be one the person manages integrations for, now.
   const target = (await installTargets(ctx, userId)).find((t) => t.value === targetValue);
@@ -25,8 +26,15 @@ export async function approveAuthorization(
       403,
     );
   const { granted } = grantableScopes(request.scopes, target.role);
+  // An MCP grant is for one mode, test unless the person picks live (CONTRACT.md, Agents).
+  const livemode = request.resource === 'mcp' ? await agentMode(ctx, target.tenantId, modeValue) : true;
   if (granted.length === 0)
     throw new UntrustedRedirectError('Your role cannot grant any of the scopes this app asks for.', 403);
+  const agent = await ctx.db
+    .selectFrom('agent_clients')
+    .select('app_id')
+    .where('app_id', '=', request.app.id)
+    .executeTakeFirst();
   const code = newSecret('atc_');
   const now = ctx.clock.now();
   await ctx.db.transaction().execute(async (trx) => {
@@ -36,7 +44,16 @@ export async function approveAuthorization(
       customerAccountId: target.customerAccountId,
       userId,
       scopes: granted,
+      livemode,
+      agent: agent !== undefined,
     });
+    // An agent client approved once is kept (unapproved registrations are removed after 24 h).
+    await trx
+      .updateTable('agent_clients')
+      .set({ first_approved_at: now })
+      .where('app_id', '=', request.app.id)
+      .where('first_approved_at', 'is', null)
+      .execute();
     await trx
       .insertInto('oauth_codes')
       .values({
@@ -47,6 +64,7 @@ export async function approveAuthorization(
         redirect_uri: request.redirectUri,
         code_challenge: request.codeChallenge,
         scopes: JSON.stringify(granted),
+        resource: request.resource,
         created_at: now,
         expires_at: addMs(now, CODE_LIFETIME_MS),
         used_at: null,
@@ -54,4 +72,24 @@ export async function approveAuthorization(
       .execute();
   });
   return code;
+}
+
+/** The mode an agent may be given: test, or live only for a live company whose agent_access allows it. */
+async function agentMode(ctx: AppContext, tenantId: string, modeValue: string): Promise<boolean> {
+  const company = await ctx.db
+    .selectFrom('companies')
+    .select(['live', 'agent_access'])
+    .where('id', '=', tenantId)
+    .executeTakeFirstOrThrow();
+  const access = company.agent_access as { test?: boolean; live?: boolean };
+  if (modeValue === 'live') {
+    if (!company.live)
+      throw new UntrustedRedirectError('This company is not live yet: agents can use test data only.', 403);
+    if (access.live !== true)
+      throw new UntrustedRedirectError("The company's agent access does not allow live data.", 403);
+    return true;
+  }
+  if (access.test === false)
+    throw new UntrustedRedirectError("The company's agent access does not allow test data.", 403);
+  return false;
 }

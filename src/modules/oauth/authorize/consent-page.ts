@@ -20,6 +20,7 @@ function hiddenRequest(request: AuthorizationRequest): SafeHtml {
     state: request.state,
     code_challenge: request.codeChallenge,
     code_challenge_method: 'S256',
+    resource: request.resourceUrl,
   };
   return html`${Object.entries(fields).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`)}`;
 }
@@ -54,7 +55,12 @@ export function consentPage(
     { title: `Connect ${app.name}` },
     html`<section class="card narrow consent">
 <h1>Connect ${app.name}</h1>
-<p>${app.description}</p>
+${
+  request.metadataDocument
+    ? html`<p class="agent-identity">An AI agent that describes itself at <strong>${request.metadataDocument.clientHost}</strong>. After you decide, you are sent to <strong>${request.metadataDocument.redirectHost}</strong>.</p>
+${request.metadataDocument.loopbackOnly ? html`<p class="warning" role="alert">This agent runs on a computer, not a website: it returns to this computer (loopback). Approve only if you started it yourself just now.</p>` : ''}`
+    : html`<p>${app.description}</p>`
+}
 <ul class="links">${link('Homepage', app.homepage_url)}${link('Privacy policy', app.privacy_url)}${link('Support', app.support_url)}</ul>
 <h2>${app.name} asks to</h2>
 <ul class="scopes">${request.scopes.map((s) => scopeItem(s, justifications?.[s]))}</ul>
@@ -64,6 +70,14 @@ ${hiddenRequest(request)}
 <fieldset><legend>Install into</legend>
 ${targets.map((t, i) => targetOption(request, t, i === 0))}
 </fieldset>
+${
+  request.resource === 'mcp'
+    ? html`<fieldset><legend>Data the agent works with</legend>
+<label class="choice"><input type="radio" name="mode" value="test" checked><span>Test data <span class="muted">(sandbox shipments; the safe choice)</span></span></label>
+<label class="choice"><input type="radio" name="mode" value="live"><span>Live data <span class="muted">(only for a live company whose agent access allows it)</span></span></label>
+</fieldset>`
+    : ''
+}
 <p class="muted">You will be sent back to <code>${new URL(request.redirectUri).origin}</code>.</p>
 <div class="actions">
 <button type="submit" name="decision" value="approve">Approve</button>

@@ -1,8 +1,15 @@
 import type { AppContext } from '../../../context.ts';
 import { isScope, type Scope } from '../../accounts/roles.ts';
 import { type AppRecord, findAppByClientId } from '../../apps/registry.ts';
+import {
+  isLoopback,
+  isMetadataDocumentId,
+  metadataDocumentClient,
+  redirectAllowed,
+} from '../client-metadata.ts';
 import { OAuthError } from '../errors.ts';
 import { CODE_CHALLENGE } from '../pkce.ts';
+import { type Resource, requestedResource, resourceUrl } from '../resource.ts';
 
 /** A checked authorization request (OAuth 2.1 section 4.1.1). */
 export interface AuthorizationRequest {
@@ -11,6 +18,11 @@ export interface AuthorizationRequest {
   state: string;
   codeChallenge: string;
   scopes: Scope[];
+  /** RFC 8707: what the tokens will be for; `v1` when the request names none. */
+  resource: Resource;
+  resourceUrl: string;
+  /** For a client known by its metadata document: who it says it is, for the consent page. */
+  metadataDocument: { clientHost: string; redirectHost: string; loopbackOnly: boolean } | null;
 }
 
 /** Answered with an error page, never a redirect: the redirect target is not trusted (RFC 6749 4.1.2.1). */
@@ -69,13 +81,33 @@ export async function checkAuthorizationRequest(
     throw new UntrustedRedirectError('The request names its client or redirect URI more than once.');
   }
   // RFC 6749 section 4.1.2.1: an unknown client is never redirected to.
-  if (!clientId || clientId.length > 100) throw new UntrustedRedirectError('The request names no known app.');
-  const app = await findAppByClientId(ctx, clientId);
+  if (!clientId || clientId.length > 2000)
+    throw new UntrustedRedirectError('The request names no known app.');
+  // CONTRACT.md (Agents): a client_id that is an https URL with a path is its metadata document.
+  const fromDocument = isMetadataDocumentId(clientId);
+  const app = fromDocument
+    ? await metadataDocumentClient(ctx, clientId)
+    : await findAppByClientId(ctx, clientId);
   if (!app) throw new UntrustedRedirectError('The request names no known app.');
-  // OAuth 2.1 section 2.3.1 and RFC 9700 section 4.1.3: exact string comparison, no normalising.
-  if (!redirectUri || !app.redirect_uris.includes(redirectUri)) {
-    throw new UntrustedRedirectError('The redirect URI is not registered for this app.');
+  // OAuth 2.1 section 2.3.1 and RFC 9700 section 4.1.3: exact string comparison, no normalising
+  // (a metadata document's loopback redirect on any port, RFC 8252 section 7.3).
+  const allowed = fromDocument
+    ? redirectUri !== undefined && redirectAllowed(app.redirect_uris, redirectUri)
+    : redirectUri !== undefined && app.redirect_uris.includes(redirectUri);
+  if (!redirectUri || !allowed) {
+    throw new UntrustedRedirectError(
+      fromDocument
+        ? "The redirect URI is not among the client's metadata document's redirect_uris."
+        : 'The redirect URI is not registered for this app.',
+    );
   }
+  const metadataDocument = fromDocument
+    ? {
+        clientHost: new URL(clientId).host,
+        redirectHost: new URL(redirectUri).host,
+        loopbackOnly: app.redirect_uris.every(isLoopback),
+      }
+    : null;
   // Spec 3.2: a suspended app cannot be authorized (and its redirect is no longer trusted).
   if (app.status === 'suspended') throw new UntrustedRedirectError('This app is suspended.', 403);
 
@@ -116,7 +148,18 @@ export async function checkAuthorizationRequest(
         `the app may not ask for ${foreign.join(' ').slice(0, 200) || 'nothing'}`,
       );
     }
-    return { app, redirectUri, state, codeChallenge, scopes: scopes as Scope[] };
+    // RFC 8707 section 2: one resource, ours; none means the REST API, as before (CONTRACT.md, Agents).
+    const resource = requestedResource(ctx.config, single(query, 'resource'), 'v1');
+    return {
+      app,
+      redirectUri,
+      state,
+      codeChallenge,
+      scopes: scopes as Scope[],
+      resource,
+      metadataDocument,
+      resourceUrl: resourceUrl(ctx.config, resource),
+    };
   } catch (error) {
     if (error instanceof OAuthError) throw new RedirectedError(redirectUri, state, error);
     throw error;

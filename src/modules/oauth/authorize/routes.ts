@@ -119,7 +119,13 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: AppContext): 
             state: checked.state,
           });
         }
-        const code = await approveAuthorization(ctx, checked, user.userId, String(form.account ?? ''));
+        const code = await approveAuthorization(
+          ctx,
+          checked,
+          user.userId,
+          String(form.account ?? ''),
+          String(form.mode ?? 'test'),
+        );
         // RFC 6749 section 4.1.2 and RFC 9207: code, state and iss; 303 so the browser GETs it.
         return redirectTo(ctx, reply, checked.redirectUri, { code, state: checked.state });
       }),

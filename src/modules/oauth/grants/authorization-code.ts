@@ -7,6 +7,7 @@ import type { Presented } from '../client-auth.ts';
 import { OAuthError } from '../errors.ts';
 import { type OAuthParams, requireParam } from '../params.ts';
 import { CODE_VERIFIER, verifierMatches } from '../pkce.ts';
+import { fastResource, parseResource, resourceUrl } from '../resource.ts';
 import {
   approverStillMember,
   revokeForReuse,
@@ -36,10 +37,23 @@ export async function authorizationCodeGrant(
     );
   }
 
+  // RFC 8707 section 2.2: the resource may be repeated, never changed.
+  const wanted = params.has('resource')
+    ? parseResource(ctx.config, params.get('resource') as string)
+    : undefined;
+
   const codeHash = hashSecret(code);
   const row = await ctx.db
     .selectFrom('oauth_codes')
-    .select(['app_id', 'installation_id', 'redirect_uri', 'code_challenge', 'expires_at', 'used_at'])
+    .select([
+      'app_id',
+      'installation_id',
+      'redirect_uri',
+      'code_challenge',
+      'expires_at',
+      'used_at',
+      'resource',
+    ])
     .where('code_hash', '=', codeHash)
     .executeTakeFirst();
   // RFC 6749 section 5.2: unknown (or uninstalled: codes go with their installation).
@@ -60,12 +74,18 @@ export async function authorizationCodeGrant(
   // Spec section 8: a code lives 60 seconds.
   const now = ctx.clock.now();
   if (row.expires_at <= now) throw invalidGrant();
+  if (wanted !== undefined && wanted !== row.resource) {
+    throw new OAuthError(
+      'invalid_target',
+      `the code was issued for ${resourceUrl(ctx.config, row.resource)}`,
+    );
+  }
 
   const issued = await spendAndIssue(
     ctx,
     sql`UPDATE oauth_codes SET used_at = ${now}
       WHERE code_hash = ${codeHash} AND used_at IS NULL AND ${approverStillMember('oauth_codes')}
-      RETURNING app_id, installation_id, user_id, scopes`,
+      RETURNING app_id, installation_id, user_id, scopes, resource`,
   );
   if (issued) return issued;
   // Lost the race to a concurrent exchange of the same code: that is a second use too.
@@ -95,10 +115,13 @@ export async function authorizationCodeFastPath(
   const redirectUri = params.get('redirect_uri');
   const verifier = params.get('code_verifier');
   if (!code || !redirectUri || !verifier || code.length > 512 || !CODE_VERIFIER.test(verifier)) return null;
+  const resource = fastResource(ctx, params);
+  if (resource === null) return null;
   return spendAndIssueGrouped(ctx, 'authorization_code', {
     grantHash: hashSecret(code),
     presented,
     redirectUri,
     challenge: sha256Base64url(verifier),
+    ...(resource ? { resource } : {}),
   });
 }

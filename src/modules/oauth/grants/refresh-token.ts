@@ -1,10 +1,13 @@
 import { sql } from 'kysely';
 import type { AppContext } from '../../../context.ts';
+import { addMs } from '../../../lib/clock.ts';
 import { hashSecret } from '../../../lib/ids.ts';
 import type { AppRecord } from '../../apps/registry.ts';
 import type { Presented } from '../client-auth.ts';
 import { OAuthError } from '../errors.ts';
+import { REFRESH_RACE_WINDOW_MS } from '../lifetimes.ts';
 import { type OAuthParams, requireParam } from '../params.ts';
+import { fastResource, parseResource, resourceUrl } from '../resource.ts';
 import {
   approverStillMember,
   revokeForReuse,
@@ -28,6 +31,8 @@ export async function refreshTokenGrant(
   const token = requireParam(params, 'refresh_token');
   // RFC 6749 section 6: a scope narrower than the grant is allowed; we do not support narrowing.
   if (params.has('scope')) throw new OAuthError('invalid_scope', 'scope cannot be changed on refresh');
+  // RFC 8707 section 2.2: the resource may be repeated, never changed.
+  const wanted = params.has('resource') ? parseResource(ctx.config, params.get('resource') as string) : null;
   const tokenHash = hashSecret(token);
   const now = ctx.clock.now();
 
@@ -38,16 +43,36 @@ export async function refreshTokenGrant(
     sql`UPDATE oauth_tokens SET used_at = ${now}
       WHERE token_hash = ${tokenHash} AND kind = 'refresh' AND app_id = ${client.id}
         AND used_at IS NULL AND revoked_at IS NULL AND expires_at > ${now}
-        AND ${approverStillMember('oauth_tokens')}
-      RETURNING app_id, installation_id, user_id, scopes`,
+        AND ${approverStillMember('oauth_tokens')} AND resource = COALESCE(${wanted}::text, resource)
+      RETURNING app_id, installation_id, user_id, scopes, resource`,
   );
   if (issued) return issued;
 
   const row = await ctx.db
     .selectFrom('oauth_tokens')
-    .select(['app_id', 'installation_id', 'kind', 'used_at', 'revoked_at'])
+    .select(['app_id', 'installation_id', 'kind', 'used_at', 'revoked_at', 'resource'])
     .where('token_hash', '=', tokenHash)
     .executeTakeFirst();
+  const ours = row && row.kind === 'refresh' && row.app_id === client.id && !row.revoked_at;
+  if (ours && wanted !== null && wanted !== row.resource) {
+    throw new OAuthError(
+      'invalid_target',
+      `the refresh token was issued for ${resourceUrl(ctx.config, row.resource)}`,
+    );
+  }
+  // CONTRACT.md (Agents): the same client presenting a token it spent moments ago (two of its
+  // processes refreshing at once) gets a working pair; the token stays spent, its window unchanged.
+  if (ours && row.used_at && now.getTime() - row.used_at.getTime() <= REFRESH_RACE_WINDOW_MS) {
+    const again = await spendAndIssue(
+      ctx,
+      sql`UPDATE oauth_tokens SET used_at = used_at
+        WHERE token_hash = ${tokenHash} AND kind = 'refresh' AND app_id = ${client.id}
+          AND used_at >= ${addMs(now, -REFRESH_RACE_WINDOW_MS)} AND revoked_at IS NULL AND expires_at > ${now}
+          AND ${approverStillMember('oauth_tokens')}
+        RETURNING app_id, installation_id, user_id, scopes, resource`,
+    );
+    if (again) return again;
+  }
   // Spec 3.4 and RFC 9700 section 4.14.2: a spent refresh token presented again by its own client
   // revokes every token of the installation (the person must approve again).
   if (row && row.kind === 'refresh' && row.app_id === client.id && row.used_at && !row.revoked_at) {
@@ -68,5 +93,11 @@ export async function refreshTokenFastPath(
 ): Promise<TokenResponse | null> {
   const token = params.get('refresh_token');
   if (token === undefined || token.length > 512 || params.has('scope')) return null;
-  return spendAndIssueGrouped(ctx, 'refresh_token', { grantHash: hashSecret(token), presented });
+  const resource = fastResource(ctx, params);
+  if (resource === null) return null;
+  return spendAndIssueGrouped(ctx, 'refresh_token', {
+    grantHash: hashSecret(token),
+    presented,
+    ...(resource ? { resource } : {}),
+  });
 }

@@ -1,0 +1,67 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { AppContext } from '../../context.ts';
+import { AppError } from '../../lib/errors.ts';
+import { dashboardPage, dashboardView } from '../../web/dashboard.ts';
+import { html } from '../../web/html.ts';
+import { csrfField, sendPage } from '../../web/layout.ts';
+import { type AgentConnection, listAgentConnections, revokeAgentConnection } from './connections.ts';
+
+const PATH = '/dashboard/agents';
+
+function connectionRow(csrf: string, c: AgentConnection) {
+  return html`<tr>
+<td>${c.client_name}<br><span class="muted">${c.client_host ?? c.client_id}</span></td>
+<td>${c.mode === 'live' ? html`<span class="badge bad">live data</span>` : html`<span class="badge">test data</span>`}</td>
+<td>${c.customer_account_id ?? 'Whole company'}</td>
+<td>${c.scopes.join(', ')}</td>
+<td>${c.last_used_at ? c.last_used_at.slice(0, 16).replace('T', ' ') : 'never'}</td>
+<td><form method="post" action="${PATH}/${c.id}/revoke">${csrfField(csrf)}<button class="danger" type="submit" aria-label="Revoke ${c.client_name}">Revoke</button></form></td>
+</tr>`;
+}
+
+/** The dashboard's Agents page: the AI agents connected through /mcp, each with a revoke button. */
+export function agentConnectionsPage(ctx: AppContext): FastifyPluginAsync {
+  return async (app) => {
+    app.get<{ Querystring: { revoked?: string } }>(
+      PATH,
+      { schema: { hide: true } },
+      async (request, reply) => {
+        const view = await dashboardView(ctx, request, reply);
+        if (!view) return reply;
+        const flash = request.query.revoked
+          ? { kind: 'ok' as const, message: 'The agent was disconnected.' }
+          : null;
+        if (!view.membership.manages_integrations) {
+          const body = html`<h1>AI agents</h1><p>Only owners, admins and merchant admins manage agents.</p>`;
+          return sendPage(reply, dashboardPage(view, { title: 'Agents', path: PATH }, body), 403);
+        }
+        const page = await listAgentConnections(ctx, view.user.userId, view.tenantId, { limit: 100 });
+        const body = html`<h1>AI agents</h1>
+<p class="muted">Agents (assistants, IDEs) connect at <code>${ctx.config.baseUrl}/mcp</code>. Revoking one stops every token it holds at once.</p>
+${
+  page.data.length > 0
+    ? html`<div class="table-wrap"><table><thead><tr><th>Agent</th><th>Mode</th><th>Account</th><th>Scopes</th><th>Last used</th><th></th></tr></thead><tbody>${page.data.map((c) => connectionRow(view.csrf, c))}</tbody></table></div>`
+    : html`<p class="muted">No agents are connected.</p>`
+}`;
+        return sendPage(reply, dashboardPage(view, { title: 'Agents', path: PATH, flash }, body));
+      },
+    );
+
+    app.post<{ Params: { id: string } }>(
+      `${PATH}/:id/revoke`,
+      { schema: { hide: true }, preValidation: app.csrfProtection },
+      async (request, reply) => {
+        const view = await dashboardView(ctx, request, reply);
+        if (!view) return reply;
+        try {
+          await revokeAgentConnection(ctx, view.user.userId, view.tenantId, request.params.id);
+        } catch (error) {
+          if (!(error instanceof AppError)) throw error;
+          const body = html`<h1>AI agents</h1><p>${error.message}</p><p><a href="${PATH}">Back</a></p>`;
+          return sendPage(reply, dashboardPage(view, { title: 'Agents', path: PATH }, body), error.status);
+        }
+        return reply.redirect(`${PATH}?revoked=1`, 303);
+      },
+    );
+  };
+}

@@ -1,0 +1,148 @@
+import type { AppContext } from '../../context.ts';
+import { newestFirst } from '../../db/paging.ts';
+import { AppError } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import type { Page, PageRequest } from '../../lib/paging.ts';
+import { requireRole } from '../accounts/companies.ts';
+import { managesMembers } from '../accounts/roles.ts';
+import { integrationScope } from '../apps/installations.ts';
+import { jsonArray } from '../apps/registry.ts';
+
+/** An agent's approved access to a company or merchant account (CONTRACT.md, Agents). */
+export interface AgentConnection {
+  id: string;
+  client_id: string;
+  client_name: string;
+  client_host: string | null;
+  mode: 'test' | 'live';
+  scopes: string[];
+  customer_account_id: string | null;
+  approved_by: string;
+  created_at: string;
+  last_used_at: string | null;
+}
+
+/** The host a person recognises the client by: its metadata document's, else its homepage's or redirect's. */
+export function clientHost(clientId: string, metadata: unknown): string | null {
+  const meta = (typeof metadata === 'string' ? JSON.parse(metadata) : metadata) as {
+    client_uri?: string;
+    redirect_uris?: string[];
+  } | null;
+  for (const candidate of [clientId, meta?.client_uri, meta?.redirect_uris?.[0]]) {
+    if (!candidate) continue;
+    try {
+      const url = new URL(candidate);
+      if (url.protocol === 'https:' || url.protocol === 'http:') return url.host;
+    } catch {}
+  }
+  return null;
+}
+
+function connectionsOf(ctx: AppContext, tenantId: string, accountId: string | null) {
+  let query = ctx.db
+    .selectFrom('installations')
+    .innerJoin('agent_clients', 'agent_clients.app_id', 'installations.app_id')
+    .innerJoin('apps', 'apps.id', 'installations.app_id')
+    .select([
+      'installations.id',
+      'installations.app_id',
+      'installations.livemode',
+      'installations.scopes',
+      'installations.customer_account_id',
+      'installations.user_id',
+      'installations.created_at',
+      'installations.last_used_at',
+      'apps.name',
+      'agent_clients.metadata',
+    ])
+    .where('installations.tenant_id', '=', tenantId);
+  if (accountId) query = query.where('installations.customer_account_id', '=', accountId);
+  return query;
+}
+
+/** GET /v1/companies/{tenant_id}/agent-connections: who manages integrations sees them. */
+export async function listAgentConnections(
+  ctx: AppContext,
+  userId: string,
+  tenantId: string,
+  page: PageRequest = {},
+): Promise<Page<AgentConnection>> {
+  const accountId = await integrationScope(ctx, userId, tenantId);
+  return newestFirst(connectionsOf(ctx, tenantId, accountId), 'installations', page, (row) => ({
+    id: row.id,
+    client_id: row.app_id,
+    client_name: row.name,
+    client_host: clientHost(row.app_id, row.metadata),
+    mode: row.livemode ? 'live' : 'test',
+    scopes: jsonArray<string>(row.scopes),
+    customer_account_id: row.customer_account_id,
+    approved_by: row.user_id,
+    created_at: row.created_at.toISOString(),
+    last_used_at: row.last_used_at?.toISOString() ?? null,
+  }));
+}
+
+/** DELETE .../agent-connections/{id}: every code and token of it ends at once (they go with the row). */
+export async function revokeAgentConnection(
+  ctx: AppContext,
+  userId: string,
+  tenantId: string,
+  connectionId: string,
+): Promise<void> {
+  const accountId = await integrationScope(ctx, userId, tenantId);
+  const row = await connectionsOf(ctx, tenantId, accountId)
+    .where('installations.id', '=', connectionId)
+    .executeTakeFirst();
+  if (!row) throw new AppError('agent_connection.not_found');
+  const now = ctx.clock.now();
+  await ctx.db.transaction().execute(async (trx) => {
+    await trx
+      .updateTable('installation_records')
+      .set({ uninstalled_at: now })
+      .where('id', '=', connectionId)
+      .execute();
+    await trx.deleteFrom('installations').where('id', '=', connectionId).execute();
+    await trx
+      .insertInto('audit_events')
+      .values({
+        id: newId('aud'),
+        tenant_id: tenantId,
+        actor: userId,
+        action: 'agent_connection.revoked',
+        details: JSON.stringify({ connection_id: connectionId, client_id: row.app_id }),
+        created_at: now,
+      })
+      .execute();
+  });
+}
+
+export interface AgentAccess {
+  test: boolean;
+  live: boolean;
+}
+
+export function agentAccessOf(value: unknown): AgentAccess {
+  const parsed = (typeof value === 'string' ? JSON.parse(value) : value) as Partial<AgentAccess> | null;
+  return { test: parsed?.test !== false, live: parsed?.live === true };
+}
+
+/** PATCH /v1/companies/{tenant_id} `agent_access`: owners and admins only. */
+export async function setAgentAccess(
+  ctx: AppContext,
+  userId: string,
+  tenantId: string,
+  change: Partial<AgentAccess>,
+): Promise<void> {
+  await requireRole(ctx, userId, tenantId, managesMembers);
+  const current = await ctx.db
+    .selectFrom('companies')
+    .select('agent_access')
+    .where('id', '=', tenantId)
+    .executeTakeFirstOrThrow();
+  const next = { ...agentAccessOf(current.agent_access), ...change };
+  await ctx.db
+    .updateTable('companies')
+    .set({ agent_access: JSON.stringify(next), updated_at: ctx.clock.now() })
+    .where('id', '=', tenantId)
+    .execute();
+}
