@@ -254,3 +254,8 @@ export const MuteBody = Type.Object(
   },
   strict,
 );
+
+export const ScopeParams = Type.Object(
+  { scope: Type.String({ maxLength: 100, description: 'The scope given back, e.g. webhooks:write' }) },
+  strict,
+);
