@@ -72,7 +72,9 @@ export const SUBSCRIPTIONS_INSERT = `INSERT INTO webhook_deliveries
     OR jsonb_path_match(stored.payload::jsonb, e.filter_path, COALESCE(e.filter_vars, '{}'::jsonb), true) IS TRUE`;
 
 /** The fan-out of this migration, with the subscriptions' insert given (migration 0063 changes it). */
-export const fanOutWith = (subscriptionsInsert: string) => `CREATE OR REPLACE FUNCTION webhook_fan_out(p_event_ids text[], p_types text[], p_tenants text[],
+export const fanOutWith = (
+  subscriptionsInsert: string,
+) => `CREATE OR REPLACE FUNCTION webhook_fan_out(p_event_ids text[], p_types text[], p_tenants text[],
   p_livemodes boolean[], p_accounts text[], p_now timestamptz)
 RETURNS int LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
 DECLARE
