@@ -71,9 +71,13 @@ export const SUBSCRIPTIONS_INSERT = `INSERT INTO webhook_deliveries
   WHERE e.filter_path IS NULL
     OR jsonb_path_match(stored.payload::jsonb, e.filter_path, COALESCE(e.filter_vars, '{}'::jsonb), true) IS TRUE`;
 
+const SUBSCRIBED_PRECHECK = `EXISTS (SELECT 1 FROM installations i WHERE i.tenant_id = ANY (p_tenants) AND EXISTS (
+      SELECT 1 FROM webhook_endpoints s WHERE s.installation_id = i.id AND s.kind = 'subscription'))`;
+
 /** The fan-out of this migration, with the subscriptions' insert given (migration 0063 changes it). */
 export const fanOutWith = (
   subscriptionsInsert: string,
+  precheck = SUBSCRIBED_PRECHECK,
 ) => `CREATE OR REPLACE FUNCTION webhook_fan_out(p_event_ids text[], p_types text[], p_tenants text[],
   p_livemodes boolean[], p_accounts text[], p_now timestamptz)
 RETURNS int LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
@@ -84,8 +88,7 @@ DECLARE
 BEGIN
   inserted := webhook_fan_out_endpoints(p_event_ids, p_types, p_tenants, p_livemodes, p_accounts, p_now);
   -- Subscriptions only where an app with subscriptions is installed: one index probe otherwise.
-  IF EXISTS (SELECT 1 FROM installations i WHERE i.tenant_id = ANY (p_tenants) AND EXISTS (
-      SELECT 1 FROM webhook_endpoints s WHERE s.installation_id = i.id AND s.kind = 'subscription')) THEN
+  IF ${precheck} THEN
     ${subscriptionsInsert};
     GET DIAGNOSTICS subscribed = ROW_COUNT;
   END IF;

@@ -8,10 +8,12 @@ import { runStatements } from './sql.ts';
  * 6, decision 0055). Migration 0062's join let the planner start from every subscription target of
  * every app and hash them against the events' companies: with 10,000 installations each
  * transaction read them all (28 events/s on the embedded engine, against 1,005 for plain
- * endpoints). The grant is now looked up in a LATERAL subquery per event, fenced with `OFFSET 0`
- * so it is not flattened back: an index probe on `installations (tenant_id)` for the event's
- * company, then its targets by `installation_id`, whatever the statistics say. Same rows, same
- * conditions as before.
+ * endpoints). The grants, then their targets, are now looked up in LATERAL subqueries, each
+ * fenced with `OFFSET 0` so it is not flattened back and the join order is fixed: per event an
+ * index probe on `installations (tenant_id)` for its company, then the targets of those
+ * installations by `installation_id`, whatever the statistics say (without them the planner
+ * thought there were 26 targets and crossed every event with all 10,000). The check that skips
+ * companies without subscriptions goes from the companies too. Same rows, same conditions.
  */
 const SUBSCRIPTIONS_INSERT = `INSERT INTO webhook_deliveries
     (id, endpoint_id, event_id, event_type, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
@@ -32,18 +34,28 @@ const SUBSCRIPTIONS_INSERT = `INSERT INTO webhook_deliveries
       AND NOT (inst.muted_event_types @> jsonb_build_array(ev.type))
     OFFSET 0
   ) g
-  JOIN webhook_endpoints e
-    ON e.kind = 'subscription'
-    AND e.installation_id = g.installation_id
-    AND e.livemode = ev.livemode
-    AND e.enabled
-    AND e.event_types @> jsonb_build_array(ev.type)
+  CROSS JOIN LATERAL (
+    SELECT t.id, t.filter_path, t.filter_vars FROM webhook_endpoints t
+    WHERE t.kind = 'subscription'
+      AND t.installation_id = g.installation_id
+      AND t.livemode = ev.livemode
+      AND t.enabled
+      AND t.event_types @> jsonb_build_array(ev.type)
+    OFFSET 0
+  ) e
   JOIN events stored ON stored.id = ev.id
   WHERE e.filter_path IS NULL
     OR jsonb_path_match(stored.payload::jsonb, e.filter_path, COALESCE(e.filter_vars, '{}'::jsonb), true) IS TRUE`;
 
+/** Whether any of the events' companies has an app with subscriptions: from the companies too. */
+const SUBSCRIBED_PRECHECK = `EXISTS (SELECT 1 FROM installations i
+    CROSS JOIN LATERAL (
+      SELECT 1 FROM webhook_endpoints s WHERE s.installation_id = i.id AND s.kind = 'subscription' OFFSET 0 LIMIT 1
+    ) s
+    WHERE i.tenant_id = ANY (p_tenants))`;
+
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await runStatements(db, [fanOutWith(SUBSCRIPTIONS_INSERT)]);
+  await runStatements(db, [fanOutWith(SUBSCRIPTIONS_INSERT, SUBSCRIBED_PRECHECK)]);
   await setSearchPath(db, true);
 }
 
