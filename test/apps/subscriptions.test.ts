@@ -386,4 +386,42 @@ describe('app subscriptions', () => {
     expect((await bulk('', stranger.token)).status).toBe(404);
     expect((await bulk('?installation_id=%00')).status).toBe(400);
   });
+
+  it('a subscription’s rate_limit is each installation’s target’s, as an endpoint’s; a bad one is refused', async () => {
+    const limited = await deploy([{ event_types: ['shipment.created'], url: receiver.url, rate_limit: 5 }]);
+    expect(limited.manifest.subscriptions[0].rate_limit).toBe(5);
+    await release(limited);
+    const targets = await w.ctx.db
+      .selectFrom('webhook_endpoints')
+      .select(['installation_id', 'rate_limit'])
+      .where('app_id', '=', app.id)
+      .where('kind', '=', 'subscription')
+      .where('enabled', '=', true)
+      .execute();
+    expect(targets.map((t) => t.installation_id)).toEqual(
+      expect.arrayContaining([installationA, installationB]),
+    );
+    expect(targets.map((t) => t.rate_limit)).toEqual(targets.map(() => 5));
+    const bad = await call(w, 'POST', `/v1/developer/apps/${app.id}/versions`, {
+      token: developer.token,
+      body: {
+        manifest: {
+          ...limited.manifest,
+          subscriptions: [{ ...limited.manifest.subscriptions[0], rate_limit: 0 }],
+        },
+      },
+    });
+    expect(bad.status).toBe(422);
+    expect(JSON.stringify(bad.body.errors)).toContain('rate_limit');
+    // Without it, the targets are unlimited again.
+    await release(await deploy([{ event_types: ['shipment.created'], url: receiver.url }]));
+    const after = await w.ctx.db
+      .selectFrom('webhook_endpoints')
+      .select('rate_limit')
+      .where('app_id', '=', app.id)
+      .where('kind', '=', 'subscription')
+      .where('enabled', '=', true)
+      .execute();
+    expect(after.map((t) => t.rate_limit)).toEqual(targets.map(() => null));
+  });
 });
