@@ -65,6 +65,11 @@ export const problemCodes = {
     "The installation's approver left or lost the role; it receives nothing until a person approves it again",
   ],
   'installation.scope_not_granted': [409, "The installation's grant does not allow this event type"],
+  'installation.scope_not_held': [404, 'The installation does not hold this scope'],
+  'installation.last_scope': [
+    409,
+    'The last scope of an installation cannot be given back: uninstall instead',
+  ],
   'app.not_found': [404, 'No such app'],
   'app.published_requires_review': [409, 'A published app changes this field through review'],
   'app.invalid_redirect_uri': [400, 'Redirect URI not allowed'],

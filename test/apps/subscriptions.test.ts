@@ -343,4 +343,85 @@ describe('app subscriptions', () => {
       [installationA, inA.id],
     ]);
   });
+
+  it('bulk replay queues again what failed or was cancelled, of one installation or all, and only that', async () => {
+    const v = await deploy([{ event_types: ['shipment.created'], url: receiver.url }]);
+    await release(v);
+    receiver.answer = { status: 500, body: 'down' };
+    const inA = await createShipment(w, companyA.liveToken);
+    const inB = await createShipment(w, merchantB.token);
+    expect((await deliverAll()).map((m) => m.data.shipment.id).sort()).toEqual([inA.id, inB.id].sort());
+    // The subscription taken away cancels what waits for it; the next version brings it back.
+    await release(await deploy([]));
+    receiver.answer = { status: 200, body: 'ok' };
+    await release(await deploy([{ event_types: ['shipment.created'], url: receiver.url }]));
+    expect(await deliverAll()).toEqual([]);
+    const cancelled = await call(
+      w,
+      'GET',
+      `/v1/developer/apps/${app.id}/subscription-deliveries?status=cancelled`,
+      {
+        token: developer.token,
+      },
+    );
+    expect(cancelled.body.data.map((d: Json) => d.installation_id).sort()).toEqual(
+      [installationA, installationB].sort(),
+    );
+
+    const bulk = (query = '', token = developer.token) =>
+      call(w, 'POST', `/v1/developer/apps/${app.id}/subscription-deliveries/replay${query}`, { token });
+    const ofA = await bulk(`?installation_id=${installationA}`);
+    expect(ofA.status, ofA.text).toBe(200);
+    expect(ofA.body).toEqual({ replayed: 1 });
+    const first = await deliverAll();
+    expect(first.map((m) => [m.installation_id, m.data.shipment.id])).toEqual([[installationA, inA.id]]);
+    const rest = await bulk();
+    expect(rest.body).toEqual({ replayed: 1 });
+    expect((await deliverAll()).map((m) => [m.installation_id, m.data.shipment.id])).toEqual([
+      [installationB, inB.id],
+    ]);
+    // Nothing failed is left; a stranger and a bad installation id change nothing.
+    expect((await bulk()).body).toEqual({ replayed: 0 });
+    const stranger = await signUpPerson(w, 'Bulk Stranger');
+    expect((await bulk('', stranger.token)).status).toBe(404);
+    expect((await bulk('?installation_id=%00')).status).toBe(400);
+  });
+
+  it('a subscription’s rate_limit is each installation’s target’s, as an endpoint’s; a bad one is refused', async () => {
+    const limited = await deploy([{ event_types: ['shipment.created'], url: receiver.url, rate_limit: 5 }]);
+    expect(limited.manifest.subscriptions[0].rate_limit).toBe(5);
+    await release(limited);
+    const targets = await w.ctx.db
+      .selectFrom('webhook_endpoints')
+      .select(['installation_id', 'rate_limit'])
+      .where('app_id', '=', app.id)
+      .where('kind', '=', 'subscription')
+      .where('enabled', '=', true)
+      .execute();
+    expect(targets.map((t) => t.installation_id)).toEqual(
+      expect.arrayContaining([installationA, installationB]),
+    );
+    expect(targets.map((t) => t.rate_limit)).toEqual(targets.map(() => 5));
+    const bad = await call(w, 'POST', `/v1/developer/apps/${app.id}/versions`, {
+      token: developer.token,
+      body: {
+        manifest: {
+          ...limited.manifest,
+          subscriptions: [{ ...limited.manifest.subscriptions[0], rate_limit: 0 }],
+        },
+      },
+    });
+    expect(bad.status).toBe(422);
+    expect(JSON.stringify(bad.body.errors)).toContain('rate_limit');
+    // Without it, the targets are unlimited again.
+    await release(await deploy([{ event_types: ['shipment.created'], url: receiver.url }]));
+    const after = await w.ctx.db
+      .selectFrom('webhook_endpoints')
+      .select('rate_limit')
+      .where('app_id', '=', app.id)
+      .where('kind', '=', 'subscription')
+      .where('enabled', '=', true)
+      .execute();
+    expect(after.map((t) => t.rate_limit)).toEqual(targets.map(() => null));
+  });
 });

@@ -44,7 +44,7 @@ const TARGETS_VIEW = `CREATE OR REPLACE VIEW delivery_targets AS
 
 const ENDPOINTS_FAN_OUT = fanOutInOrder(deliveriesInsert(`(${GRANT_ALLOWS}) AND (${FILTER_HOLDS})`));
 
-const SUBSCRIPTIONS_INSERT = `INSERT INTO webhook_deliveries
+export const SUBSCRIPTIONS_INSERT = `INSERT INTO webhook_deliveries
     (id, endpoint_id, event_id, event_type, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
   SELECT
     'dlv_' || stamp || substr(translate(encode(uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()), 'base64'), '+/=', ''), 1, 14),
@@ -71,7 +71,14 @@ const SUBSCRIPTIONS_INSERT = `INSERT INTO webhook_deliveries
   WHERE e.filter_path IS NULL
     OR jsonb_path_match(stored.payload::jsonb, e.filter_path, COALESCE(e.filter_vars, '{}'::jsonb), true) IS TRUE`;
 
-const FAN_OUT = `CREATE OR REPLACE FUNCTION webhook_fan_out(p_event_ids text[], p_types text[], p_tenants text[],
+const SUBSCRIBED_PRECHECK = `EXISTS (SELECT 1 FROM installations i WHERE i.tenant_id = ANY (p_tenants) AND EXISTS (
+      SELECT 1 FROM webhook_endpoints s WHERE s.installation_id = i.id AND s.kind = 'subscription'))`;
+
+/** The fan-out of this migration, with the subscriptions' insert given (migration 0063 changes it). */
+export const fanOutWith = (
+  subscriptionsInsert: string,
+  precheck = SUBSCRIBED_PRECHECK,
+) => `CREATE OR REPLACE FUNCTION webhook_fan_out(p_event_ids text[], p_types text[], p_tenants text[],
   p_livemodes boolean[], p_accounts text[], p_now timestamptz)
 RETURNS int LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
 DECLARE
@@ -81,14 +88,15 @@ DECLARE
 BEGIN
   inserted := webhook_fan_out_endpoints(p_event_ids, p_types, p_tenants, p_livemodes, p_accounts, p_now);
   -- Subscriptions only where an app with subscriptions is installed: one index probe otherwise.
-  IF EXISTS (SELECT 1 FROM installations i WHERE i.tenant_id = ANY (p_tenants) AND EXISTS (
-      SELECT 1 FROM webhook_endpoints s WHERE s.installation_id = i.id AND s.kind = 'subscription')) THEN
-    ${SUBSCRIPTIONS_INSERT};
+  IF ${precheck} THEN
+    ${subscriptionsInsert};
     GET DIAGNOSTICS subscribed = ROW_COUNT;
   END IF;
   RETURN inserted + subscribed;
 END
 $fn$`;
+
+export const FAN_OUT = fanOutWith(SUBSCRIPTIONS_INSERT);
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await runStatements(db, [

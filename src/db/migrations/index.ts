@@ -32,6 +32,7 @@ import * as storeTrust from './0050_store_trust.ts';
 import * as appVersions from './0060_app_versions.ts';
 import * as endpointFilters from './0061_endpoint_filters.ts';
 import * as appSubscriptions from './0062_app_subscriptions.ts';
+import * as subscriptionFanOutByTenant from './0063_subscription_fanout_by_tenant.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -68,4 +69,5 @@ export const migrations: Record<string, Migration> = {
   '0060_app_versions': appVersions,
   '0061_endpoint_filters': endpointFilters,
   '0062_app_subscriptions': appSubscriptions,
+  '0063_subscription_fanout_by_tenant': subscriptionFanOutByTenant,
 };

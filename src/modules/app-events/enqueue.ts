@@ -5,7 +5,12 @@ import { newId } from '../../lib/ids.ts';
 import { buildEnvelope } from '../shipments/events.ts';
 
 /** Spec section 6: the events an app receives at its events URL. */
-export const APP_EVENT_TYPES = ['app.uninstalled', 'customer.data_request', 'customer.redact'] as const;
+export const APP_EVENT_TYPES = [
+  'app.uninstalled',
+  'app.scopes_updated',
+  'customer.data_request',
+  'customer.redact',
+] as const;
 export type AppEventType = (typeof APP_EVENT_TYPES)[number];
 
 /** The tenant_id of a test message: no real company (spec 6.8). */

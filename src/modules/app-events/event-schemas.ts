@@ -21,6 +21,25 @@ export const AppUninstalledData = Type.Object(
   },
 );
 
+const ScopeList = (description: string) =>
+  Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true, description });
+
+/** app.scopes_updated (CONTRACT.md, Apps as code: optional scopes). */
+export const AppScopesUpdatedData = Type.Object(
+  {
+    installation_id: InstallationId,
+    customer_account_id: CustomerAccountId,
+    granted: ScopeList('Scopes the installation gained now (optional scopes the company approved)'),
+    revoked: ScopeList('Scopes the installation lost now (given back by the app)'),
+    scopes: ScopeList('Every scope the installation holds now'),
+  },
+  {
+    $id: 'AppScopesUpdatedData',
+    additionalProperties: false,
+    description: "The installation's grant changed: what was added, what was given back and the result",
+  },
+);
+
 /** customer.data_request and customer.redact (spec 2.7): one shape for both. */
 export const PrivacyRequestData = Type.Object(
   {
@@ -71,6 +90,19 @@ export const APP_EVENTS = [
       'The company removed the app; its tokens and webhook endpoints no longer exist. Sent to the events URL of the app.',
     data: AppUninstalledData,
     example: (context) => ({ ...placeholders(context), uninstalled_at: context.at.toISOString() }),
+  },
+  {
+    type: 'app.scopes_updated',
+    sentTo: 'app_events_url',
+    description:
+      "An installation's grant changed: the company approved optional scopes the app asked for, or the app gave one back. Subscriptions and endpoints follow the new grant at once. Sent to the events URL of the app.",
+    data: AppScopesUpdatedData,
+    example: (context) => ({
+      ...placeholders(context),
+      granted: ['webhooks:write'],
+      revoked: [],
+      scopes: ['shipments:read', 'webhooks:write'],
+    }),
   },
   {
     type: 'customer.data_request',

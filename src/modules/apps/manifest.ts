@@ -11,7 +11,7 @@ import { allows, SCOPES, type Scope } from '../accounts/roles.ts';
 import type { AppsTable } from '../oauth/tables.ts';
 import { EVENT_TYPES } from '../webhooks/event-types.ts';
 import { filterProblems } from '../webhooks/filter.ts';
-import { EventFilterSchema } from '../webhooks/schemas.ts';
+import { EventFilterSchema, RateLimit } from '../webhooks/schemas.ts';
 import { jsonArray } from './registry.ts';
 import { type AppPatch, assertEventsUrlAllowed, checkAppFields } from './service.ts';
 import { eventsUrlProblem, MAX_URL_LENGTH } from './urls.ts';
@@ -34,6 +34,7 @@ export const SubscriptionSchema = Type.Object(
     test_events: Type.Optional(
       Type.Boolean({ default: false, description: 'Sandbox events too; live ones only by default' }),
     ),
+    rate_limit: Type.Optional(RateLimit),
   },
   strict,
 );
@@ -59,6 +60,8 @@ export interface Subscription {
   url: string;
   filter: Record<string, unknown> | null;
   test_events: boolean;
+  /** As an endpoint's, for each installation's target; kept in the manifest only when given. */
+  rate_limit?: number | null;
 }
 
 /** A manifest as stored: every field present, normalized as PATCH normalizes the app's fields. */
@@ -214,6 +217,7 @@ export async function checkManifest(ctx: AppContext, input: unknown, base = '/ma
       url,
       filter: filter.compiled ? (subscription.filter as Record<string, unknown>) : null,
       test_events: subscription.test_events === true,
+      ...(subscription.rate_limit != null ? { rate_limit: subscription.rate_limit as number } : {}),
     });
   }
   if (errors.length > 0)

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../context.ts';
 import { errorResponses } from '../../http/schemas.ts';
-import { muteEventTypes, ownInstallation } from './own-installation.ts';
-import { MuteBody, OwnInstallationSchema } from './schemas.ts';
+import { giveBackScope, muteEventTypes, ownInstallation } from './own-installation.ts';
+import { MuteBody, OwnInstallationSchema, ScopeParams } from './schemas.ts';
 
 /** The app itself, with its access token: its own installation (CONTRACT.md "Apps as code"). */
 export function ownInstallationRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
@@ -35,6 +35,21 @@ export function ownInstallationRoutes(ctx: AppContext): FastifyPluginAsyncTypebo
         },
       },
       async (request) => muteEventTypes(ctx, request.principal, request.body),
+    );
+
+    app.delete(
+      '/v1/installation/scopes/:scope',
+      {
+        config: { auth: { scope: 'shipments:read' } },
+        schema: {
+          tags: ['Installations'],
+          summary:
+            "Give a scope back: the calling app's grant narrows at once and app.scopes_updated is sent (app token)",
+          params: ScopeParams,
+          response: { 200: OwnInstallationSchema, ...errorResponses(400, 401, 403, 404, 409) },
+        },
+      },
+      async (request) => giveBackScope(ctx, request.principal, request.params.scope),
     );
   };
 }

@@ -1,7 +1,10 @@
-import type { AppContext } from '../../context.ts';
+import { type AppContext, runAfterCommit } from '../../context.ts';
 import { AppError, type FieldError, validationError } from '../../lib/errors.ts';
 import type { Principal } from '../accounts/access.ts';
+import { sendScopesUpdated } from '../app-events/scopes-updated.ts';
+import { cancelWithheldDeliveries } from '../oauth/installation-grants.ts';
 import { EVENT_TYPES } from '../webhooks/event-types.ts';
+import { jsonArray } from './registry.ts';
 import { type EffectiveSubscription, subscriptionsOfInstallation } from './subscription-deliveries.ts';
 
 /** The installation an app's access token acts for, as the app reads it (CONTRACT.md "Apps as code"). */
@@ -74,5 +77,49 @@ export async function muteEventTypes(
     })
     .where('id', '=', installationId)
     .execute();
+  return ownInstallation(ctx, principal);
+}
+
+/**
+ * DELETE /v1/installation/scopes/{scope}: the app gives a scope back (CONTRACT.md, optional
+ * scopes). The grant narrows at once: tokens, subscriptions and endpoints follow it, what waits for
+ * the installation's endpoints that it no longer allows is cancelled, and `app.scopes_updated` is
+ * sent. The last scope stays: an app that wants none is uninstalled by the company.
+ */
+export async function giveBackScope(
+  ctx: AppContext,
+  principal: Principal | null,
+  scope: string,
+): Promise<OwnInstallation> {
+  const { appId, installationId } = appTokenOf(principal);
+  const now = ctx.clock.now();
+  await ctx.db.transaction().execute(async (trx) => {
+    const row = await trx
+      .selectFrom('installations')
+      .select(['tenant_id', 'customer_account_id', 'scopes'])
+      .where('id', '=', installationId)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!row) throw new AppError('installation.not_found');
+    const before = jsonArray<string>(row.scopes);
+    if (!before.includes(scope)) throw new AppError('installation.scope_not_held');
+    const after = before.filter((held) => held !== scope);
+    if (after.length === 0) throw new AppError('installation.last_scope');
+    await trx
+      .updateTable('installations')
+      .set({ scopes: JSON.stringify(after), updated_at: now })
+      .where('id', '=', installationId)
+      .execute();
+    await cancelWithheldDeliveries(trx, row.tenant_id, now);
+    await sendScopesUpdated(ctx, trx, {
+      appId,
+      installationId,
+      tenantId: row.tenant_id,
+      customerAccountId: row.customer_account_id,
+      before,
+      after,
+    });
+  });
+  runAfterCommit(ctx);
   return ownInstallation(ctx, principal);
 }

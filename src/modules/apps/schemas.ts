@@ -254,3 +254,13 @@ export const MuteBody = Type.Object(
   },
   strict,
 );
+
+export const ScopeParams = Type.Object(
+  { scope: Type.String({ maxLength: 100, description: 'The scope given back, e.g. webhooks:write' }) },
+  strict,
+);
+
+export const BulkReplayQuery = Type.Object(
+  { installation_id: Type.Optional(Id(64)) },
+  { additionalProperties: false },
+);

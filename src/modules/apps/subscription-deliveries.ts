@@ -1,13 +1,15 @@
 import { sql } from 'kysely';
-import type { AppContext } from '../../context.ts';
+import { type AppContext, runAfterCommit } from '../../context.ts';
 import { newestFirst } from '../../db/paging.ts';
 import { type AttemptOutcome, attemptDelivery } from '../../delivery/attempt.ts';
 import type { WebhookDeliveriesTable } from '../../delivery/tables.ts';
+import { addMs } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { allows, type Scope } from '../accounts/roles.ts';
 import { spendOutbound } from '../outbound/budget.ts';
 import { type Attempt, type Delivery, presentAttempt, presentDelivery } from '../webhooks/deliveries.ts';
+import { BULK_REPLAY_WINDOW_MS } from '../webhooks/replay.ts';
 import { eventTypeScope, type Manifest } from './manifest.ts';
 import { jsonArray } from './registry.ts';
 import { ownedAppRow } from './service.ts';
@@ -103,6 +105,51 @@ export async function replaySubscriptionDelivery(
   if (held) throw new AppError('installation.needs_approval');
   await spendOutbound(ctx, { account: { kind: 'user', id: developerId }, url: found.url });
   return attemptDelivery(ctx, found.id, 'replay');
+}
+
+/**
+ * POST .../subscription-deliveries/replay: as an endpoint's bulk replay (spec section 8), every
+ * failed or cancelled message of the app's subscriptions created in the last 7 days goes back to
+ * the queue, due now; of one installation when `installation_id` is given. Only to enabled targets,
+ * of installations whose grant is in force and allows the type now, not muted, and only events of
+ * a company (no test messages). One request from the outbound budget, whatever it queues.
+ */
+export async function replayFailedSubscriptionDeliveries(
+  ctx: AppContext,
+  developerId: string,
+  appId: string,
+  input: { installation_id?: string | undefined },
+): Promise<{ replayed: number }> {
+  const app = await ownedAppRow(ctx, developerId, appId);
+  const now = ctx.clock.now();
+  const since = addMs(now, -BULK_REPLAY_WINDOW_MS);
+  const oneInstallation = input.installation_id
+    ? sql`AND t.installation_id = ${input.installation_id}`
+    : sql``;
+  const targets = await sql<{ url: string }>`
+    SELECT t.url FROM webhook_endpoints t
+    WHERE t.app_id = ${app.id} AND t.kind = 'subscription' AND t.enabled ${oneInstallation} LIMIT 1`.execute(
+    ctx.db,
+  );
+  const first = targets.rows[0];
+  if (!first) return { replayed: 0 };
+  await spendOutbound(ctx, { account: { kind: 'user', id: developerId }, url: first.url });
+  const result = await sql`
+    UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = ${now.toISOString()}::timestamptz,
+      updated_at = ${now.toISOString()}::timestamptz
+    FROM webhook_endpoints t
+    JOIN installation_grants g ON g.installation_id = t.installation_id AND g.held_reason IS NULL
+    JOIN installations inst ON inst.id = t.installation_id
+    WHERE d.endpoint_id = t.id
+      AND t.app_id = ${app.id} AND t.kind = 'subscription' AND t.enabled ${oneInstallation}
+      AND d.status IN ('failed', 'cancelled')
+      AND d.created_at >= ${since.toISOString()}::timestamptz
+      AND scopes_allow(g.scopes, event_type_scope(d.event_type))
+      AND NOT (inst.muted_event_types @> jsonb_build_array(d.event_type))
+      AND EXISTS (SELECT 1 FROM events e WHERE e.id = d.event_id)`.execute(ctx.db);
+  const replayed = Number(result.numAffectedRows ?? 0);
+  if (replayed > 0) runAfterCommit(ctx);
+  return { replayed };
 }
 
 /** One subscription as it stands for one installation. */

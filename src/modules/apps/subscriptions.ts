@@ -41,6 +41,7 @@ export async function syncSubscriptionTargets(
       filter: subscription.filter ? JSON.stringify(subscription.filter) : null,
       path: compiled?.path ?? null,
       vars: compiled ? JSON.stringify(compiled.vars) : null,
+      rateLimit: subscription.rate_limit ?? null,
     }));
   });
   const at = now.toISOString();
@@ -49,25 +50,26 @@ export async function syncSubscriptionTargets(
     await sql`
       INSERT INTO webhook_endpoints (id, kind, app_id, tenant_id, customer_account_id, installation_id,
         livemode, url, event_types, enabled, secret_sealed, subscription_index, filter, filter_path,
-        filter_vars, created_at, updated_at)
+        filter_vars, rate_limit, created_at, updated_at)
       SELECT
         'we_' || waybill_id_time(clock_timestamp())
           || substr(translate(encode(uuid_send(gen_random_uuid()), 'base64'), '+/=', ''), 1, 14),
         'subscription', i.app_id, NULL, i.customer_account_id, i.id, s.livemode, s.url,
         s.event_types::jsonb, true, a.events_secret_sealed, s.idx, s.filter::jsonb, s.path::jsonpath,
-        s.vars::jsonb, ${at}::timestamptz, ${at}::timestamptz
+        s.vars::jsonb, s.rate_limit, ${at}::timestamptz, ${at}::timestamptz
       FROM installations i
       JOIN apps a ON a.id = i.app_id
       CROSS JOIN unnest(
         ${rows.map((r) => r.index)}::int[], ${rows.map((r) => r.livemode)}::boolean[],
         ${rows.map((r) => r.url)}::text[], ${rows.map((r) => r.eventTypes)}::text[],
         ${rows.map((r) => r.filter)}::text[], ${rows.map((r) => r.path)}::text[],
-        ${rows.map((r) => r.vars)}::text[]
-      ) AS s(idx, livemode, url, event_types, filter, path, vars)
+        ${rows.map((r) => r.vars)}::text[], ${rows.map((r) => r.rateLimit)}::int[]
+      ) AS s(idx, livemode, url, event_types, filter, path, vars, rate_limit)
       WHERE i.app_id = ${appId} ${onlyOne}
       ON CONFLICT (installation_id, subscription_index, livemode) WHERE kind = 'subscription' DO UPDATE SET
         url = excluded.url, event_types = excluded.event_types, filter = excluded.filter,
         filter_path = excluded.filter_path, filter_vars = excluded.filter_vars,
+        rate_limit = excluded.rate_limit,
         -- Taken away by an earlier version (manual), now back; one disabled for failing stays so.
         enabled = webhook_endpoints.enabled OR webhook_endpoints.disabled_reason = 'manual',
         disabled_reason = CASE WHEN webhook_endpoints.disabled_reason = 'manual' THEN NULL

@@ -2,9 +2,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../context.ts';
 import { errorResponses, Page, PageQuery } from '../../http/schemas.ts';
 import { requireUser } from '../accounts/access.ts';
+import { BulkReplayResultSchema } from '../webhooks/schemas.ts';
 import {
   AppParams,
   AppVersionSchema,
+  BulkReplayQuery,
   CreateVersionBody,
   EffectiveSubscriptionsSchema,
   InstallationOfAppParams,
@@ -17,6 +19,7 @@ import {
 import {
   effectiveSubscriptions,
   listSubscriptionDeliveries,
+  replayFailedSubscriptionDeliveries,
   replaySubscriptionDelivery,
 } from './subscription-deliveries.ts';
 import { createVersion, getVersion, listVersions, releaseVersion } from './versions.ts';
@@ -111,6 +114,23 @@ export function versionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
       },
       async (request) =>
         listSubscriptionDeliveries(ctx, userOf(request.principal), request.params.id, request.query),
+    );
+
+    app.post(
+      '/v1/developer/apps/:id/subscription-deliveries/replay',
+      {
+        config: { auth: 'session' },
+        schema: {
+          tags,
+          summary:
+            "Queue again every failed and cancelled message of the app's subscriptions of the last 7 days (of one installation with installation_id)",
+          params: AppParams,
+          querystring: BulkReplayQuery,
+          response: { 200: BulkReplayResultSchema, ...errorResponses(400, 401, 403, 404, 429) },
+        },
+      },
+      async (request) =>
+        replayFailedSubscriptionDeliveries(ctx, userOf(request.principal), request.params.id, request.query),
     );
 
     app.post(

@@ -1,8 +1,10 @@
 import type { AppContext, Trx } from '../../context.ts';
+import type { Db } from '../../db/database.ts';
 import { newestFirst } from '../../db/paging.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
+import type { Scope } from '../accounts/roles.ts';
 import type { AppsTable } from '../oauth/tables.ts';
 import { type Change, checkManifest, type Manifest, manifestChanges, manifestOfApp } from './manifest.ts';
 import { ownedAppRow } from './service.ts';
@@ -58,13 +60,19 @@ export function reviewedChanges(changes: readonly Change[]): string[] {
   return changes.filter((change) => REVIEWED_PATHS.has(change.path)).map((change) => change.path.slice(1));
 }
 
-async function activeVersion(trx: Trx, appId: string): Promise<AppVersionsTable | undefined> {
-  return trx
+async function activeVersion(db: Db, appId: string): Promise<AppVersionsTable | undefined> {
+  return db
     .selectFrom('app_versions')
     .selectAll()
     .where('app_id', '=', appId)
     .where('status', '=', 'active')
     .executeTakeFirst();
+}
+
+/** The optional scopes of the app's active version: asked for at runtime (CONTRACT.md, optional scopes). */
+export async function activeOptionalScopes(db: Db, appId: string): Promise<Scope[]> {
+  const active = await activeVersion(db, appId);
+  return active ? (parsed<Manifest>(active.manifest).optional_scopes ?? []) : [];
 }
 
 /** The app's configuration now: its fields, with the active version's subscriptions and optional scopes. */

@@ -15,7 +15,7 @@ export const EventTypeList = Type.Array(EventTypeName, {
   description: `Any of ${EVENT_TYPES.join(', ')} (the catalogue's audience "endpoints"); at least one, none twice`,
 });
 
-const RateLimit = Nullable(
+export const RateLimit = Nullable(
   Type.Integer({
     minimum: 1,
     maximum: RATE_LIMIT_MAX,

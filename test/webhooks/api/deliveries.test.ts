@@ -44,6 +44,7 @@ describe('deliveries, test messages and replays', () => {
       ['webhook_endpoint.disabled', 'webhook_endpoints'],
       ['webhook_endpoint.recovered', 'webhook_endpoints'],
       ['app.uninstalled', 'app_events_url'],
+      ['app.scopes_updated', 'app_events_url'],
       ['customer.data_request', 'app_events_url'],
       ['customer.redact', 'app_events_url'],
     ]);

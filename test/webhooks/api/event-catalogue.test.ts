@@ -30,6 +30,7 @@ const ALL_TYPES = [
   'webhook_endpoint.disabled',
   'webhook_endpoint.recovered',
   'app.uninstalled',
+  'app.scopes_updated',
   'customer.data_request',
   'customer.redact',
 ];

@@ -1,6 +1,7 @@
 import type { AppContext } from '../../../context.ts';
 import { membershipsOfPerson } from '../../accounts/companies.ts';
 import { type Scope, scopesOfRole } from '../../accounts/roles.ts';
+import { jsonArray } from '../../apps/registry.ts';
 
 /** A company or merchant account the person may install an app into. */
 export interface InstallTarget {
@@ -67,4 +68,33 @@ export function grantableScopes(
     granted: requested.filter((s) => held.has(s)),
     withheld: requested.filter((s) => !held.has(s)),
   };
+}
+
+/**
+ * An installed app asking for optional scopes asks to widen its installations: the accounts are
+ * those where it is installed (all of them when it is in none), and `granted` is what each of
+ * them holds already, left off the consent page's list (CONTRACT.md: only what is new is listed).
+ */
+export async function widenedTargets(
+  ctx: AppContext,
+  appId: string,
+  targets: InstallTarget[],
+): Promise<{ targets: InstallTarget[]; granted: Scope[] }> {
+  const rows = await ctx.db
+    .selectFrom('installations')
+    .select(['tenant_id', 'customer_account_id', 'scopes'])
+    .where('app_id', '=', appId)
+    .where('tenant_id', 'in', [...new Set(targets.map((t) => t.tenantId))])
+    .execute();
+  const held = new Map(
+    rows.map((r) => [
+      r.customer_account_id ? `${r.tenant_id}:${r.customer_account_id}` : r.tenant_id,
+      jsonArray<Scope>(r.scopes),
+    ]),
+  );
+  const installed = targets.filter((t) => held.has(t.value));
+  if (installed.length === 0) return { targets, granted: [] };
+  const [first, ...rest] = installed.map((t) => held.get(t.value) as Scope[]);
+  const granted = (first ?? []).filter((scope) => rest.every((scopes) => scopes.includes(scope)));
+  return { targets: installed, granted };
 }

@@ -1,7 +1,9 @@
-import type { AppContext } from '../../../context.ts';
+import { type AppContext, runAfterCommit } from '../../../context.ts';
 import { addMs } from '../../../lib/clock.ts';
 import { hashSecret, newSecret } from '../../../lib/ids.ts';
-import { upsertInstallation } from '../../apps/registry.ts';
+import type { Scope } from '../../accounts/roles.ts';
+import { sendScopesUpdated } from '../../app-events/scopes-updated.ts';
+import { jsonArray, upsertInstallation } from '../../apps/registry.ts';
 import { CODE_LIFETIME_MS } from '../lifetimes.ts';
 import { grantableScopes, installTargets } from './accounts.ts';
 import { type AuthorizationRequest, UntrustedRedirectError } from './request.ts';
@@ -25,7 +27,22 @@ export async function approveAuthorization(
       'Choose a company or merchant account where you manage integrations.',
       403,
     );
-  const { granted } = grantableScopes(request.scopes, target.role);
+  // Optional scopes asked for at runtime add to what the installation holds (CONTRACT.md).
+  const existing = request.widens
+    ? await ctx.db
+        .selectFrom('installations')
+        .select(['id', 'scopes'])
+        .where('app_id', '=', request.app.id)
+        .where('tenant_id', '=', target.tenantId)
+        .where(
+          'customer_account_id',
+          target.customerAccountId === null ? 'is' : '=',
+          target.customerAccountId,
+        )
+        .executeTakeFirst()
+    : undefined;
+  const held = existing ? jsonArray<Scope>(existing.scopes) : [];
+  const { granted } = grantableScopes([...new Set([...held, ...request.scopes])], target.role);
   // An MCP grant is for one mode, test unless the person picks live (CONTRACT.md, Agents).
   const livemode = request.resource === 'mcp' ? await agentMode(ctx, target.tenantId, modeValue) : true;
   if (granted.length === 0)
@@ -47,6 +64,16 @@ export async function approveAuthorization(
       livemode,
       agent: agent !== undefined,
     });
+    if (existing) {
+      await sendScopesUpdated(ctx, trx, {
+        appId: request.app.id,
+        installationId: installation.id,
+        tenantId: target.tenantId,
+        customerAccountId: target.customerAccountId,
+        before: held,
+        after: granted,
+      });
+    }
     // An agent client approved once is kept (unapproved registrations are removed after 24 h).
     await trx
       .updateTable('agent_clients')
@@ -71,6 +98,7 @@ export async function approveAuthorization(
       })
       .execute();
   });
+  if (existing) runAfterCommit(ctx);
   return code;
 }
 

@@ -49,8 +49,11 @@ export function consentPage(
   targets: InstallTarget[],
   csrf: string,
   justifications: Partial<Record<Scope, string>> | null = null,
+  alreadyGranted: readonly Scope[] = [],
 ): SafeHtml {
   const app = request.app;
+  // An installed app asking for optional scopes: only what is new is listed.
+  const asked = request.scopes.filter((s) => !alreadyGranted.includes(s));
   return layout(
     { title: `Connect ${app.name}` },
     html`<section class="card narrow consent">
@@ -62,8 +65,9 @@ ${request.metadataDocument.loopbackOnly ? html`<p class="warning" role="alert">T
     : html`<p>${app.description}</p>`
 }
 <ul class="links">${link('Homepage', app.homepage_url)}${link('Privacy policy', app.privacy_url)}${link('Support', app.support_url)}</ul>
-<h2>${app.name} asks to</h2>
-<ul class="scopes">${request.scopes.map((s) => scopeItem(s, justifications?.[s]))}</ul>
+<h2>${app.name} asks${alreadyGranted.length > 0 ? ' also' : ''} to</h2>
+<ul class="scopes">${asked.map((s) => scopeItem(s, justifications?.[s]))}</ul>
+${alreadyGranted.length > 0 ? html`<p class="muted already-granted">Already granted, and kept: ${alreadyGranted.join(', ')}.</p>` : ''}
 <form class="stack" method="post" action="/oauth/authorize">
 ${csrfField(csrf)}
 ${hiddenRequest(request)}

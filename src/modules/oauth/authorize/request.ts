@@ -1,6 +1,7 @@
 import type { AppContext } from '../../../context.ts';
 import { isScope, type Scope } from '../../accounts/roles.ts';
 import { type AppRecord, findAppByClientId } from '../../apps/registry.ts';
+import { activeOptionalScopes } from '../../apps/versions.ts';
 import {
   isLoopback,
   isMetadataDocumentId,
@@ -18,6 +19,11 @@ export interface AuthorizationRequest {
   state: string;
   codeChallenge: string;
   scopes: Scope[];
+  /**
+   * The request names optional scopes of the app's manifest: an installed app asks for more, and
+   * the approval adds them to what the installation already holds (CONTRACT.md, optional scopes).
+   */
+  widens: boolean;
   /** RFC 8707: what the tokens will be for; `v1` when the request names none. */
   resource: Resource;
   resourceUrl: string;
@@ -138,10 +144,12 @@ export async function checkAuthorizationRequest(
     if (single(query, 'code_challenge_method') !== 'S256') {
       throw new OAuthError('invalid_request', 'code_challenge_method must be S256');
     }
-    // RFC 6749 section 3.3: only scopes the app registered; none asked means all it registered.
+    // RFC 6749 section 3.3: only scopes the app registered, required or optional (its manifest);
+    // none asked means the required ones.
     const asked = single(query, 'scope');
     const scopes = asked === undefined ? [...app.scopes] : [...new Set(asked.split(' ').filter(Boolean))];
-    const foreign = scopes.filter((s) => !isScope(s) || !app.scopes.includes(s));
+    const optional = fromDocument ? [] : await activeOptionalScopes(ctx.db, app.id);
+    const foreign = scopes.filter((s) => !isScope(s) || !(app.scopes.includes(s) || optional.includes(s)));
     if (foreign.length > 0 || scopes.length === 0) {
       throw new OAuthError(
         'invalid_scope',
@@ -156,6 +164,7 @@ export async function checkAuthorizationRequest(
       state,
       codeChallenge,
       scopes: scopes as Scope[],
+      widens: scopes.some((s) => optional.includes(s as Scope) && !app.scopes.includes(s as Scope)),
       resource,
       metadataDocument,
       resourceUrl: resourceUrl(ctx.config, resource),

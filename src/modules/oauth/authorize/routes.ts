@@ -5,7 +5,7 @@ import { AppError } from '../../../lib/errors.ts';
 import { sendPage } from '../../../web/layout.ts';
 import { pageUser } from '../../../web/session.ts';
 import { publishedJustifications } from '../../store/catalogue.ts';
-import { installTargets } from './accounts.ts';
+import { installTargets, widenedTargets } from './accounts.ts';
 import { approveAuthorization } from './approve.ts';
 import { authorizeErrorPage, consentPage } from './consent-page.ts';
 import {
@@ -89,7 +89,11 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: AppContext): 
       const user = await pageUser(ctx, request);
       // The sign-in page comes back to the whole request.
       if (!user) return reply.redirect(`/signin?return_to=${encodeURIComponent(request.url)}`, 303);
-      const targets = await installTargets(ctx, user.userId);
+      const all = await installTargets(ctx, user.userId);
+      const { targets, granted } =
+        checked.widens && all.length > 0
+          ? await widenedTargets(ctx, checked.app.id, all)
+          : { targets: all, granted: [] };
       if (targets.length === 0) {
         throw new UntrustedRedirectError(
           'Only owners, admins and merchant admins can connect apps. Ask one of them to connect it.',
@@ -98,7 +102,7 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: AppContext): 
       }
       protect(reply, checked.redirectUri);
       const justifications = await publishedJustifications(ctx, checked.app.id);
-      return sendPage(reply, consentPage(checked, targets, reply.generateCsrf(), justifications));
+      return sendPage(reply, consentPage(checked, targets, reply.generateCsrf(), justifications, granted));
     }),
   );
 
