@@ -5,7 +5,7 @@ import { AppError } from '../../lib/errors.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { ownedAppRow } from '../apps/service.ts';
 import { spendOutbound } from '../outbound/budget.ts';
-import { type Attempt, type Delivery, presentAttempt, presentDelivery } from '../webhooks/deliveries.ts';
+import { type Attempt, attemptsByDelivery, type Delivery, presentDelivery } from '../webhooks/deliveries.ts';
 import { enqueueAppEvents, NO_COMPANY } from './enqueue.ts';
 
 /** An app-event message as its developer sees it (spec 6.6): the delivery, its company and attempts. */
@@ -43,16 +43,10 @@ export async function listEventMessages(
     page,
     (row) => row,
   );
-  const ids = deliveries.data.map((row) => row.id);
-  const attempts =
-    ids.length === 0
-      ? []
-      : await ctx.db
-          .selectFrom('webhook_attempts')
-          .selectAll()
-          .where('delivery_id', 'in', ids)
-          .orderBy('attempted_at')
-          .execute();
+  const attempts = await attemptsByDelivery(
+    ctx,
+    deliveries.data.map((row) => row.id),
+  );
   return {
     next_cursor: deliveries.next_cursor,
     data: deliveries.data.map((row) => {
@@ -62,7 +56,7 @@ export async function listEventMessages(
         ...delivery,
         tenant_id: envelope.tenant_id ?? '',
         test: envelope.test === true,
-        attempts: attempts.filter((a) => a.delivery_id === row.id).map(presentAttempt),
+        attempts: attempts.get(row.id) ?? [],
       };
     }),
   };

@@ -8,7 +8,7 @@ import { AppError } from '../../lib/errors.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { allows, type Scope } from '../accounts/roles.ts';
 import { spendOutbound } from '../outbound/budget.ts';
-import { type Attempt, type Delivery, presentAttempt, presentDelivery } from '../webhooks/deliveries.ts';
+import { type Attempt, attemptsByDelivery, type Delivery, presentDelivery } from '../webhooks/deliveries.ts';
 import { BULK_REPLAY_WINDOW_MS } from '../webhooks/replay.ts';
 import { eventTypeScope, type Manifest } from './manifest.ts';
 import { jsonArray } from './registry.ts';
@@ -49,16 +49,10 @@ export async function listSubscriptionDeliveries(
   if (filter.installation_id) query = query.where('t.installation_id', '=', filter.installation_id);
   if (filter.event_type) query = query.where('webhook_deliveries.event_type', '=', filter.event_type);
   const page = await newestFirst(query, 'webhook_deliveries', filter, (row) => row);
-  const ids = page.data.map((row) => row.id);
-  const attempts =
-    ids.length === 0
-      ? []
-      : await ctx.db
-          .selectFrom('webhook_attempts')
-          .selectAll()
-          .where('delivery_id', 'in', ids)
-          .orderBy('attempted_at')
-          .execute();
+  const attempts = await attemptsByDelivery(
+    ctx,
+    page.data.map((row) => row.id),
+  );
   return {
     next_cursor: page.next_cursor,
     data: page.data.map((row) => {
@@ -70,7 +64,7 @@ export async function listSubscriptionDeliveries(
         livemode: row.livemode,
         subscription_index: row.subscription_index ?? 0,
         url: row.url,
-        attempts: attempts.filter((a) => a.delivery_id === row.id).map(presentAttempt),
+        attempts: attempts.get(row.id) ?? [],
       };
     }),
   };

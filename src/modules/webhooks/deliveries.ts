@@ -58,6 +58,27 @@ export function presentDelivery(row: WebhookDeliveriesTable): Delivery {
   };
 }
 
+/** The attempts of a page of deliveries, oldest first, by delivery: one query for the page. */
+export async function attemptsByDelivery(
+  ctx: AppContext,
+  deliveryIds: readonly string[],
+): Promise<Map<string, Attempt[]>> {
+  const byDelivery = new Map<string, Attempt[]>();
+  if (deliveryIds.length === 0) return byDelivery;
+  const rows = await ctx.db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('delivery_id', 'in', deliveryIds)
+    .orderBy('attempted_at')
+    .execute();
+  for (const row of rows) {
+    const list = byDelivery.get(row.delivery_id);
+    if (list) list.push(presentAttempt(row));
+    else byDelivery.set(row.delivery_id, [presentAttempt(row)]);
+  }
+  return byDelivery;
+}
+
 export function presentAttempt(row: WebhookAttemptsTable): Attempt {
   return {
     attempted_at: row.attempted_at.toISOString(),
