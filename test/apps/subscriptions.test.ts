@@ -127,6 +127,13 @@ describe('app subscriptions', () => {
     // Nothing of it is a company endpoint.
     const listed = await call(w, 'GET', '/v1/webhook-endpoints', { token: companyA.liveToken });
     expect(listed.body.data).toEqual([]);
+    // The developer console counts them apart from endpoint deliveries.
+    const stats = await call(w, 'GET', `/v1/developer/apps/${app.id}/stats?window=24h`, {
+      token: developer.token,
+    });
+    expect(stats.status, stats.text).toBe(200);
+    expect(stats.body.subscriptions).toEqual({ attempts: 2, success_rate: 1, failing: 0 });
+    expect(stats.body.endpoints.attempts).toBe(0);
   });
 
   it('a release with a filter sends only matching events; releasing the earlier version restores them', async () => {

@@ -53,7 +53,7 @@ function topErrors(stats: AppStats): SafeHtml {
 }
 
 function health(stats: AppStats): SafeHtml {
-  const { tokens, app_events: events, endpoints } = stats;
+  const { tokens, app_events: events, endpoints, subscriptions } = stats;
   return html`<dl class="figures">
 <div><dt>Tokens issued</dt><dd data-figure="issued">${tokens.issued}</dd></div>
 <div><dt>Refreshed</dt><dd data-figure="refreshed">${tokens.refreshed}</dd></div>
@@ -62,6 +62,8 @@ function health(stats: AppStats): SafeHtml {
 <div><dt>App events delivered</dt><dd data-figure="app_events">${percent(events.success_rate)}</dd></div>
 <div><dt>Endpoint deliveries</dt><dd data-figure="endpoints">${percent(endpoints.success_rate)}</dd></div>
 <div><dt>Endpoints failing</dt><dd data-figure="failing">${endpoints.failing}</dd></div>
+<div><dt>Subscription deliveries</dt><dd data-figure="subscriptions">${percent(subscriptions.success_rate)}</dd></div>
+<div><dt>Installations failing</dt><dd data-figure="subscriptions_failing">${subscriptions.failing}</dd></div>
 </dl>
 ${tokens.invalid_grant > 0 ? html`<p class="muted">A refused refresh usually means the app kept an old refresh token: each refresh returns a new one, and the old one is spent.</p>` : ''}`;
 }

@@ -98,6 +98,15 @@ export const AppStatsSchema = Type.Object(
         description: 'Of those endpoints, the ones failing or disabled by failure now',
       }),
     }),
+    subscriptions: Type.Object({
+      attempts: Type.Integer({
+        description: "Attempts of the app's subscriptions, to every installation (apps as code)",
+      }),
+      success_rate: Rate,
+      failing: Type.Integer({
+        description: 'Installations whose subscription target is failing or disabled by failure now',
+      }),
+    }),
     daily: Type.Array(
       Type.Object({
         at: Timestamp,

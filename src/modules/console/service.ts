@@ -108,6 +108,7 @@ export interface AppStats {
   tokens: { issued: number; refreshed: number; invalid_grant: number; invalid_grant_anonymous: number };
   app_events: { attempts: number; success_rate: number | null };
   endpoints: { attempts: number; success_rate: number | null; failing: number };
+  subscriptions: { attempts: number; success_rate: number | null; failing: number };
   daily: Bucket[];
 }
 
@@ -137,34 +138,30 @@ export async function appStats(
   }));
   const bucketOf = (at: Date) => daily[Math.floor((at.getTime() - from.getTime()) / step)];
 
-  const [usage, records, active, appEvents, endpoints, failing] = await Promise.all([
-    ctx.db
-      .selectFrom('app_usage')
-      .select(['hour', 'metric', 'detail', 'count'])
-      .where('app_id', '=', appId)
-      .where('hour', '>=', from)
-      .execute(),
-    ctx.db
-      .selectFrom('installation_records')
-      .select(['installed_at', 'uninstalled_at'])
-      .where('app_id', '=', appId)
-      .where((eb) => eb.or([eb('installed_at', '>=', from), eb('uninstalled_at', '>=', from)]))
-      .execute(),
-    installationRecords(ctx, appId)
-      .select((eb) => eb.fn.countAll<string>().as('n'))
-      .where('status', '=', 'active')
-      .executeTakeFirstOrThrow(),
-    attemptTotals(ctx, from, sql<SqlBool>`e.kind = 'app_events' AND e.app_id = ${appId}`),
-    attemptTotals(ctx, from, installationEndpoints(appId)),
-    ctx.db
-      .selectFrom('webhook_endpoints as e')
-      .select((eb) => eb.fn.countAll<string>().as('n'))
-      .where(installationEndpoints(appId))
-      .where((eb) =>
-        eb.or([eb('e.failing_since', 'is not', null), eb('e.disabled_reason', 'in', ['gone', 'failing'])]),
-      )
-      .executeTakeFirstOrThrow(),
-  ]);
+  const [usage, records, active, appEvents, endpoints, failing, subscriptions, failingSubscriptions] =
+    await Promise.all([
+      ctx.db
+        .selectFrom('app_usage')
+        .select(['hour', 'metric', 'detail', 'count'])
+        .where('app_id', '=', appId)
+        .where('hour', '>=', from)
+        .execute(),
+      ctx.db
+        .selectFrom('installation_records')
+        .select(['installed_at', 'uninstalled_at'])
+        .where('app_id', '=', appId)
+        .where((eb) => eb.or([eb('installed_at', '>=', from), eb('uninstalled_at', '>=', from)]))
+        .execute(),
+      installationRecords(ctx, appId)
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('status', '=', 'active')
+        .executeTakeFirstOrThrow(),
+      attemptTotals(ctx, from, sql<SqlBool>`e.kind = 'app_events' AND e.app_id = ${appId}`),
+      attemptTotals(ctx, from, installationEndpoints(appId)),
+      failingTargets(ctx, installationEndpoints(appId)),
+      attemptTotals(ctx, from, subscriptionTargets(appId)),
+      failingTargets(ctx, subscriptionTargets(appId)),
+    ]);
 
   const stats: AppStats = {
     window,
@@ -173,7 +170,8 @@ export async function appStats(
     api: { requests: 0, by_status: { '2xx': 0, '4xx': 0, '5xx': 0 }, top_errors: [] },
     tokens: { issued: 0, refreshed: 0, invalid_grant: 0, invalid_grant_anonymous: 0 },
     app_events: appEvents,
-    endpoints: { ...endpoints, failing: Number(failing.n) },
+    endpoints: { ...endpoints, failing },
+    subscriptions: { ...subscriptions, failing: failingSubscriptions },
     daily,
   };
   for (const record of records) {
@@ -215,6 +213,24 @@ export async function appStats(
 /** The webhook endpoints that installations of the app created (they go when it is uninstalled). */
 function installationEndpoints(appId: string) {
   return sql<SqlBool>`e.kind = 'endpoint' AND e.installation_id IN (SELECT id FROM installations WHERE app_id = ${appId})`;
+}
+
+/** The delivery targets of the app's subscriptions, one per installation (decision 0053). */
+function subscriptionTargets(appId: string) {
+  return sql<SqlBool>`e.kind = 'subscription' AND e.app_id = ${appId}`;
+}
+
+/** Of those targets, the ones failing, or disabled by failure, now. */
+async function failingTargets(ctx: AppContext, targets: ReturnType<typeof sql<SqlBool>>): Promise<number> {
+  const row = await ctx.db
+    .selectFrom('webhook_endpoints as e')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where(targets)
+    .where((eb) =>
+      eb.or([eb('e.failing_since', 'is not', null), eb('e.disabled_reason', 'in', ['gone', 'failing'])]),
+    )
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }
 
 async function attemptTotals(
