@@ -15,7 +15,7 @@ import { runStatements } from './sql.ts';
  * thought there were 26 targets and crossed every event with all 10,000). The check that skips
  * companies without subscriptions goes from the companies too. Same rows, same conditions.
  */
-const SUBSCRIPTIONS_INSERT = `INSERT INTO webhook_deliveries
+export const SUBSCRIPTIONS_INSERT = `INSERT INTO webhook_deliveries
     (id, endpoint_id, event_id, event_type, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
   SELECT
     'dlv_' || stamp || substr(translate(encode(uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()), 'base64'), '+/=', ''), 1, 14),
@@ -48,7 +48,7 @@ const SUBSCRIPTIONS_INSERT = `INSERT INTO webhook_deliveries
     OR jsonb_path_match(stored.payload::jsonb, e.filter_path, COALESCE(e.filter_vars, '{}'::jsonb), true) IS TRUE`;
 
 /** Whether any of the events' companies has an app with subscriptions: from the companies too. */
-const SUBSCRIBED_PRECHECK = `EXISTS (SELECT 1 FROM installations i
+export const SUBSCRIBED_PRECHECK = `EXISTS (SELECT 1 FROM installations i
     CROSS JOIN LATERAL (
       SELECT 1 FROM webhook_endpoints s WHERE s.installation_id = i.id AND s.kind = 'subscription' OFFSET 0 LIMIT 1
     ) s

@@ -33,6 +33,7 @@ import * as appVersions from './0060_app_versions.ts';
 import * as endpointFilters from './0061_endpoint_filters.ts';
 import * as appSubscriptions from './0062_app_subscriptions.ts';
 import * as subscriptionFanOutByTenant from './0063_subscription_fanout_by_tenant.ts';
+import * as orderedSubscriptions from './0064_ordered_subscriptions.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -70,4 +71,5 @@ export const migrations: Record<string, Migration> = {
   '0061_endpoint_filters': endpointFilters,
   '0062_app_subscriptions': appSubscriptions,
   '0063_subscription_fanout_by_tenant': subscriptionFanOutByTenant,
+  '0064_ordered_subscriptions': orderedSubscriptions,
 };

@@ -11,7 +11,7 @@ import { allows, SCOPES, type Scope } from '../accounts/roles.ts';
 import type { AppsTable } from '../oauth/tables.ts';
 import { EVENT_TYPES } from '../webhooks/event-types.ts';
 import { filterProblems } from '../webhooks/filter.ts';
-import { EventFilterSchema, RateLimit } from '../webhooks/schemas.ts';
+import { EventFilterSchema, OrderingName, RateLimit } from '../webhooks/schemas.ts';
 import { jsonArray } from './registry.ts';
 import { type AppPatch, assertEventsUrlAllowed, checkAppFields } from './service.ts';
 import { eventsUrlProblem, MAX_URL_LENGTH } from './urls.ts';
@@ -35,6 +35,7 @@ export const SubscriptionSchema = Type.Object(
       Type.Boolean({ default: false, description: 'Sandbox events too; live ones only by default' }),
     ),
     rate_limit: Type.Optional(RateLimit),
+    ordering: Type.Optional(OrderingName),
   },
   strict,
 );
@@ -62,6 +63,8 @@ export interface Subscription {
   test_events: boolean;
   /** As an endpoint's, for each installation's target; kept in the manifest only when given. */
   rate_limit?: number | null;
+  /** As an endpoint's, for each installation's target; kept only when `per_shipment`. */
+  ordering?: 'none' | 'per_shipment';
 }
 
 /** A manifest as stored: every field present, normalized as PATCH normalizes the app's fields. */
@@ -218,6 +221,7 @@ export async function checkManifest(ctx: AppContext, input: unknown, base = '/ma
       filter: filter.compiled ? (subscription.filter as Record<string, unknown>) : null,
       test_events: subscription.test_events === true,
       ...(subscription.rate_limit != null ? { rate_limit: subscription.rate_limit as number } : {}),
+      ...(subscription.ordering === 'per_shipment' ? { ordering: 'per_shipment' as const } : {}),
     });
   }
   if (errors.length > 0)

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Trx } from '../../context.ts';
+import { applyOrdering } from '../../delivery/ordering.ts';
 import { compileFilter } from '../webhooks/filter.ts';
 import type { Manifest } from './manifest.ts';
 
@@ -42,39 +43,52 @@ export async function syncSubscriptionTargets(
       path: compiled?.path ?? null,
       vars: compiled ? JSON.stringify(compiled.vars) : null,
       rateLimit: subscription.rate_limit ?? null,
+      ordering: subscription.ordering ?? 'none',
     }));
   });
   const at = now.toISOString();
   const onlyOne = installationId ? sql`AND i.id = ${installationId}` : sql``;
   if (rows.length > 0) {
+    // A target whose ordering the version changes: its waiting messages join or leave their
+    // shipments' lines at once, as an endpoint's do on PATCH.
+    const { rows: before } = await sql<{ id: string; idx: number; livemode: boolean; ordering: string }>`
+      SELECT e.id, e.subscription_index AS idx, e.livemode, e.ordering FROM webhook_endpoints e
+      JOIN installations i ON i.id = e.installation_id
+      WHERE e.kind = 'subscription' AND i.app_id = ${appId} ${onlyOne}`.execute(trx);
     await sql`
       INSERT INTO webhook_endpoints (id, kind, app_id, tenant_id, customer_account_id, installation_id,
         livemode, url, event_types, enabled, secret_sealed, subscription_index, filter, filter_path,
-        filter_vars, rate_limit, created_at, updated_at)
+        filter_vars, rate_limit, ordering, created_at, updated_at)
       SELECT
         'we_' || waybill_id_time(clock_timestamp())
           || substr(translate(encode(uuid_send(gen_random_uuid()), 'base64'), '+/=', ''), 1, 14),
         'subscription', i.app_id, NULL, i.customer_account_id, i.id, s.livemode, s.url,
         s.event_types::jsonb, true, a.events_secret_sealed, s.idx, s.filter::jsonb, s.path::jsonpath,
-        s.vars::jsonb, s.rate_limit, ${at}::timestamptz, ${at}::timestamptz
+        s.vars::jsonb, s.rate_limit, s.ordering, ${at}::timestamptz, ${at}::timestamptz
       FROM installations i
       JOIN apps a ON a.id = i.app_id
       CROSS JOIN unnest(
         ${rows.map((r) => r.index)}::int[], ${rows.map((r) => r.livemode)}::boolean[],
         ${rows.map((r) => r.url)}::text[], ${rows.map((r) => r.eventTypes)}::text[],
         ${rows.map((r) => r.filter)}::text[], ${rows.map((r) => r.path)}::text[],
-        ${rows.map((r) => r.vars)}::text[], ${rows.map((r) => r.rateLimit)}::int[]
-      ) AS s(idx, livemode, url, event_types, filter, path, vars, rate_limit)
+        ${rows.map((r) => r.vars)}::text[], ${rows.map((r) => r.rateLimit)}::int[],
+        ${rows.map((r) => r.ordering)}::text[]
+      ) AS s(idx, livemode, url, event_types, filter, path, vars, rate_limit, ordering)
       WHERE i.app_id = ${appId} ${onlyOne}
       ON CONFLICT (installation_id, subscription_index, livemode) WHERE kind = 'subscription' DO UPDATE SET
         url = excluded.url, event_types = excluded.event_types, filter = excluded.filter,
         filter_path = excluded.filter_path, filter_vars = excluded.filter_vars,
-        rate_limit = excluded.rate_limit,
+        rate_limit = excluded.rate_limit, ordering = excluded.ordering,
         -- Taken away by an earlier version (manual), now back; one disabled for failing stays so.
         enabled = webhook_endpoints.enabled OR webhook_endpoints.disabled_reason = 'manual',
         disabled_reason = CASE WHEN webhook_endpoints.disabled_reason = 'manual' THEN NULL
           ELSE webhook_endpoints.disabled_reason END,
         updated_at = excluded.updated_at`.execute(trx);
+    const wanted = new Map(rows.map((r) => [`${r.index}:${r.livemode}`, r.ordering]));
+    for (const target of before) {
+      const ordering = wanted.get(`${target.idx}:${target.livemode}`);
+      if (ordering && ordering !== target.ordering) await applyOrdering(trx, target.id, ordering);
+    }
   }
   const kept = rows.map((r) => `${r.index}:${r.livemode}`);
   const { rows: removed } = await sql<{ id: string }>`

@@ -23,7 +23,7 @@ export const RateLimit = Nullable(
       'Messages a second this endpoint receives at most, across every worker, in any one-second window (sliding); null for no limit',
   }),
 );
-const OrderingName = Type.Union([Type.Literal('none'), Type.Literal('per_shipment')], {
+export const OrderingName = Type.Union([Type.Literal('none'), Type.Literal('per_shipment')], {
   description:
     '`per_shipment`: messages about one shipment reach the endpoint one at a time, in the order of their events; the next goes once the one before succeeded, failed for good or was cancelled. Replays and test messages are outside the order.',
 });
