@@ -172,4 +172,58 @@ describe('app subscriptions ordered per shipment', () => {
       receiver.answer = (_m, res) => res.end('ok');
     }
   });
+
+  it('a release that takes the ordering away lets what waited behind a failing message go at once', async () => {
+    const { w, receiver } = env;
+    const developer = await signUpPerson(w, 'Unordering Developer');
+    const app = await registerApp(w, developer, { scopes: ['shipments:read'] });
+    const release = async (subscription: Record<string, unknown>) => {
+      const version = await postVersion(w, developer.token, app, [
+        { event_types: TYPES, url: receiver.url, ...subscription },
+      ]);
+      expect(version.status, version.text).toBe(201);
+      const released = await call(
+        w,
+        'POST',
+        `/v1/developer/apps/${app.id}/versions/${version.body.id}/release`,
+        { token: developer.token },
+      );
+      expect(released.status, released.text).toBe(200);
+    };
+    await release({ ordering: 'per_shipment' });
+    const company = await createCompany(w, 'Unordered Company');
+    await install(w, {
+      appId: app.id,
+      tenantId: company.tenantId,
+      userId: company.owner.id,
+      scopes: ['shipments:read'],
+    });
+    const shipment = await createShipment(w, company.liveToken);
+    await move(w, company.liveToken, shipment.id, 'picked_up');
+    await move(w, company.liveToken, shipment.id, 'in_transit');
+    receiver.answer = (message, res) => {
+      const { status } = shipmentStatus(app.events_secret, w, message);
+      res.writeHead(status === 'confirmed' ? 500 : 200);
+      res.end();
+    };
+    const start = receiver.received.length;
+    const statuses = () =>
+      receiver.received
+        .slice(start)
+        .map((m: Received) => shipmentStatus(app.events_secret, w, m))
+        .filter((m) => m.shipment === shipment.id)
+        .map((m) => m.status);
+    const worker = testWorker(w);
+    try {
+      await worker.tick();
+      expect(statuses()).toEqual(['confirmed']);
+      await release({ ordering: 'none' });
+      await worker.tick();
+      // Out of line: the two that waited go, before the failing one's retry (30 s) is due.
+      expect(statuses().sort()).toEqual(['confirmed', 'in_transit', 'picked_up']);
+    } finally {
+      await worker.stop();
+      receiver.answer = (_m, res) => res.end('ok');
+    }
+  });
 });
