@@ -1,4 +1,6 @@
 import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DAY } from '../../src/lib/clock.ts';
@@ -19,7 +21,8 @@ import {
   submit,
 } from './support.ts';
 
-const SHOTS = 'docs/screenshots';
+// A test run leaves the committed pictures alone; `WAYBILL_SCREENSHOTS_DIR=docs/screenshots` renews them.
+const SHOTS = process.env.WAYBILL_SCREENSHOTS_DIR ?? join(tmpdir(), 'waybill-screenshots');
 const XSS_REVIEW = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">Great labels';
 const XSS_REPLY = '<b>Thanks</b><script>window.__pwned = 3</script>';
 
