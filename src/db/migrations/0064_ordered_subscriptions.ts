@@ -20,12 +20,17 @@ import { runStatements } from './sql.ts';
 const ORDERED_TARGETS_INDEX = `CREATE INDEX webhook_endpoints_ordered_subscriptions
   ON webhook_endpoints (installation_id) WHERE kind = 'subscription' AND ordering = 'per_shipment'`;
 
-const ORDERED_PRECHECK = `EXISTS (SELECT 1 FROM installations i
+// First one probe of the partial index (empty unless some app orders a subscription), then from
+// the events' companies, each by key: an EXISTS that is false reads every row it may, so a scan
+// of the installations here cost 40% of the fan-out's rate (bench:apps, 10,000 installations).
+const ORDERED_PRECHECK = `EXISTS (SELECT 1 FROM webhook_endpoints WHERE kind = 'subscription' AND ordering = 'per_shipment')
+    AND EXISTS (SELECT 1 FROM unnest(p_tenants) AS ev(tenant_id)
     CROSS JOIN LATERAL (
-      SELECT 1 FROM webhook_endpoints s WHERE s.installation_id = i.id AND s.kind = 'subscription'
-        AND s.ordering = 'per_shipment' OFFSET 0 LIMIT 1
-    ) s
-    WHERE i.tenant_id = ANY (p_tenants))`;
+      SELECT 1 FROM installations i
+      JOIN webhook_endpoints s ON s.installation_id = i.id
+      WHERE i.tenant_id = ev.tenant_id AND s.kind = 'subscription' AND s.ordering = 'per_shipment'
+      OFFSET 0 LIMIT 1
+    ) s)`;
 
 /** Migration 0063's insert; for an ordered target, its messages join their shipments' lines. */
 const SUBSCRIPTIONS_INSERT_IN_ORDER = `IF NOT ${ORDERED_PRECHECK} THEN
