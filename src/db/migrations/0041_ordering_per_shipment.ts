@@ -121,33 +121,19 @@ const QUEUE_FOLLOW_IN_ORDER = `CREATE OR REPLACE FUNCTION webhook_queue_follow()
 const DELIVERIES_INSERT = deliveriesInsert(GRANT_ALLOWS);
 
 /**
- * The fan-out of migration 0033; when one of the events' tenants has an ordered endpoint, the
- * messages made for such endpoints get their shipment and their place in its line, in the order
- * of the events given. The insert is given: migration 0061 adds the endpoints' filters to it.
+ * The insert, returning what it made; the messages made for ordered targets get their shipment and
+ * their place in its line, in the order of the events given. `count` receives the rows made.
+ * Migration 0064 gives app subscriptions' ordered targets the same.
  */
-export function fanOutInOrder(insert: string): string {
-  return `CREATE OR REPLACE FUNCTION webhook_fan_out(p_event_ids text[], p_types text[], p_tenants text[],
-  p_livemodes boolean[], p_accounts text[], p_now timestamptz)
-RETURNS int LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
-DECLARE
-  inserted int;
-  stamp text := waybill_id_time(clock_timestamp());
-  lined_ids text[];
-  lined_shipments text[];
-BEGIN
-  IF NOT EXISTS (SELECT 1 FROM webhook_endpoints o WHERE o.ordering = 'per_shipment' AND o.tenant_id = ANY (p_tenants)) THEN
-    ${insert};
-    GET DIAGNOSTICS inserted = ROW_COUNT;
-    RETURN inserted;
-  END IF;
-  WITH made AS (
+export function lineUpMade(insert: string, count: string): string {
+  return `  WITH made AS (
     ${insert}
     RETURNING id, endpoint_id, event_id
   )
   SELECT count(*)::int,
     array_agg(m.id ORDER BY i.n, m.id) FILTER (WHERE lined.shipment_id IS NOT NULL),
     array_agg(lined.shipment_id ORDER BY i.n, m.id) FILTER (WHERE lined.shipment_id IS NOT NULL)
-  INTO inserted, lined_ids, lined_shipments
+  INTO ${count}, lined_ids, lined_shipments
   FROM made m
   JOIN unnest(p_event_ids) WITH ORDINALITY AS i(id, n) ON i.id = m.event_id
   -- The event's shipment, for an ordered endpoint's message: read by key (the LIMIT keeps it a
@@ -169,7 +155,30 @@ BEGIN
     ) l
     WHERE q.delivery_id = l.id;
   END IF;
-  RETURN inserted;
+`;
+}
+
+/**
+ * The fan-out of migration 0033; when one of the events' tenants has an ordered endpoint, the
+ * messages made for such endpoints get their shipment and their place in its line, in the order
+ * of the events given. The insert is given: migration 0061 adds the endpoints' filters to it.
+ */
+export function fanOutInOrder(insert: string): string {
+  return `CREATE OR REPLACE FUNCTION webhook_fan_out(p_event_ids text[], p_types text[], p_tenants text[],
+  p_livemodes boolean[], p_accounts text[], p_now timestamptz)
+RETURNS int LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
+DECLARE
+  inserted int;
+  stamp text := waybill_id_time(clock_timestamp());
+  lined_ids text[];
+  lined_shipments text[];
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM webhook_endpoints o WHERE o.ordering = 'per_shipment' AND o.tenant_id = ANY (p_tenants)) THEN
+    ${insert};
+    GET DIAGNOSTICS inserted = ROW_COUNT;
+    RETURN inserted;
+  END IF;
+${lineUpMade(insert, 'inserted')}  RETURN inserted;
 END
 $fn$`;
 }

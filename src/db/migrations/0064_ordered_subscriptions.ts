@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { setSearchPath } from './0040_function_search_path.ts';
+import { lineUpMade } from './0041_ordering_per_shipment.ts';
 import { fanOutWith } from './0062_app_subscriptions.ts';
 import { SUBSCRIBED_PRECHECK, SUBSCRIPTIONS_INSERT } from './0063_subscription_fanout_by_tenant.ts';
 import { runStatements } from './sql.ts';
@@ -37,34 +38,7 @@ const SUBSCRIPTIONS_INSERT_IN_ORDER = `IF NOT ${ORDERED_PRECHECK} THEN
       ${SUBSCRIPTIONS_INSERT};
       GET DIAGNOSTICS subscribed = ROW_COUNT;
     ELSE
-      WITH made AS (
-        ${SUBSCRIPTIONS_INSERT}
-        RETURNING id, endpoint_id, event_id
-      )
-      SELECT count(*)::int,
-        array_agg(m.id ORDER BY i.n, m.id) FILTER (WHERE lined.shipment_id IS NOT NULL),
-        array_agg(lined.shipment_id ORDER BY i.n, m.id) FILTER (WHERE lined.shipment_id IS NOT NULL)
-      INTO subscribed, lined_ids, lined_shipments
-      FROM made m
-      JOIN unnest(p_event_ids) WITH ORDINALITY AS i(id, n) ON i.id = m.event_id
-      -- As migration 0041: the event's shipment read by key, for an ordered target's message.
-      LEFT JOIN LATERAL (
-        SELECT stored.shipment_id FROM events stored
-        WHERE stored.id = m.event_id
-          AND EXISTS (SELECT 1 FROM webhook_endpoints o WHERE o.id = m.endpoint_id AND o.ordering = 'per_shipment')
-        LIMIT 1
-      ) lined ON true;
-      IF lined_ids IS NOT NULL THEN
-        UPDATE webhook_queue q SET shipment_id = l.s, seq = l.seq,
-          next_attempt_at = GREATEST(q.next_attempt_at, COALESCE((
-            SELECT max(p.next_attempt_at) FROM webhook_queue p
-            WHERE p.endpoint_id = q.endpoint_id AND p.shipment_id = l.s), q.next_attempt_at))
-        FROM (
-          SELECT u.id, u.s, nextval('webhook_queue_order') AS seq
-          FROM unnest(lined_ids, lined_shipments) WITH ORDINALITY AS u(id, s, n)
-        ) l
-        WHERE q.delivery_id = l.id;
-      END IF;
+      ${lineUpMade(SUBSCRIPTIONS_INSERT, 'subscribed')}
     END IF`;
 
 /** The fan-out of migration 0062 (endpoints, then subscriptions), with the insert above. */
