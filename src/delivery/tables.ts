@@ -120,10 +120,21 @@ export interface WebhookAttemptsTable {
   request_headers: unknown;
 }
 
+/**
+ * Every attempt: the rows of `webhook_attempts` and the first attempts kept in their deliveries
+ * (migration 0065). `indexed_at` is what each part's index orders by: the attempt's time for a
+ * row, the delivery's making (at most a day earlier) for one kept in its delivery. A read by time
+ * window bounds it too (attemptWindow), so that both parts are read by index.
+ */
+export interface WebhookAttemptLogView extends WebhookAttemptsTable {
+  indexed_at: Date;
+}
+
 export interface WebhooksTables {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_queue: WebhookQueueTable;
   webhook_attempts: WebhookAttemptsTable;
+  webhook_attempt_log: WebhookAttemptLogView;
   delivery_targets: DeliveryTargetsView;
 }

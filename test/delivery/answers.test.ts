@@ -93,7 +93,7 @@ describe("a receiver's answer never breaks the delivery log", () => {
       expect(delivery?.last_status_code, name).toBe(expected?.status);
       expect(delivery?.status, name).toBe((expected?.status ?? 0) < 300 ? 'succeeded' : 'pending');
       const stored = await w.ctx.db
-        .selectFrom('webhook_attempts')
+        .selectFrom('webhook_attempt_log')
         .select('response_body')
         .where('delivery_id', '=', delivery?.id as string)
         .executeTakeFirstOrThrow();

@@ -5,21 +5,32 @@ import { purgeWebhookHistory } from '../../src/delivery/retention.ts';
 import { DAY } from '../../src/lib/clock.ts';
 import { createCompany, createShipment } from '../support/api.ts';
 import type { TestWaybill } from '../support/harness.ts';
-import { deliveriesOf, insertEndpoint, testWorker, useWaybillAndReceiver } from './support.ts';
+import { type Answer, deliveriesOf, insertEndpoint, testWorker, useWaybillAndReceiver } from './support.ts';
 
 /** Where each attempt is stored: its day partition, or the default one. */
 async function attemptHomes(w: TestWaybill): Promise<Array<{ delivery_id: string; home: string }>> {
   const { rows } = await sql<{ delivery_id: string; home: string }>`
     SELECT a.delivery_id, c.relname AS home FROM webhook_attempts a JOIN pg_class c ON c.oid = a.tableoid
-    ORDER BY a.attempted_at`.execute(w.ctx.db);
+    ORDER BY a.attempted_at, a.delivery_id`.execute(w.ctx.db);
   return rows;
 }
+
+const byDelivery = (a: { delivery_id?: string }, b: { delivery_id?: string }) =>
+  (a.delivery_id ?? '').localeCompare(b.delivery_id ?? '');
+
+/** A receiver that is down: each attempt fails and is kept as a row of its own. */
+const failing: Answer = (_m, res) => {
+  res.statusCode = 503;
+  res.end('busy');
+};
 
 describe('history retention', () => {
   const env = useWaybillAndReceiver();
 
   it('keeps attempts in day partitions and drops a day whole once it is 30 days old', async () => {
     const { w, receiver } = env;
+    // Failed attempts are rows of their own (a first success is kept in its delivery).
+    receiver.answer = failing;
     const company = await createCompany(w);
     const endpoint = await insertEndpoint(w, { tenantId: company.tenantId, url: receiver.url });
     const worker = testWorker(w);
@@ -40,8 +51,9 @@ describe('history retention', () => {
     await createShipment(w, company.liveToken);
     await worker.tick();
 
-    // Ten days on, no partition covers the day yet: the default partition takes the attempt, and
-    // the next run of the job moves it into the day it makes.
+    // Ten days on, no partition covers the day yet: the default partition takes the attempts (the
+    // first delivery's retry and the second's first), and the next run of the job moves them into
+    // the day it makes.
     w.clock.advance(10 * DAY);
     await createShipment(w, company.liveToken);
     await worker.tick();
@@ -50,11 +62,15 @@ describe('history retention', () => {
     expect((await attemptHomes(w)).map((a) => a.home)).toEqual([
       'webhook_attempts_p20261121',
       'webhook_attempts_default',
+      'webhook_attempts_default',
     ]);
     await purgeWebhookHistory(w.ctx);
     expect(await attemptHomes(w)).toEqual([
       { delivery_id: first?.id, home: 'webhook_attempts_p20261121' },
-      { delivery_id: second?.id, home: 'webhook_attempts_p20261201' },
+      ...[
+        { delivery_id: first?.id, home: 'webhook_attempts_p20261201' },
+        { delivery_id: second?.id, home: 'webhook_attempts_p20261201' },
+      ].sort(byDelivery),
     ]);
 
     // 30 days after the first delivery it goes; its day stays until the whole day is 30 days old.
@@ -66,12 +82,19 @@ describe('history retention', () => {
     w.clock.advance(12 * 60 * 60 * 1000);
     const later = await purgeWebhookHistory(w.ctx);
     expect(later.droppedDays).toEqual(['webhook_attempts_p20261121']);
-    expect(await attemptHomes(w)).toEqual([{ delivery_id: second?.id, home: 'webhook_attempts_p20261201' }]);
+    // The first delivery went at 30 days; its retry's row stays with its day (decision 0015).
+    expect(await attemptHomes(w)).toEqual(
+      [
+        { delivery_id: first?.id, home: 'webhook_attempts_p20261201' },
+        { delivery_id: second?.id, home: 'webhook_attempts_p20261201' },
+      ].sort(byDelivery),
+    );
     expect(await attemptPartitions(w.ctx)).not.toContain('webhook_attempts_p20261121');
   });
 
   it('removes row by row what the default partition holds past 30 days', async () => {
     const { w, receiver } = env;
+    receiver.answer = failing;
     const company = await createCompany(w);
     await insertEndpoint(w, { tenantId: company.tenantId, url: receiver.url });
     const worker = testWorker(w);
@@ -90,6 +113,7 @@ describe('history retention', () => {
 
   it('removes the attempts of an endpoint with the endpoint', async () => {
     const { w, receiver } = env;
+    receiver.answer = (_m, res) => res.end('ok');
     const company = await createCompany(w);
     const endpoint = await insertEndpoint(w, { tenantId: company.tenantId, url: receiver.url });
     const worker = testWorker(w);
@@ -98,7 +122,7 @@ describe('history retention', () => {
     await worker.stop();
     const count = () =>
       w.ctx.db
-        .selectFrom('webhook_attempts')
+        .selectFrom('webhook_attempt_log')
         .select((eb) => eb.fn.countAll<number>().as('n'))
         .where('endpoint_id', '=', endpoint.id)
         .executeTakeFirstOrThrow();

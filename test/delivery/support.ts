@@ -170,10 +170,13 @@ export async function queueOf(w: TestWaybill, endpointId: string) {
     .execute();
 }
 
-/** The attempts as stored, with the answer's head as text (stored as the bytes received). */
+/**
+ * The attempts as stored (rows, and a first success kept in its delivery), with the answer's
+ * head as text (stored as the bytes received).
+ */
 export async function attemptsOf(w: TestWaybill, deliveryId: string) {
   const rows = await w.ctx.db
-    .selectFrom('webhook_attempts')
+    .selectFrom('webhook_attempt_log')
     .selectAll()
     .where('delivery_id', '=', deliveryId)
     .orderBy('attempted_at')

@@ -81,7 +81,7 @@ BEGIN
 END
 $fn$`;
 
-const RECORD = `CREATE FUNCTION webhook_record_attempts(a_id text[], a_delivery text[], a_endpoint text[], a_at timestamptz[], a_duration int[],
+export const RECORD = `CREATE FUNCTION webhook_record_attempts(a_id text[], a_delivery text[], a_endpoint text[], a_at timestamptz[], a_duration int[],
   a_code int[], a_error text[], a_body text[], a_trigger text[], a_headers text[],
   c_id text[], c_status text[], c_next timestamptz[], c_code int[], c_at timestamptz[], c_only_pending boolean[])
 RETURNS void LANGUAGE plpgsql AS $fn$

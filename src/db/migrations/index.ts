@@ -34,6 +34,7 @@ import * as endpointFilters from './0061_endpoint_filters.ts';
 import * as appSubscriptions from './0062_app_subscriptions.ts';
 import * as subscriptionFanOutByTenant from './0063_subscription_fanout_by_tenant.ts';
 import * as orderedSubscriptions from './0064_ordered_subscriptions.ts';
+import * as firstAttemptInDelivery from './0065_first_attempt_in_delivery.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -72,4 +73,5 @@ export const migrations: Record<string, Migration> = {
   '0062_app_subscriptions': appSubscriptions,
   '0063_subscription_fanout_by_tenant': subscriptionFanOutByTenant,
   '0064_ordered_subscriptions': orderedSubscriptions,
+  '0065_first_attempt_in_delivery': firstAttemptInDelivery,
 };

@@ -1,6 +1,7 @@
 import { type SqlBool, sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
 import { newestFirst } from '../../db/paging.ts';
+import { attemptedBetween } from '../../delivery/attempt-log.ts';
 import { DAY, HOUR } from '../../lib/clock.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import type { Scope } from '../accounts/roles.ts';
@@ -240,8 +241,8 @@ async function attemptTotals(
 ): Promise<{ attempts: number; success_rate: number | null }> {
   const { rows } = await sql<{ attempts: string; succeeded: string }>`
     SELECT count(*) AS attempts, count(*) FILTER (WHERE t.status_code BETWEEN 200 AND 299) AS succeeded
-    FROM webhook_attempts t JOIN webhook_endpoints e ON e.id = t.endpoint_id
-    WHERE t.attempted_at >= ${from} AND ${targets}`.execute(ctx.db);
+    FROM webhook_attempt_log t JOIN webhook_endpoints e ON e.id = t.endpoint_id
+    WHERE ${attemptedBetween(from, ctx.clock.now(), 't')} AND ${targets}`.execute(ctx.db);
   const attempts = Number(rows[0]?.attempts ?? 0);
   return { attempts, success_rate: rate(Number(rows[0]?.succeeded ?? 0), attempts) };
 }

@@ -200,14 +200,22 @@ async function redactEchoes(
 ): Promise<void> {
   const needles = [...new Set(traces.filter((trace) => trace.length >= 3))];
   if (deliveryIds.length === 0 || needles.length === 0) return;
-  const found = sql.join(
-    needles.map((needle) => sql`position(convert_to(${needle}, 'UTF8') in response_body) > 0`),
-    sql` OR `,
-  );
+  const found = (column: string) =>
+    sql.join(
+      needles.map((needle) => sql`position(convert_to(${needle}, 'UTF8') in ${sql.ref(column)}) > 0`),
+      sql` OR `,
+    );
   for (let start = 0; start < deliveryIds.length; start += CHUNK) {
     const ids = deliveryIds.slice(start, start + CHUNK);
     await sql`UPDATE webhook_attempts SET response_body = convert_to(${REDACTED}, 'UTF8')
-      WHERE delivery_id IN (${sql.join(ids)}) AND response_body IS NOT NULL AND (${found})`.execute(trx);
+      WHERE delivery_id IN (${sql.join(ids)}) AND response_body IS NOT NULL AND (${found('response_body')})`.execute(
+      trx,
+    );
+    // A first attempt that succeeded is kept in its delivery (migration 0065).
+    await sql`UPDATE webhook_deliveries SET first_attempt_body = convert_to(${REDACTED}, 'UTF8')
+      WHERE id IN (${sql.join(ids)}) AND first_attempt_body IS NOT NULL AND (${found('first_attempt_body')})`.execute(
+      trx,
+    );
   }
 }
 

@@ -66,7 +66,7 @@ export async function attemptsByDelivery(
   const byDelivery = new Map<string, Attempt[]>();
   if (deliveryIds.length === 0) return byDelivery;
   const rows = await ctx.db
-    .selectFrom('webhook_attempts')
+    .selectFrom('webhook_attempt_log')
     .selectAll()
     .where('delivery_id', 'in', deliveryIds)
     .orderBy('attempted_at')
@@ -160,7 +160,7 @@ export async function getDelivery(
   requireScope(access, 'webhooks:read');
   const { delivery, endpoint } = await findVisibleDelivery(ctx, access, id);
   const attempts = await ctx.db
-    .selectFrom('webhook_attempts')
+    .selectFrom('webhook_attempt_log')
     .selectAll()
     .where('delivery_id', '=', id)
     .orderBy('attempted_at', 'asc')

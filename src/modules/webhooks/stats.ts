@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
+import { attemptedBetween } from '../../delivery/attempt-log.ts';
 import { FAILING_DISABLE_MS } from '../../delivery/schedule.ts';
 import { addMs, HOUR } from '../../lib/clock.ts';
 import { requireScope, type TenantAccess } from '../accounts/access.ts';
@@ -79,7 +80,7 @@ export async function endpointStats(
   const endpoint = await findVisibleEndpoint(ctx.db, access, endpointId);
   const now = ctx.clock.now();
   const from = windowStart(now, window);
-  const inWindow = sql`endpoint_id = ${endpointId} AND attempted_at >= ${from} AND attempted_at <= ${now}
+  const inWindow = sql`endpoint_id = ${endpointId} AND ${attemptedBetween(from, now)}
     AND trigger IN (${sql.join(COUNTED_TRIGGERS)})`;
   const succeededIf = sql`status_code BETWEEN 200 AND 299`;
 
@@ -88,13 +89,14 @@ export async function endpointStats(
       count(*) FILTER (WHERE ${succeededIf})::int AS succeeded,
       percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,
       percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95
-    FROM webhook_attempts WHERE ${inWindow}`.execute(ctx.db);
+    FROM webhook_attempt_log WHERE ${inWindow}`.execute(ctx.db);
   const byHour = await sql<{ hour: number; succeeded: number; failed: number }>`
     SELECT floor(extract(epoch FROM attempted_at) / 3600)::int AS hour,
       count(*) FILTER (WHERE ${succeededIf})::int AS succeeded,
       count(*) FILTER (WHERE NOT (${succeededIf}) OR status_code IS NULL)::int AS failed
-    FROM webhook_attempts WHERE ${inWindow}
+    FROM webhook_attempt_log WHERE ${inWindow}
     GROUP BY 1`.execute(ctx.db);
+  // Failures are always rows of their own (only a 2xx first attempt is kept in its delivery).
   const lastFailure = await ctx.db
     .selectFrom('webhook_attempts')
     .select(['attempted_at', 'delivery_id', 'status_code', 'error'])
@@ -173,9 +175,9 @@ export async function endpointsHealth(
   const { rows } = await sql<{ endpoint_id: string; attempts: number; succeeded: number }>`
     SELECT endpoint_id, count(*)::int AS attempts,
       count(*) FILTER (WHERE status_code BETWEEN 200 AND 299)::int AS succeeded
-    FROM webhook_attempts
+    FROM webhook_attempt_log
     WHERE endpoint_id = ANY(${ids}::text[])
-      AND attempted_at >= ${windowStart(now, window)} AND attempted_at <= ${now}
+      AND ${attemptedBetween(windowStart(now, window), now)}
       AND trigger IN (${sql.join(COUNTED_TRIGGERS)})
     GROUP BY endpoint_id`.execute(ctx.db);
   const endpoints = await ctx.db
