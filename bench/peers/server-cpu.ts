@@ -107,11 +107,22 @@ export class PostgresCpuMeter {
     this.appName = appName;
   }
 
+  /** What was spent since start, the meter still running (a split: queueing, then the drain). */
+  async lap(): Promise<ServerCpu> {
+    await this.polling;
+    await this.sample(this.appName, (pid, ticks, own) => this.last.set(pid, { ticks, own }));
+    return this.spent();
+  }
+
   async stop(): Promise<ServerCpu> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.polling;
     await this.sample(this.appName, (pid, ticks, own) => this.last.set(pid, { ticks, own }));
+    return this.spent();
+  }
+
+  private async spent(): Promise<ServerCpu> {
     let own = 0;
     let background = 0;
     for (const [pid, { ticks, own: isOwn }] of this.last) {
