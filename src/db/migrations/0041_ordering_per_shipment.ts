@@ -200,7 +200,7 @@ const SPACING = 0.95;
  * says which rows are in a line (`in_line`): the worker sends those only while their lease will
  * outlast the request, so that an expired lease never lets two of one shipment be in flight.
  */
-const CLAIM = `CREATE FUNCTION webhook_claim(p_worker text, p_now timestamptz, p_lease_until timestamptz, p_limit int,
+export const CLAIM = `CREATE FUNCTION webhook_claim(p_worker text, p_now timestamptz, p_lease_until timestamptz, p_limit int,
   p_per_endpoint int, p_room_ids text[], p_room_left int[], p_after text, p_visits int, p_targets text[])
 RETURNS TABLE (id text, endpoint_id text, event_id text, event_type text, payload text, status text,
   attempt_count int, next_attempt_at timestamptz, kind text, url text, secret_sealed text,
