@@ -35,7 +35,7 @@ import * as appSubscriptions from './0062_app_subscriptions.ts';
 import * as subscriptionFanOutByTenant from './0063_subscription_fanout_by_tenant.ts';
 import * as orderedSubscriptions from './0064_ordered_subscriptions.ts';
 import * as firstAttemptInDelivery from './0065_first_attempt_in_delivery.ts';
-import * as leaseByRowAddress from './0066_lease_by_row_address.ts';
+import * as claimCostPerRow from './0066_claim_cost_per_row.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -75,5 +75,5 @@ export const migrations: Record<string, Migration> = {
   '0063_subscription_fanout_by_tenant': subscriptionFanOutByTenant,
   '0064_ordered_subscriptions': orderedSubscriptions,
   '0065_first_attempt_in_delivery': firstAttemptInDelivery,
-  '0066_lease_by_row_address': leaseByRowAddress,
+  '0066_claim_cost_per_row': claimCostPerRow,
 };
