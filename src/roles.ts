@@ -140,7 +140,10 @@ export async function runRoles(given: Readonly<Config>, log: Logger, roles: Role
   // Migrated, and the API listening: ready, and the API opens.
   ctx.health.starting = false;
   if (!url) console.log('Waybill worker running');
-  if (embedded) releaseStartupMemory();
+  // Only after an initdb in this process: a forced full collection holds the event loop for 100 to
+  // 200 ms, in the first second of serving (issue 34 item 4), and a cluster made by the child
+  // process (or found in the folder) left nothing here for it to give back.
+  if (embedded && database.initdbInProcess) releaseStartupMemory();
   if (url && config.demo) console.log(`Demo sign-ins: ${url}/signin (see README.md for the accounts)`);
 }
 
@@ -205,9 +208,10 @@ function freePort(host: string): Promise<number> {
 }
 
 /**
- * A first start on the embedded database runs initdb in WebAssembly instances of their own, closed
- * once the folder is made; their memory (hundreds of MB) goes back only when V8 collects them,
- * which an idle process may not do for a long time. One full collection once started gives it back.
+ * PGlite's initdb in this process (an in-memory database, or a folder the child process could not
+ * make) runs in WebAssembly instances of its own, closed once the cluster is made; their memory
+ * (hundreds of MB) goes back only when V8 collects them, which an idle process may not do for a
+ * long time. One full collection once started gives it back.
  */
 function releaseStartupMemory(): void {
   try {
