@@ -78,6 +78,9 @@ export async function runRoles(given: Readonly<Config>, log: Logger, roles: Role
   const ctx = buildContext({ config, database, clock: systemClock, logger: log });
   ctx.health.starting = true;
   if (embedded && config.demo) await printDemo(ctx);
+  // The embedded engine's first runs of the delivery statements are paid while the API loads, not
+  // by the first requests and deliveries (issue 34 item 4; delivery/warm-up.ts).
+  const warmed = embedded && roles.worker ? warmUp(ctx) : Promise.resolve();
   let app: FastifyInstance | null = null;
   // app.close() lets requests in flight finish, then waits for their connections to end: answers
   // given while stopping close theirs, or a client's keep-alive would hold the exit for its timeout.
@@ -128,6 +131,7 @@ export async function runRoles(given: Readonly<Config>, log: Logger, roles: Role
     });
   }
   if (embedded) {
+    await warmed;
     startWorker();
     ctx.health.starting = false;
   }
@@ -145,6 +149,18 @@ export async function runRoles(given: Readonly<Config>, log: Logger, roles: Role
   // process (or found in the folder) left nothing here for it to give back.
   if (embedded && database.initdbInProcess) releaseStartupMemory();
   if (url && config.demo) console.log(`Demo sign-ins: ${url}/signin (see README.md for the accounts)`);
+}
+
+/** The delivery engine's statements run once before serving; a failure only loses the head start. */
+async function warmUp(ctx: AppContext): Promise<void> {
+  try {
+    const started = performance.now();
+    const { warmDeliveryStatements } = await import('./delivery/warm-up.ts');
+    await warmDeliveryStatements(ctx);
+    ctx.log.debug({ ms: Math.round(performance.now() - started) }, 'delivery statements warmed');
+  } catch (err) {
+    ctx.log.warn({ err }, 'warming the delivery statements failed');
+  }
 }
 
 /** Migrates once the database answers, however long that takes. False when a signal came first. */
