@@ -34,11 +34,6 @@ export interface DatabaseHandle {
   prepared<Row>(query: CompiledQuery): Promise<Row[]>;
   /** The raw PGlite instance, for dumps in tests. */
   pglite?: PGlite;
-  /**
-   * PGlite ran initdb in this process (an in-memory database, or a folder the child process could
-   * not make): its WebAssembly instances, hundreds of MB, wait for V8's next full collection.
-   */
-  initdbInProcess?: boolean;
 }
 
 export interface DatabaseOptions {
@@ -198,11 +193,9 @@ async function openPGlite(dataDir: string | null, options: DatabaseOptions): Pro
     import('./pglite.ts'),
     import('./pglite-module.ts'),
   ]);
-  let initdbInProcess = dataDir === null && !options.loadDataDir;
   if (dataDir !== null && !options.loadDataDir) {
     const started = performance.now();
     const outcome = await initializeInChild(dataDir);
-    initdbInProcess = outcome !== 'created' && outcome !== 'present';
     const ms = Math.round(performance.now() - started);
     if (outcome === 'created')
       options.log?.info({ dataDir, ms }, 'cluster created by initdb in a child process');
@@ -224,7 +217,6 @@ async function openPGlite(dataDir: string | null, options: DatabaseOptions): Pro
     db,
     engine: 'pglite',
     pglite,
-    initdbInProcess,
     async listen(channel, listener) {
       const stop = await pglite.listen(channel, listener);
       return async () => stop();
