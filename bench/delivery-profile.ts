@@ -174,9 +174,13 @@ async function profileWaybill() {
   let opened = await openBenchContext(named, schema.name);
   const tenantId = await newTenant(opened.ctx);
   const endpointId = await addEndpoint(opened.ctx, tenantId, sink.url);
-  const drain = async (count: number) => {
+  const drain = async (arriving: number, count: number) => {
     await meter.start(APP);
+    const before = sink.received.count;
     const worker = startDeliveryWorker(opened.ctx, { pollMs: 200 });
+    // Arrivals first (no query), then the records: a count every few milliseconds would be the
+    // largest statement of the drain.
+    await waitFor(() => sink.received.count - before >= arriving, 20);
     await waitFor(async () => (await succeeded(opened.ctx, [endpointId])) >= count, 20);
     cpu.drain = (await meter.stop()).backends;
     await worker.stop();
@@ -184,7 +188,7 @@ async function profileWaybill() {
   };
   // Warm: plans kept, today's partition made, the receiver's connections open.
   await insertEvents(opened.ctx, tenantId, WARM_UP, 500);
-  await drain(WARM_UP);
+  await drain(WARM_UP, WARM_UP);
   await opened.database.close();
   console.log(`Waybill, ${EVENTS} messages to one endpoint, one worker:`);
   const rows0 = await rowsWritten(schema.name);
@@ -199,7 +203,7 @@ async function profileWaybill() {
   const rows1 = await rowsWritten(schema.name);
   const f1 = await functionTimes(schema.name);
   opened = await openBenchContext(named, schema.name);
-  const counts = await drain(WARM_UP + EVENTS);
+  const counts = await drain(EVENTS, WARM_UP + EVENTS);
   await opened.database.close();
   const lsn2 = await walLsn();
   const rows2 = await rowsWritten(schema.name);
