@@ -21,14 +21,13 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { SHIPMENT_EVENT_TYPES } from '../src/modules/webhooks/event-types.ts';
 import { freePort } from '../test/support/harness.ts';
+import { STEPS, startShipmentReceiver } from './shipment-load.ts';
 
 const MAIN =
   process.env.WAYBILL_BENCH_FIRST_SECONDS_MAIN ?? fileURLToPath(new URL('../src/main.ts', import.meta.url));
@@ -102,50 +101,6 @@ async function stopWaybill(waybill: Waybill): Promise<void> {
   waybill.child.kill('SIGTERM');
   await exited;
 }
-
-interface Receiver {
-  url: string;
-  server: Server;
-  /** Arrival time of each event's message, by `type shipment-id status`. */
-  arrivals: Map<string, number>;
-}
-
-async function startReceiver(): Promise<Receiver> {
-  const arrivals = new Map<string, number>();
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const at = performance.now();
-      try {
-        const body = JSON.parse(Buffer.concat(chunks).toString()) as {
-          type: string;
-          data: { status: string; shipment: { id: string } };
-        };
-        arrivals.set(`${body.type} ${body.data.shipment.id} ${body.data.status}`, at);
-      } catch {
-        // not a shipment event
-      }
-      res.writeHead(204).end();
-    });
-  });
-  server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`,
-    server,
-    arrivals,
-  };
-}
-
-/** A shipment's life through the API (as bench/memory.ts): each step's status and its events. */
-const STEPS: { status: string; events: string[] }[] = [
-  { status: 'confirmed', events: ['shipment.created'] },
-  { status: 'picked_up', events: ['shipment.status_changed'] },
-  { status: 'in_transit', events: ['shipment.status_changed'] },
-  { status: 'out_for_delivery', events: ['shipment.status_changed'] },
-  { status: 'delivered', events: ['shipment.status_changed', 'shipment.delivered'] },
-];
 
 interface Made {
   /** When the request that committed the event was answered (performance.now()). */
@@ -336,7 +291,7 @@ function windowsOf(outcome: LoadOutcome, arrivals: ReadonlyMap<string, number>):
 
 async function run(folder: string, index: number): Promise<RunFigures> {
   const dataDir = join(folder, RESTART ? 'pglite' : `pglite-${index}`);
-  const receiver = await startReceiver();
+  const receiver = await startShipmentReceiver();
   let waybill: Waybill | null = null;
   try {
     waybill = await startWaybill(dataDir);

@@ -21,14 +21,13 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { SHIPMENT_EVENT_TYPES } from '../src/modules/webhooks/event-types.ts';
 import { freePort } from '../test/support/harness.ts';
+import { STEPS, startShipmentReceiver } from './shipment-load.ts';
 
 const IDLE_SECONDS = Number(process.env.WAYBILL_BENCH_IDLE_SECONDS ?? 15);
 const LOAD_SECONDS = Number(process.env.WAYBILL_BENCH_LOAD_SECONDS ?? 60);
@@ -235,54 +234,6 @@ async function idle(): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000));
 }
 
-interface Receiver {
-  url: string;
-  server: Server;
-  /** Arrival time of each event's message, by `type shipment-id status`. */
-  arrivals: Map<string, number>;
-  received: { count: number };
-}
-
-async function startReceiver(): Promise<Receiver> {
-  const arrivals = new Map<string, number>();
-  const received = { count: 0 };
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const at = performance.now();
-      received.count++;
-      try {
-        const body = JSON.parse(Buffer.concat(chunks).toString()) as {
-          type: string;
-          data: { status: string; shipment: { id: string } };
-        };
-        arrivals.set(`${body.type} ${body.data.shipment.id} ${body.data.status}`, at);
-      } catch {
-        // not a shipment event: counted, not timed
-      }
-      res.writeHead(204).end();
-    });
-  });
-  server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`,
-    server,
-    arrivals,
-    received,
-  };
-}
-
-/** A shipment's life through the API: the status it is moved to at each step, and its events. */
-const STEPS: { status: string; events: string[] }[] = [
-  { status: 'confirmed', events: ['shipment.created'] },
-  { status: 'picked_up', events: ['shipment.status_changed'] },
-  { status: 'in_transit', events: ['shipment.status_changed'] },
-  { status: 'out_for_delivery', events: ['shipment.status_changed'] },
-  { status: 'delivered', events: ['shipment.status_changed', 'shipment.delivered'] },
-];
-
 interface LoadOutcome {
   events: number;
   requests: number;
@@ -438,7 +389,7 @@ interface LoadFigures {
 
 async function measureLoad(waybill: Waybill, key: string): Promise<LoadFigures> {
   endPhase(waybill);
-  const receiver = await startReceiver();
+  const receiver = await startShipmentReceiver();
   try {
     await createEndpoint(waybill.url, key, receiver.url);
     const lifeBefore = memoryOf(waybill.pid).peak;
