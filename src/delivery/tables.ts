@@ -124,7 +124,7 @@ export interface WebhookAttemptsTable {
  * Every attempt: the rows of `webhook_attempts` and the first attempts kept in their deliveries
  * (migration 0065). `indexed_at` is what each part's index orders by: the attempt's time for a
  * row, the delivery's making (at most a day earlier) for one kept in its delivery. A read by time
- * window bounds it too (attemptWindow), so that both parts are read by index.
+ * window bounds it too (attemptedBetween), so that both parts are read by index.
  */
 export interface WebhookAttemptLogView extends WebhookAttemptsTable {
   indexed_at: Date;

@@ -25,7 +25,7 @@ const COLUMNS = `ALTER TABLE webhook_deliveries
   ADD COLUMN first_attempt_headers jsonb`;
 
 /** The most a first attempt kept in its delivery comes after the delivery was made. */
-export const KEPT_WITHIN = `interval '1 day'`;
+const KEPT_WITHIN = `interval '1 day'`;
 
 const LOG = `CREATE VIEW webhook_attempt_log AS
   SELECT id, delivery_id, endpoint_id, attempted_at, duration_ms, status_code, error, response_body, trigger,
