@@ -12,7 +12,7 @@ import { AppUsage } from './modules/console/usage.ts';
 import { registerOAuth } from './modules/oauth/access-tokens.ts';
 import { newHealthState } from './modules/operations/health.ts';
 import { WaybillMetrics } from './modules/operations/metrics.ts';
-import { registerDisabledMail } from './modules/webhooks/mail.ts';
+import { registerDisabledMail } from './modules/webhooks/disabled-mail.ts';
 import { registerOperationalEvents } from './modules/webhooks/operational-events.ts';
 
 /**

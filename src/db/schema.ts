@@ -2,6 +2,7 @@ import type { WebhooksTables } from '../delivery/tables.ts';
 import type { AccountsTables } from '../modules/accounts/tables.ts';
 import type { AppsTables } from '../modules/apps/tables.ts';
 import type { ConsoleTables } from '../modules/console/tables.ts';
+import type { MailTables } from '../modules/mail/tables.ts';
 import type { OAuthTables } from '../modules/oauth/tables.ts';
 import type { OutboundTables } from '../modules/outbound/budget.ts';
 import type { PrivacyTables } from '../modules/privacy/tables.ts';
@@ -18,4 +19,5 @@ export interface Database
     StoreTables,
     ConsoleTables,
     OutboundTables,
-    AppsTables {}
+    AppsTables,
+    MailTables {}

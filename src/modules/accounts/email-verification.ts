@@ -2,7 +2,7 @@ import type { AppContext } from '../../context.ts';
 import { DAY, HOUR, MINUTE } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { hashSecret, newId, randomBase62 } from '../../lib/ids.ts';
-import { sendMail } from '../webhooks/mail.ts';
+import { sendMail } from '../mail/outbox.ts';
 
 /**
  * Verified e-mail addresses (CONTRACT.md, People; decision 0023). Sign-up, and the person on

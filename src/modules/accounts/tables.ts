@@ -80,16 +80,6 @@ export interface AuditEventsTable {
   created_at: Date;
 }
 
-export interface MailOutboxTable {
-  id: string;
-  recipients: string[] | string;
-  subject: string;
-  body: string;
-  created_at: Date;
-  sent_at: Date | null;
-  error: string | null;
-}
-
 /** A verification link sent to a person's address: single use, 24 hours (email-verification.ts). */
 export interface EmailVerificationsTable {
   id: string;
@@ -127,7 +117,6 @@ export interface AccountsTables {
   api_tokens: ApiTokensTable;
   idempotency_keys: IdempotencyKeysTable;
   audit_events: AuditEventsTable;
-  mail_outbox: MailOutboxTable;
   email_verifications: EmailVerificationsTable;
   sign_in_delays: SignInDelaysTable;
   sign_in_trust: SignInTrustTable;

@@ -5,8 +5,8 @@ import { isDemoAddress } from '../../lib/demo.ts';
 import { requirePageUser } from '../../web/dashboard.ts';
 import { html } from '../../web/html.ts';
 import { layout, sendPage } from '../../web/layout.ts';
-import { VERIFICATION_SUBJECT } from '../accounts/email-verification.ts';
-import { normalizeEmail } from '../accounts/users.ts';
+import { VERIFICATION_SUBJECT } from './email-verification.ts';
+import { normalizeEmail } from './users.ts';
 
 /** A link that proves, or grants, something by its secret: a verification link's `token=` and the like. */
 const SECRET_LINK = /https?:\/\/[^\s]*[?&#](?:token|code|key|secret|invitation)=[^\s]*/gi;
