@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { DatabaseHandle, Db } from './db/database.ts';
-import type { DeliveryContext, DeliveryHooks } from './delivery/context.ts';
+import type { DeliveryContext, DeliveryHooks, Trx } from './delivery/context.ts';
 import type { EventSink } from './delivery/fanout.ts';
 import type { Clock } from './lib/clock.ts';
 import type { SecretBox } from './lib/crypto.ts';
@@ -16,6 +16,12 @@ export type { Trx } from './delivery/context.ts';
 export type { EventSink, StoredEvent } from './delivery/fanout.ts';
 
 export type TokenResolver = (ctx: AppContext, secret: string) => Promise<Principal | null>;
+
+/** Called in the transaction that removes a person from a company (the oauth module withholds their grants). */
+export type MemberLeftHook = (
+  trx: Trx,
+  left: { tenantId: string; userId: string; at: Date },
+) => Promise<void>;
 
 /**
  * What services need, built once by the composition root (src/app.ts). Services take this and
@@ -32,6 +38,8 @@ export interface AppContext extends DeliveryContext {
   eventSinks: EventSink[];
   /** Bearer token resolvers by prefix; modules add theirs (accounts: ust_, sk_; oauth: atk_live_). */
   tokenResolvers: Map<SecretPrefix, TokenResolver>;
+  /** What other modules do when a person leaves a company, in the same transaction (accounts calls them). */
+  memberLeftHooks: MemberLeftHook[];
   /** Called after a commit that made work for the delivery worker. */
   afterCommitHooks: Array<() => void>;
   /** Resolves a host name to its addresses (the webhook URL guard); tests inject their own. Default: DNS. */

@@ -38,6 +38,7 @@ export function buildContext(options: BuildOptions): AppContext {
     secrets: new SecretBox(options.config.secretKey),
     eventSinks: [],
     tokenResolvers: new Map(),
+    memberLeftHooks: [],
     afterCommitHooks: [],
     deliveryHooks: newDeliveryHooks(),
     health,

@@ -3,7 +3,6 @@ import { newestFirst } from '../../db/paging.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId, newTenantId } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
-import { cancelWithheldDeliveries } from '../oauth/installation-grants.ts';
 import { isMerchantRole, managesIntegrations, managesMembers, type Role } from './roles.ts';
 import type { CompaniesTable, CustomerAccountsTable, MembershipsTable } from './tables.ts';
 import { normalizeEmail } from './users.ts';
@@ -247,8 +246,9 @@ export async function removeMember(ctx: AppContext, userId: string, tenantId: st
     }
     await trx.deleteFrom('memberships').where('id', '=', target.id).execute();
     // The installations they approved receive nothing more: what waits for their endpoints is
-    // cancelled (decision 0024).
-    await cancelWithheldDeliveries(trx, tenantId, ctx.clock.now());
+    // cancelled (decision 0024; the oauth module's hook).
+    const left = { tenantId, userId: memberUserId, at: ctx.clock.now() };
+    for (const hook of ctx.memberLeftHooks) await hook(trx, left);
   });
 }
 

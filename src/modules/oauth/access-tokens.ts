@@ -2,6 +2,7 @@ import type { AppContext } from '../../context.ts';
 import { hashSecret } from '../../lib/ids.ts';
 import type { Principal } from '../accounts/access.ts';
 import { intersectScopes, scopesOfRole } from '../accounts/roles.ts';
+import { cancelWithheldDeliveries } from './installation-grants.ts';
 import { parseScopes } from './tokens.ts';
 
 /**
@@ -71,4 +72,8 @@ export async function resolveAppAccessToken(ctx: AppContext, secret: string): Pr
 export function registerOAuth(ctx: AppContext): void {
   ctx.tokenResolvers.set('atk_live_', resolveAppAccessToken);
   ctx.tokenResolvers.set('atk_test_', resolveAppAccessToken);
+  // The installations a departing member approved receive nothing more (decision 0024).
+  ctx.memberLeftHooks.push(async (trx, left) => {
+    await cancelWithheldDeliveries(trx, left.tenantId, left.at);
+  });
 }
