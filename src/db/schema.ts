@@ -4,12 +4,15 @@ import type { AppsTables } from '../modules/apps/tables.ts';
 import type { ConsoleTables } from '../modules/console/tables.ts';
 import type { MailTables } from '../modules/mail/tables.ts';
 import type { OAuthTables } from '../modules/oauth/tables.ts';
-import type { OutboundTables } from '../modules/outbound/budget.ts';
+import type { OutboundTables } from '../modules/outbound/tables.ts';
 import type { PrivacyTables } from '../modules/privacy/tables.ts';
 import type { ShipmentsTables } from '../modules/shipments/tables.ts';
 import type { StoreTables } from '../modules/store/tables.ts';
 
-/** Every table, gathered from the module that owns it. */
+/**
+ * Every table, gathered from the module that owns it. Each tables.ts holds types only and imports
+ * nothing of ours, so no module's types feed back into this file or src/context.ts through a loop.
+ */
 export interface Database
   extends AccountsTables,
     ShipmentsTables,

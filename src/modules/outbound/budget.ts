@@ -29,17 +29,6 @@ export const OUTBOUND_WINDOW_MS = 10 * MINUTE;
 export const OUTBOUND_SENDS_PER_ACCOUNT = 60;
 export const OUTBOUND_SENDS_PER_HOST = 120;
 
-export interface OutboundBudgetTable {
-  /** `account:<kind>:<id>`, `address:<address key>`, or `host:<name>` for a name that did not resolve. */
-  subject: string;
-  window_start: Date;
-  sends: number;
-}
-
-export interface OutboundTables {
-  outbound_budget: OutboundBudgetTable;
-}
-
 /** Whose budget a request spends: a person, or the company of a key or token. */
 export type OutboundAccount = { kind: 'user'; id: string } | { kind: 'company'; id: string };
 
