@@ -4,9 +4,10 @@ import { hashSecret, newSecret } from '../../../lib/ids.ts';
 import type { Scope } from '../../accounts/roles.ts';
 import { sendScopesUpdated } from '../../app-events/scopes-updated.ts';
 import { jsonArray, upsertInstallation } from '../../apps/registry.ts';
+import { UntrustedRedirectError } from '../errors.ts';
 import { CODE_LIFETIME_MS } from '../lifetimes.ts';
 import { grantableScopes, installTargets } from './accounts.ts';
-import { type AuthorizationRequest, UntrustedRedirectError } from './request.ts';
+import type { AuthorizationRequest } from './request.ts';
 
 /**
  * The person approved: installs (or updates the installation of) the app on the chosen account with
