@@ -8,11 +8,9 @@ import { issuePath } from '../../http/errors.ts';
 import { canonicalJson } from '../../lib/canonical-json.ts';
 import { AppError, type FieldError, validationError } from '../../lib/errors.ts';
 import { allows, SCOPES, type Scope } from '../accounts/roles.ts';
-import type { AppsTable } from '../oauth/tables.ts';
 import { EVENT_TYPES } from '../webhooks/event-types.ts';
 import { filterProblems } from '../webhooks/filter.ts';
 import { EventFilterSchema, OrderingName, RateLimit } from '../webhooks/schemas.ts';
-import { jsonArray } from './registry.ts';
 import { type AppPatch, assertEventsUrlAllowed, checkAppFields } from './service.ts';
 import { eventsUrlProblem, MAX_URL_LENGTH } from './urls.ts';
 
@@ -112,25 +110,6 @@ export function eventTypeScope(type: string): Scope | null {
   if (type === 'app.uninstalled') return null;
   if (type.startsWith('webhook_endpoint.')) return 'webhooks:read';
   return 'shipments:read';
-}
-
-/** The manifest of an app's current fields, with the active version's subscriptions and optional scopes. */
-export function manifestOfApp(
-  row: AppsTable,
-  rest: Pick<Manifest, 'optional_scopes' | 'subscriptions'>,
-): Manifest {
-  return {
-    name: row.name,
-    description: row.description,
-    homepage_url: row.homepage_url,
-    privacy_url: row.privacy_url,
-    support_url: row.support_url,
-    redirect_uris: jsonArray<string>(row.redirect_uris),
-    scopes: jsonArray<Scope>(row.scopes),
-    optional_scopes: rest.optional_scopes,
-    events_url: row.events_url,
-    subscriptions: rest.subscriptions,
-  };
 }
 
 function relocated(error: unknown, base: string): FieldError[] | null {

@@ -6,7 +6,8 @@ import { newId } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import type { Scope } from '../accounts/roles.ts';
 import type { AppsTable } from '../oauth/tables.ts';
-import { type Change, checkManifest, type Manifest, manifestChanges, manifestOfApp } from './manifest.ts';
+import { type Change, checkManifest, type Manifest, manifestChanges } from './manifest.ts';
+import { jsonArray } from './registry.ts';
 import { ownedAppRow } from './service.ts';
 import { syncSubscriptionTargets } from './subscriptions.ts';
 import type { AppVersionsTable } from './tables.ts';
@@ -73,6 +74,25 @@ async function activeVersion(db: Db, appId: string): Promise<AppVersionsTable | 
 export async function activeOptionalScopes(db: Db, appId: string): Promise<Scope[]> {
   const active = await activeVersion(db, appId);
   return active ? (parsed<Manifest>(active.manifest).optional_scopes ?? []) : [];
+}
+
+/** The manifest of an app's current fields, with the active version's subscriptions and optional scopes. */
+export function manifestOfApp(
+  row: AppsTable,
+  rest: Pick<Manifest, 'optional_scopes' | 'subscriptions'>,
+): Manifest {
+  return {
+    name: row.name,
+    description: row.description,
+    homepage_url: row.homepage_url,
+    privacy_url: row.privacy_url,
+    support_url: row.support_url,
+    redirect_uris: jsonArray<string>(row.redirect_uris),
+    scopes: jsonArray<Scope>(row.scopes),
+    optional_scopes: rest.optional_scopes,
+    events_url: row.events_url,
+    subscriptions: rest.subscriptions,
+  };
 }
 
 /** The app's configuration now: its fields, with the active version's subscriptions and optional scopes. */
