@@ -11,7 +11,7 @@ import { allows, SCOPES, type Scope } from '../accounts/roles.ts';
 import { EVENT_TYPES } from '../webhooks/event-types.ts';
 import { filterProblems } from '../webhooks/filter.ts';
 import { EventFilterSchema, OrderingName, RateLimit } from '../webhooks/schemas.ts';
-import { type AppPatch, assertEventsUrlAllowed, checkAppFields } from './service.ts';
+import { type AppPatch, assertEventsUrlAllowed, checkAppFields } from './fields.ts';
 import { eventsUrlProblem, MAX_URL_LENGTH } from './urls.ts';
 
 const addFormats = addFormatsImport as unknown as (ajv: Ajv) => Ajv;

@@ -4,9 +4,10 @@ import { AppError, type FieldError, validationError } from '../../lib/errors.ts'
 import { newId } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import type { Scope } from '../accounts/roles.ts';
+import type { AppPatch } from '../apps/fields.ts';
 import { APP_FIELDS, type Manifest } from '../apps/manifest.ts';
 import { jsonArray } from '../apps/registry.ts';
-import { type App, type AppPatch, getApp, normalizeAppPatch, type ReviewedValues } from '../apps/service.ts';
+import { type App, getApp, normalizeAppPatch, type ReviewedValues } from '../apps/service.ts';
 import { versionRow } from '../apps/versions.ts';
 import { spendOutbound } from '../outbound/budget.ts';
 import { type Check, runSubmissionChecks } from './checks.ts';
