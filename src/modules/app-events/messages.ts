@@ -3,7 +3,7 @@ import { newestFirst } from '../../db/paging.ts';
 import { type AttemptOutcome, attemptDelivery } from '../../delivery/attempt.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
-import { ownedAppRow } from '../apps/service.ts';
+import { ownedAppRow } from '../apps/registry.ts';
 import { spendOutbound } from '../outbound/budget.ts';
 import { type Attempt, attemptsByDelivery, type Delivery, presentDelivery } from '../webhooks/deliveries.ts';
 import { enqueueAppEvents, NO_COMPANY } from './enqueue.ts';

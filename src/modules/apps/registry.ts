@@ -61,6 +61,18 @@ export async function findAppByClientId(ctx: AppContext, clientId: string): Prom
   return row ? toAppRecord(row) : null;
 }
 
+/** The developer's own app; another developer's app does not exist for them. */
+export async function ownedAppRow(ctx: AppContext, developerId: string, appId: string): Promise<AppsTable> {
+  const row = await ctx.db
+    .selectFrom('apps')
+    .selectAll()
+    .where('id', '=', appId)
+    .where('developer_id', '=', developerId)
+    .executeTakeFirst();
+  if (!row) throw new AppError('app.not_found');
+  return row;
+}
+
 /** A public app has no secret and never verifies one; a confidential app's secret is kept as SHA-256. */
 export function verifyClientSecret(app: AppRecord, secret: string): boolean {
   if (app.kind !== 'confidential' || !app.client_secret_hash || !secret) return false;

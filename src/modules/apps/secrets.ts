@@ -4,7 +4,8 @@ import { newSigningSecret } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
 import { hashSecret, newSecret } from '../../lib/ids.ts';
 import type { AppsTable } from '../oauth/tables.ts';
-import { type App, ownedAppRow, updateApp } from './service.ts';
+import { ownedAppRow } from './registry.ts';
+import { type App, updateApp } from './service.ts';
 
 /** After an events secret rotation the previous one keeps signing this long (spec section 8). */
 export const EVENTS_SECRET_OVERLAP_MS = DAY;

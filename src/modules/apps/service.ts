@@ -14,7 +14,7 @@ import {
   checkFields,
   LINK_FIELDS,
 } from './fields.ts';
-import { jsonArray, toAppRecord } from './registry.ts';
+import { jsonArray, ownedAppRow, toAppRecord } from './registry.ts';
 import { activateVersion, recordFieldsAsVersion } from './versions.ts';
 
 /** The app as the developer API shows it (CONTRACT.md, App fields). */
@@ -104,18 +104,6 @@ export async function listApps(
     page,
     (row) => presentApp(ctx, row),
   );
-}
-
-/** The developer's own app; another developer's app does not exist for them. */
-export async function ownedAppRow(ctx: AppContext, developerId: string, appId: string): Promise<AppsTable> {
-  const row = await ctx.db
-    .selectFrom('apps')
-    .selectAll()
-    .where('id', '=', appId)
-    .where('developer_id', '=', developerId)
-    .executeTakeFirst();
-  if (!row) throw new AppError('app.not_found');
-  return row;
 }
 
 export async function getApp(ctx: AppContext, developerId: string, appId: string): Promise<App> {

@@ -11,8 +11,7 @@ import { spendOutbound } from '../outbound/budget.ts';
 import { type Attempt, attemptsByDelivery, type Delivery, presentDelivery } from '../webhooks/deliveries.ts';
 import { BULK_REPLAY_WINDOW_MS } from '../webhooks/replay.ts';
 import { eventTypeScope, type Manifest } from './manifest.ts';
-import { jsonArray } from './registry.ts';
-import { ownedAppRow } from './service.ts';
+import { jsonArray, ownedAppRow } from './registry.ts';
 
 /** A subscription's message as its developer sees it: the delivery, where it went, its attempts. */
 export interface SubscriptionDelivery extends Omit<Delivery, 'endpoint_id'> {

@@ -7,8 +7,7 @@ import type { Page, PageRequest } from '../../lib/paging.ts';
 import type { Scope } from '../accounts/roles.ts';
 import type { AppsTable } from '../oauth/tables.ts';
 import { type Change, checkManifest, type Manifest, manifestChanges } from './manifest.ts';
-import { jsonArray } from './registry.ts';
-import { ownedAppRow } from './service.ts';
+import { jsonArray, ownedAppRow } from './registry.ts';
 import { syncSubscriptionTargets } from './subscriptions.ts';
 import type { AppVersionsTable } from './tables.ts';
 

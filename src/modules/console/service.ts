@@ -5,8 +5,7 @@ import { attemptedBetween } from '../../delivery/attempt-log.ts';
 import { DAY, HOUR } from '../../lib/clock.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import type { Scope } from '../accounts/roles.ts';
-import { jsonArray } from '../apps/registry.ts';
-import { ownedAppRow } from '../apps/service.ts';
+import { jsonArray, ownedAppRow } from '../apps/registry.ts';
 
 export const INSTALLATION_STATUSES = ['active', 'needs_approval', 'suspended', 'uninstalled'] as const;
 export type InstallationStatus = (typeof INSTALLATION_STATUSES)[number];
