@@ -1,14 +1,14 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppContext } from '../../context.ts';
-import { developerStoreRoutes } from './developer-routes.ts';
-import { mediaRoutes } from './media-routes.ts';
-import { portalStorePages } from './portal-pages.ts';
-import { reviewApiRoutes } from './review-api-routes.ts';
-import { reviewPages } from './review-pages.ts';
-import { reviewPortalPages } from './review-portal-pages.ts';
-import { reviewRoutes } from './review-routes.ts';
-import { storePages } from './store-pages.ts';
-import { storeRoutes } from './store-routes.ts';
+import { storePages } from './catalogue/pages.ts';
+import { storeRoutes } from './catalogue/routes.ts';
+import { mediaRoutes } from './media/routes.ts';
+import { reviewPortalPages } from './ratings/pages.ts';
+import { reviewApiRoutes } from './ratings/routes.ts';
+import { portalStorePages } from './submissions/pages.ts';
+import { developerStoreRoutes } from './submissions/routes.ts';
+import { reviewPages } from './vetting/pages.ts';
+import { reviewRoutes } from './vetting/routes.ts';
 
 /** The store capability: submissions and checks, review, publication, the App Store, and their pages. */
 export function storeModule(ctx: AppContext): FastifyPluginAsync {

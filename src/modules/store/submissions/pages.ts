@@ -1,20 +1,14 @@
 import { readFileSync } from 'node:fs';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteGenericInterface } from 'fastify';
-import type { AppContext } from '../../context.ts';
-import { AppError, type FieldError } from '../../lib/errors.ts';
-import { signedInPage } from '../../web/dashboard.ts';
-import { sendPage } from '../../web/layout.ts';
-import { isScope, SCOPES } from '../accounts/roles.ts';
-import { appNotFound } from '../apps/portal-pages.ts';
-import { type App, getApp } from '../apps/service.ts';
-import type { Check } from './checks.ts';
-import {
-  formDefaults,
-  type SubmissionFormValues,
-  submissionForm,
-  submissionHistory,
-} from './portal-views.ts';
-import { unpublishApp } from './publication.ts';
+import type { AppContext } from '../../../context.ts';
+import { AppError, type FieldError } from '../../../lib/errors.ts';
+import { signedInPage } from '../../../web/dashboard.ts';
+import { sendPage } from '../../../web/layout.ts';
+import { isScope, SCOPES } from '../../accounts/roles.ts';
+import { appNotFound } from '../../apps/portal-pages.ts';
+import { type App, getApp } from '../../apps/service.ts';
+import type { Check } from '../checks/pipeline.ts';
+import { unpublishApp } from '../publication/service.ts';
 import { checkRunsRateLimit } from './rate-limits.ts';
 import {
   checkBeforeSubmitting,
@@ -23,7 +17,8 @@ import {
   type ProposedAppValues,
   type SubmissionInput,
   withdrawSubmission,
-} from './submissions.ts';
+} from './service.ts';
+import { formDefaults, type SubmissionFormValues, submissionForm, submissionHistory } from './views.ts';
 
 const script = readFileSync(new URL('../../web/static/submission-form.js', import.meta.url), 'utf8');
 

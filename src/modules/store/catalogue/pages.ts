@@ -1,13 +1,18 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppContext } from '../../context.ts';
-import { toAppError } from '../../http/errors.ts';
-import { AppError } from '../../lib/errors.ts';
-import { type DashboardView, dashboardView } from '../../web/dashboard.ts';
-import { html, type SafeHtml } from '../../web/html.ts';
-import { type Form, redirectWithFlash, sendErrorPage, showPage } from '../../web/pages/common.ts';
-import { getStoreApp, listStoreApps, STORE_SORTS, type StoreApp, type StoreSort } from './catalogue.ts';
-import { CATEGORIES, isCategory, type Lang } from './categories.ts';
-import { createReview, deleteReview, listReviews, type Review, reviewEligibility } from './reviews.ts';
+import type { AppContext } from '../../../context.ts';
+import { toAppError } from '../../../http/errors.ts';
+import { AppError } from '../../../lib/errors.ts';
+import { type DashboardView, dashboardView } from '../../../web/dashboard.ts';
+import { html, type SafeHtml } from '../../../web/html.ts';
+import { type Form, redirectWithFlash, sendErrorPage, showPage } from '../../../web/pages/common.ts';
+import { CATEGORIES, isCategory, type Lang } from '../listing/categories.ts';
+import {
+  createReview,
+  deleteReview,
+  listReviews,
+  type Review,
+  reviewEligibility,
+} from '../ratings/reviews.ts';
 import {
   icon,
   installs,
@@ -17,7 +22,8 @@ import {
   screenshots,
   stars,
   TRUST_WORDS,
-} from './trust-views.ts';
+} from '../ratings/views.ts';
+import { getStoreApp, listStoreApps, STORE_SORTS, type StoreApp, type StoreSort } from './queries.ts';
 
 const PATH = '/dashboard/store';
 

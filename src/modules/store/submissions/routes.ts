@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { AppContext } from '../../context.ts';
-import { errorResponses, Page, PageQuery } from '../../http/schemas.ts';
-import { AppError } from '../../lib/errors.ts';
-import { requireUser } from '../accounts/access.ts';
-import { AppParams, AppSchema } from '../apps/schemas.ts';
-import { unpublishApp } from './publication.ts';
+import type { AppContext } from '../../../context.ts';
+import { errorResponses, Page, PageQuery } from '../../../http/schemas.ts';
+import { AppError } from '../../../lib/errors.ts';
+import { requireUser } from '../../accounts/access.ts';
+import { AppParams, AppSchema } from '../../apps/schemas.ts';
+import { unpublishApp } from '../publication/service.ts';
 import { checkRunsRateLimit } from './rate-limits.ts';
 import {
   ChecksBody,
@@ -14,12 +14,7 @@ import {
   SubmissionParams,
   SubmissionSchema,
 } from './schemas.ts';
-import {
-  checkBeforeSubmitting,
-  createSubmission,
-  listSubmissions,
-  withdrawSubmission,
-} from './submissions.ts';
+import { checkBeforeSubmitting, createSubmission, listSubmissions, withdrawSubmission } from './service.ts';
 
 const tags = ['Developer'];
 

@@ -1,10 +1,19 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { AppContext } from '../../context.ts';
-import { errorResponses, Page, PageQuery } from '../../http/schemas.ts';
-import { requireUser } from '../accounts/access.ts';
-import { requireReviewer } from '../apps/moderation.ts';
-import { AppParams } from '../apps/schemas.ts';
+import type { AppContext } from '../../../context.ts';
+import { errorResponses, Page, PageQuery } from '../../../http/schemas.ts';
+import { requireUser } from '../../accounts/access.ts';
+import { requireReviewer } from '../../apps/moderation.ts';
+import { AppParams } from '../../apps/schemas.ts';
+import {
+  AppReviewParams,
+  HideBody,
+  ReplyBody,
+  ReviewBody,
+  ReviewIdParams,
+  ReviewPatchBody,
+  ReviewSchema,
+} from '../submissions/schemas.ts';
 import {
   createReview,
   deleteReview,
@@ -14,15 +23,6 @@ import {
   setReviewHidden,
   updateReview,
 } from './reviews.ts';
-import {
-  AppReviewParams,
-  HideBody,
-  ReplyBody,
-  ReviewBody,
-  ReviewIdParams,
-  ReviewPatchBody,
-  ReviewSchema,
-} from './schemas.ts';
 
 /**
  * Ratings and reviews (CONTRACT.md "Store trust"): companies review in the store, the developer

@@ -1,6 +1,6 @@
-import { type FieldError, validationError } from '../../lib/errors.ts';
-import type { Scope } from '../accounts/roles.ts';
-import { httpsUrlProblem } from '../apps/urls.ts';
+import { type FieldError, validationError } from '../../../lib/errors.ts';
+import type { Scope } from '../../accounts/roles.ts';
+import { httpsUrlProblem } from '../../apps/urls.ts';
 import { CATEGORY_IDS, isCategory } from './categories.ts';
 
 /** Spec section 8: a scope justification is 20 to 300 characters in the developer's own words. */

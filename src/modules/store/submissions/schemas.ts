@@ -1,9 +1,9 @@
 import { Type } from 'typebox';
-import { Id, Nullable, Timestamp } from '../../http/schemas.ts';
-import { AppSchema, UpdateAppBody } from '../apps/schemas.ts';
-import { MAX_URL_LENGTH } from '../apps/urls.ts';
-import { CATEGORY_IDS } from './categories.ts';
-import { DESCRIPTION_MAX, JUSTIFICATION_MAX, JUSTIFICATION_MIN, TAGLINE_MAX } from './listing.ts';
+import { Id, Nullable, Timestamp } from '../../../http/schemas.ts';
+import { AppSchema, UpdateAppBody } from '../../apps/schemas.ts';
+import { MAX_URL_LENGTH } from '../../apps/urls.ts';
+import { CATEGORY_IDS } from '../listing/categories.ts';
+import { DESCRIPTION_MAX, JUSTIFICATION_MAX, JUSTIFICATION_MIN, TAGLINE_MAX } from '../listing/rules.ts';
 
 const strict = { additionalProperties: false } as const;
 

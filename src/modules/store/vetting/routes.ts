@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { AppContext } from '../../context.ts';
-import { errorResponses, Page } from '../../http/schemas.ts';
-import { requireUser } from '../accounts/access.ts';
-import { decide, requireReviewer, reviewQueue, startReview, submissionForReview } from './review.ts';
+import type { AppContext } from '../../../context.ts';
+import { errorResponses, Page } from '../../../http/schemas.ts';
+import { requireUser } from '../../accounts/access.ts';
 import {
   DecisionBody,
   QueueItemSchema,
@@ -10,7 +9,8 @@ import {
   ReviewedSubmissionSchema,
   ReviewParams,
   SubmissionSchema,
-} from './schemas.ts';
+} from '../submissions/schemas.ts';
+import { decide, requireReviewer, reviewQueue, startReview, submissionForReview } from './service.ts';
 
 const tags = ['Review'];
 

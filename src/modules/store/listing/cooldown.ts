@@ -1,4 +1,4 @@
-import { DAY } from '../../lib/clock.ts';
+import { DAY } from '../../../lib/clock.ts';
 
 /** Spec section 8: after 3 rejections within 90 days, new submissions wait 30 days from the third. */
 export const REJECTIONS_LIMIT = 3;

@@ -1,17 +1,17 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { AppContext } from '../../context.ts';
-import { DAY } from '../../lib/clock.ts';
-import type { DemoSeed } from '../../lib/demo.ts';
-import { createCompany } from '../accounts/companies.ts';
-import { getPerson, signUp } from '../accounts/users.ts';
-import { upsertInstallation } from '../apps/registry.ts';
-import { type App, createApp, listApps } from '../apps/service.ts';
-import { type DemoLook, demoIcon, demoScreenshot } from './demo-images.ts';
-import type { Listing } from './listing.ts';
-import { addScreenshot, uploadIcon } from './media.ts';
-import { decide, startReview } from './review.ts';
-import { createReview, replyToReview } from './reviews.ts';
-import { createSubmission } from './submissions.ts';
+import type { AppContext } from '../../../context.ts';
+import { DAY } from '../../../lib/clock.ts';
+import type { DemoSeed } from '../../../lib/demo.ts';
+import { createCompany } from '../../accounts/companies.ts';
+import { getPerson, signUp } from '../../accounts/users.ts';
+import { upsertInstallation } from '../../apps/registry.ts';
+import { type App, createApp, listApps } from '../../apps/service.ts';
+import type { Listing } from '../listing/rules.ts';
+import { addScreenshot, uploadIcon } from '../media/service.ts';
+import { createReview, replyToReview } from '../ratings/reviews.ts';
+import { createSubmission } from '../submissions/service.ts';
+import { decide, startReview } from '../vetting/service.ts';
+import { type DemoLook, demoIcon, demoScreenshot } from './images.ts';
 
 const NOTIFIER_LOOK: DemoLook = {
   name: 'Parcel Notifier',

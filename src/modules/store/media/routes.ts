@@ -1,12 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { AppContext } from '../../context.ts';
-import { errorResponses } from '../../http/schemas.ts';
-import { pageUser } from '../../web/session.ts';
-import { requireUser } from '../accounts/access.ts';
-import { requireReviewer } from '../apps/moderation.ts';
-import { AppParams } from '../apps/schemas.ts';
+import type { AppContext } from '../../../context.ts';
+import { errorResponses } from '../../../http/schemas.ts';
+import { pageUser } from '../../../web/session.ts';
+import { requireUser } from '../../accounts/access.ts';
+import { requireReviewer } from '../../apps/moderation.ts';
+import { AppParams } from '../../apps/schemas.ts';
+import { MediaParams, MediaSetSchema, RawImageBody } from '../submissions/schemas.ts';
 import {
   addScreenshot,
   draftMedia,
@@ -14,8 +15,7 @@ import {
   serveMedia,
   UPLOAD_BODY_LIMIT,
   uploadIcon,
-} from './media.ts';
-import { MediaParams, MediaSetSchema, RawImageBody } from './schemas.ts';
+} from './service.ts';
 
 const YEAR_SECONDS = 365 * 24 * 3600;
 const ImageBytes = Type.Unsafe<Buffer>({ type: 'string', format: 'binary' });

@@ -1,17 +1,17 @@
 import { type ExpressionBuilder, sql } from 'kysely';
-import type { AppContext } from '../../context.ts';
-import { newestFirst } from '../../db/paging.ts';
-import type { Database } from '../../db/schema.ts';
-import { AppError } from '../../lib/errors.ts';
-import { type Page, type PageRequest, pageLimit } from '../../lib/paging.ts';
-import { membershipOf, membershipsOfPerson } from '../accounts/companies.ts';
-import { isScope, SCOPE_DESCRIPTIONS, type Scope } from '../accounts/roles.ts';
-import { jsonArray } from '../apps/registry.ts';
-import { categoryLabel, type Lang } from './categories.ts';
-import type { Listing, ScopeJustification } from './listing.ts';
-import { type MediaNames, type MediaRef, mediaSet, NO_MEDIA } from './media.ts';
-import { searchQuery } from './search.ts';
-import type { StoreListingsTable } from './tables.ts';
+import type { AppContext } from '../../../context.ts';
+import { newestFirst } from '../../../db/paging.ts';
+import type { Database } from '../../../db/schema.ts';
+import { AppError } from '../../../lib/errors.ts';
+import { type Page, type PageRequest, pageLimit } from '../../../lib/paging.ts';
+import { membershipOf, membershipsOfPerson } from '../../accounts/companies.ts';
+import { isScope, SCOPE_DESCRIPTIONS, type Scope } from '../../accounts/roles.ts';
+import { jsonArray } from '../../apps/registry.ts';
+import { categoryLabel, type Lang } from '../listing/categories.ts';
+import type { Listing, ScopeJustification } from '../listing/rules.ts';
+import { searchQuery } from '../listing/search.ts';
+import { type MediaNames, type MediaRef, mediaSet, NO_MEDIA } from '../media/service.ts';
+import type { StoreListingsTable } from '../tables.ts';
 
 /** A published app as the App Store shows it, in one language. */
 export interface StoreApp {

@@ -1,15 +1,15 @@
-import type { AppContext } from '../../context.ts';
-import { oldestFirst } from '../../db/paging.ts';
-import { AppError } from '../../lib/errors.ts';
-import type { Page, PageRequest } from '../../lib/paging.ts';
-import { conflictOfInterest, requireReviewer } from '../apps/moderation.ts';
-import { type App, getApp } from '../apps/service.ts';
-import { listingOf, publishedMediaNames } from './catalogue.ts';
-import type { Listing } from './listing.ts';
-import { type MediaSet, mediaSet } from './media.ts';
-import { publishSubmission } from './publication.ts';
-import { presentSubmission, type Submission, WAITING } from './submissions.ts';
-import type { AppSubmissionsTable, SubmissionStatus } from './tables.ts';
+import type { AppContext } from '../../../context.ts';
+import { oldestFirst } from '../../../db/paging.ts';
+import { AppError } from '../../../lib/errors.ts';
+import type { Page, PageRequest } from '../../../lib/paging.ts';
+import { conflictOfInterest, requireReviewer } from '../../apps/moderation.ts';
+import { type App, getApp } from '../../apps/service.ts';
+import { listingOf, publishedMediaNames } from '../catalogue/queries.ts';
+import type { Listing } from '../listing/rules.ts';
+import { type MediaSet, mediaSet } from '../media/service.ts';
+import { publishSubmission } from '../publication/service.ts';
+import { presentSubmission, type Submission, WAITING } from '../submissions/service.ts';
+import type { AppSubmissionsTable, SubmissionStatus } from '../tables.ts';
 
 export const DECISIONS = ['approved', 'rejected', 'changes_requested'] as const;
 export type Decision = (typeof DECISIONS)[number];

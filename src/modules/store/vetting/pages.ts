@@ -1,10 +1,11 @@
 import type { FastifyPluginAsync, FastifyReply, RouteGenericInterface } from 'fastify';
-import type { AppContext } from '../../context.ts';
-import { AppError } from '../../lib/errors.ts';
-import { type PageHandler, signedInPage } from '../../web/dashboard.ts';
-import { html } from '../../web/html.ts';
-import { sendPage } from '../../web/layout.ts';
-import { type ModerationAction, moderateApp } from '../apps/moderation.ts';
+import type { AppContext } from '../../../context.ts';
+import { AppError } from '../../../lib/errors.ts';
+import { type PageHandler, signedInPage } from '../../../web/dashboard.ts';
+import { html } from '../../../web/html.ts';
+import { sendPage } from '../../../web/layout.ts';
+import { type ModerationAction, moderateApp } from '../../apps/moderation.ts';
+import type { SubmissionStatus } from '../tables.ts';
 import {
   DECISIONS,
   type Decision,
@@ -13,9 +14,8 @@ import {
   reviewQueue,
   startReview,
   submissionForReview,
-} from './review.ts';
-import { consolePage, queuePage, reviewPage } from './review-views.ts';
-import type { SubmissionStatus } from './tables.ts';
+} from './service.ts';
+import { consolePage, queuePage, reviewPage } from './views.ts';
 
 type Form = Record<string, string | string[] | undefined>;
 type SubmissionRoute = { Params: { id: string }; Body: Form; Querystring: { done?: string } };

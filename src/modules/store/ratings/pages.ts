@@ -1,15 +1,15 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
-import type { AppContext } from '../../context.ts';
-import { AppError } from '../../lib/errors.ts';
-import { signedInPage } from '../../web/dashboard.ts';
-import { html } from '../../web/html.ts';
-import { sendPage } from '../../web/layout.ts';
-import type { Form } from '../../web/pages/common.ts';
-import { appNotFound } from '../apps/portal-pages.ts';
-import { portalPage } from '../apps/portal-views.ts';
-import { type App, getApp } from '../apps/service.ts';
+import type { AppContext } from '../../../context.ts';
+import { AppError } from '../../../lib/errors.ts';
+import { signedInPage } from '../../../web/dashboard.ts';
+import { html } from '../../../web/html.ts';
+import { sendPage } from '../../../web/layout.ts';
+import type { Form } from '../../../web/pages/common.ts';
+import { appNotFound } from '../../apps/portal-pages.ts';
+import { portalPage } from '../../apps/portal-views.ts';
+import { type App, getApp } from '../../apps/service.ts';
 import { developerReviews, replyToReview } from './reviews.ts';
-import { reviewList } from './trust-views.ts';
+import { reviewList } from './views.ts';
 
 type AppRoute = { Params: { id: string } };
 type ReplyRoute = { Params: { id: string; review_id: string }; Body: Form };

@@ -1,19 +1,25 @@
-import type { AppContext } from '../../context.ts';
-import { newestFirst } from '../../db/paging.ts';
-import { AppError, type FieldError, validationError } from '../../lib/errors.ts';
-import { newId } from '../../lib/ids.ts';
-import type { Page, PageRequest } from '../../lib/paging.ts';
-import type { Scope } from '../accounts/roles.ts';
-import { APP_FIELDS, type Manifest } from '../apps/manifest.ts';
-import { jsonArray } from '../apps/registry.ts';
-import { type App, type AppPatch, getApp, normalizeAppPatch, type ReviewedValues } from '../apps/service.ts';
-import { versionRow } from '../apps/versions.ts';
-import { spendOutbound } from '../outbound/budget.ts';
-import { type Check, runSubmissionChecks } from './checks.ts';
-import { REJECTIONS_LOOKBACK_MS, submissionsOpenAt } from './cooldown.ts';
-import { checkListing, type Listing, type ScopeJustification } from './listing.ts';
-import { draftMediaNames, type MediaSet, mediaSet, parseMediaNames } from './media.ts';
-import type { AppSubmissionsTable, SubmissionStatus } from './tables.ts';
+import type { AppContext } from '../../../context.ts';
+import { newestFirst } from '../../../db/paging.ts';
+import { AppError, type FieldError, validationError } from '../../../lib/errors.ts';
+import { newId } from '../../../lib/ids.ts';
+import type { Page, PageRequest } from '../../../lib/paging.ts';
+import type { Scope } from '../../accounts/roles.ts';
+import { APP_FIELDS, type Manifest } from '../../apps/manifest.ts';
+import { jsonArray } from '../../apps/registry.ts';
+import {
+  type App,
+  type AppPatch,
+  getApp,
+  normalizeAppPatch,
+  type ReviewedValues,
+} from '../../apps/service.ts';
+import { versionRow } from '../../apps/versions.ts';
+import { spendOutbound } from '../../outbound/budget.ts';
+import { type Check, runSubmissionChecks } from '../checks/pipeline.ts';
+import { REJECTIONS_LOOKBACK_MS, submissionsOpenAt } from '../listing/cooldown.ts';
+import { checkListing, type Listing, type ScopeJustification } from '../listing/rules.ts';
+import { draftMediaNames, type MediaSet, mediaSet, parseMediaNames } from '../media/service.ts';
+import type { AppSubmissionsTable, SubmissionStatus } from '../tables.ts';
 
 /** The app's reviewed values as a submission carries them in `app`; its events URL travels beside. */
 export type AppSnapshot = Omit<ReviewedValues, 'events_url'>;

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { peerAddress } from '../../http/rate-limits.ts';
+import { peerAddress } from '../../../http/rate-limits.ts';
 
 /**
  * "Check my events URL" makes Waybill send two requests to a server the developer names: thirty

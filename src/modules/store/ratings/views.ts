@@ -1,8 +1,8 @@
-import { html, type SafeHtml } from '../../web/html.ts';
-import { csrfField } from '../../web/layout.ts';
-import type { StoreApp } from './catalogue.ts';
-import type { Lang } from './categories.ts';
-import type { MediaRef, MediaSet } from './media.ts';
+import { html, type SafeHtml } from '../../../web/html.ts';
+import { csrfField } from '../../../web/layout.ts';
+import type { StoreApp } from '../catalogue/queries.ts';
+import type { Lang } from '../listing/categories.ts';
+import type { MediaRef, MediaSet } from '../media/service.ts';
 import { REPLY_BODY_MAX, REVIEW_BODY_MAX, type Review } from './reviews.ts';
 
 /** Pages load images from the same origin (CSP img-src 'self'): the path of the API's URL. */

@@ -1,14 +1,14 @@
 import { sql } from 'kysely';
-import type { AppContext, Trx } from '../../context.ts';
-import { newestFirst } from '../../db/paging.ts';
-import { DAY } from '../../lib/clock.ts';
-import { AppError, validationError } from '../../lib/errors.ts';
-import { newId } from '../../lib/ids.ts';
-import type { Page, PageRequest } from '../../lib/paging.ts';
-import { requireReviewer } from '../apps/moderation.ts';
-import { getApp } from '../apps/service.ts';
-import { characterCount } from './listing.ts';
-import type { AppReviewsTable } from './tables.ts';
+import type { AppContext, Trx } from '../../../context.ts';
+import { newestFirst } from '../../../db/paging.ts';
+import { DAY } from '../../../lib/clock.ts';
+import { AppError, validationError } from '../../../lib/errors.ts';
+import { newId } from '../../../lib/ids.ts';
+import type { Page, PageRequest } from '../../../lib/paging.ts';
+import { requireReviewer } from '../../apps/moderation.ts';
+import { getApp } from '../../apps/service.ts';
+import { characterCount } from '../listing/rules.ts';
+import type { AppReviewsTable } from '../tables.ts';
 
 /** CONTRACT.md "Store trust". */
 export const REVIEW_BODY_MAX = 2000;

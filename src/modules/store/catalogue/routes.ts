@@ -1,10 +1,16 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { AppContext } from '../../context.ts';
-import { errorResponses, Page } from '../../http/schemas.ts';
-import { requireUser } from '../accounts/access.ts';
-import { getStoreApp, listStoreApps } from './catalogue.ts';
-import { CATEGORIES } from './categories.ts';
-import { CategoriesSchema, ReviewParams, StoreAppQuery, StoreAppSchema, StoreListQuery } from './schemas.ts';
+import type { AppContext } from '../../../context.ts';
+import { errorResponses, Page } from '../../../http/schemas.ts';
+import { requireUser } from '../../accounts/access.ts';
+import { CATEGORIES } from '../listing/categories.ts';
+import {
+  CategoriesSchema,
+  ReviewParams,
+  StoreAppQuery,
+  StoreAppSchema,
+  StoreListQuery,
+} from '../submissions/schemas.ts';
+import { getStoreApp, listStoreApps } from './queries.ts';
 
 const tags = ['App Store'];
 

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import sharp, { type Metadata } from 'sharp';
-import type { AppContext, Trx } from '../../context.ts';
-import { AppError } from '../../lib/errors.ts';
-import { jsonArray } from '../apps/registry.ts';
-import { getApp } from '../apps/service.ts';
-import type { ListingMediaTable } from './tables.ts';
+import type { AppContext, Trx } from '../../../context.ts';
+import { AppError } from '../../../lib/errors.ts';
+import { jsonArray } from '../../apps/registry.ts';
+import { getApp } from '../../apps/service.ts';
+import type { ListingMediaTable } from '../tables.ts';
 
 export type MediaKind = 'icon' | 'screenshot';
 

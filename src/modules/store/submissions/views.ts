@@ -1,12 +1,12 @@
-import type { FieldError } from '../../lib/errors.ts';
-import { html, type SafeHtml } from '../../web/html.ts';
-import { csrfField } from '../../web/layout.ts';
-import { SCOPE_DESCRIPTIONS, SCOPES } from '../accounts/roles.ts';
-import { type PortalPage, portalPage } from '../apps/portal-views.ts';
-import type { App } from '../apps/service.ts';
-import { CATEGORIES } from './categories.ts';
-import { checksList, statusBadge } from './check-views.ts';
-import type { Check } from './checks.ts';
+import type { FieldError } from '../../../lib/errors.ts';
+import { html, type SafeHtml } from '../../../web/html.ts';
+import { csrfField } from '../../../web/layout.ts';
+import { SCOPE_DESCRIPTIONS, SCOPES } from '../../accounts/roles.ts';
+import { type PortalPage, portalPage } from '../../apps/portal-views.ts';
+import type { App } from '../../apps/service.ts';
+import type { Check } from '../checks/pipeline.ts';
+import { checksList, statusBadge } from '../checks/views.ts';
+import { CATEGORIES } from '../listing/categories.ts';
 import {
   characterCount,
   DESCRIPTION_MAX,
@@ -14,8 +14,8 @@ import {
   JUSTIFICATION_MIN,
   type Listing,
   TAGLINE_MAX,
-} from './listing.ts';
-import type { Submission } from './submissions.ts';
+} from '../listing/rules.ts';
+import type { Submission } from './service.ts';
 
 /** Everything the submission form holds, as typed: the listing, the app's reviewed values, the note. */
 export interface SubmissionFormValues {

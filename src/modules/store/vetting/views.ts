@@ -1,11 +1,11 @@
-import { html, type SafeHtml } from '../../web/html.ts';
-import { csrfField, layout } from '../../web/layout.ts';
-import { categoryLabel } from './categories.ts';
-import { checksList, statusBadge } from './check-views.ts';
-import { characterCount, type Listing } from './listing.ts';
-import type { QueueItem, ReviewedSubmission } from './review.ts';
-import type { SubmissionStatus } from './tables.ts';
-import { mediaComparison } from './trust-views.ts';
+import { html, type SafeHtml } from '../../../web/html.ts';
+import { csrfField, layout } from '../../../web/layout.ts';
+import { checksList, statusBadge } from '../checks/views.ts';
+import { categoryLabel } from '../listing/categories.ts';
+import { characterCount, type Listing } from '../listing/rules.ts';
+import { mediaComparison } from '../ratings/views.ts';
+import type { SubmissionStatus } from '../tables.ts';
+import type { QueueItem, ReviewedSubmission } from './service.ts';
 
 export interface ConsolePage {
   csrf: string;

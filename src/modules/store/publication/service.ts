@@ -1,11 +1,11 @@
-import type { AppContext, Trx } from '../../context.ts';
-import { AppError } from '../../lib/errors.ts';
-import { type App, applyReviewedValues, getApp } from '../apps/service.ts';
-import type { Listing } from './listing.ts';
-import { parseMediaNames } from './media.ts';
-import { searchDocument } from './search.ts';
-import type { AppSnapshot } from './submissions.ts';
-import type { AppSubmissionsTable } from './tables.ts';
+import type { AppContext, Trx } from '../../../context.ts';
+import { AppError } from '../../../lib/errors.ts';
+import { type App, applyReviewedValues, getApp } from '../../apps/service.ts';
+import type { Listing } from '../listing/rules.ts';
+import { searchDocument } from '../listing/search.ts';
+import { parseMediaNames } from '../media/service.ts';
+import type { AppSnapshot } from '../submissions/service.ts';
+import type { AppSubmissionsTable } from '../tables.ts';
 
 function parsed<T>(value: unknown): T {
   return (typeof value === 'string' ? JSON.parse(value) : value) as T;

@@ -1,19 +1,19 @@
-import type { AppContext } from '../../context.ts';
-import { userAgent } from '../../delivery/message.ts';
+import type { AppContext } from '../../../context.ts';
+import { userAgent } from '../../../delivery/message.ts';
 import {
   guardedAgent,
   type OutgoingMessage,
   responseText,
   type SendResult,
   sendMessage,
-} from '../../delivery/sender.ts';
-import { signatureHeader } from '../../delivery/signing.ts';
-import { newSigningSecret } from '../../lib/crypto.ts';
-import { newId } from '../../lib/ids.ts';
-import { eventsSigningSecrets } from '../apps/secrets.ts';
-import { buildEnvelope } from '../shipments/events.ts';
-import { justificationGaps, type Listing } from './listing.ts';
-import { checkMediaSet, type MediaCheckItem, type MediaNames } from './media.ts';
+} from '../../../delivery/sender.ts';
+import { signatureHeader } from '../../../delivery/signing.ts';
+import { newSigningSecret } from '../../../lib/crypto.ts';
+import { newId } from '../../../lib/ids.ts';
+import { eventsSigningSecrets } from '../../apps/secrets.ts';
+import { buildEnvelope } from '../../shipments/events.ts';
+import { justificationGaps, type Listing } from '../listing/rules.ts';
+import { checkMediaSet, type MediaCheckItem, type MediaNames } from '../media/service.ts';
 
 export const CHECK_NAMES = [
   'events_url_rejects_bad_signature',
