@@ -1,26 +1,32 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppContext } from '../../context.ts';
-import { storePages } from './catalogue/pages.ts';
-import { storeRoutes } from './catalogue/routes.ts';
+import { cataloguePages } from './catalogue/pages.ts';
+import { catalogueRoutes } from './catalogue/routes.ts';
 import { mediaRoutes } from './media/routes.ts';
-import { reviewPortalPages } from './ratings/pages.ts';
-import { reviewApiRoutes } from './ratings/routes.ts';
-import { portalStorePages } from './submissions/pages.ts';
-import { developerStoreRoutes } from './submissions/routes.ts';
-import { reviewPages } from './vetting/pages.ts';
-import { reviewRoutes } from './vetting/routes.ts';
+import { publicationRoutes } from './publication/routes.ts';
+import { ratingPages } from './ratings/pages.ts';
+import { ratingRoutes } from './ratings/routes.ts';
+import { submissionPages } from './submissions/pages.ts';
+import { submissionRoutes } from './submissions/routes.ts';
+import { vettingPages } from './vetting/pages.ts';
+import { vettingRoutes } from './vetting/routes.ts';
 
-/** The store capability: submissions and checks, review, publication, the App Store, and their pages. */
+/**
+ * The store capability, room by room: submissions and their checks, publication, media, ratings,
+ * the reviewers' console (vetting) and the public catalogue. The API's rooms come first, in the
+ * order the OpenAPI document lists them; then the pages.
+ */
 export function storeModule(ctx: AppContext): FastifyPluginAsync {
   return async (app) => {
-    await app.register(developerStoreRoutes(ctx));
+    await app.register(submissionRoutes(ctx));
+    await app.register(publicationRoutes(ctx));
     await app.register(mediaRoutes(ctx));
-    await app.register(reviewApiRoutes(ctx));
-    await app.register(reviewRoutes(ctx));
-    await app.register(storeRoutes(ctx));
-    await app.register(portalStorePages(ctx));
-    await app.register(reviewPages(ctx));
-    await app.register(reviewPortalPages(ctx));
-    await app.register(storePages(ctx));
+    await app.register(ratingRoutes(ctx));
+    await app.register(vettingRoutes(ctx));
+    await app.register(catalogueRoutes(ctx));
+    await app.register(submissionPages(ctx));
+    await app.register(vettingPages(ctx));
+    await app.register(ratingPages(ctx));
+    await app.register(cataloguePages(ctx));
   };
 }

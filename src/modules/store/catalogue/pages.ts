@@ -6,6 +6,8 @@ import { type DashboardView, dashboardView } from '../../../web/dashboard.ts';
 import { html, type SafeHtml } from '../../../web/html.ts';
 import { type Form, redirectWithFlash, sendErrorPage, showPage } from '../../../web/pages/common.ts';
 import { CATEGORIES, isCategory, type Lang } from '../listing/categories.ts';
+import { TRUST_WORDS } from '../listing/words.ts';
+import { icon, screenshots } from '../media/views.ts';
 import {
   createReview,
   deleteReview,
@@ -13,17 +15,9 @@ import {
   type Review,
   reviewEligibility,
 } from '../ratings/reviews.ts';
-import {
-  icon,
-  installs,
-  ratingSummary,
-  reviewForm,
-  reviewList,
-  screenshots,
-  stars,
-  TRUST_WORDS,
-} from '../ratings/views.ts';
+import { reviewForm, reviewList, stars } from '../ratings/views.ts';
 import { getStoreApp, listStoreApps, STORE_SORTS, type StoreApp, type StoreSort } from './queries.ts';
+import { installs, ratingSummary } from './views.ts';
 
 const PATH = '/dashboard/store';
 
@@ -125,7 +119,7 @@ ${reviewsSection(view, app, part)}`;
 }
 
 /** The App Store in the dashboard: published apps for the company being viewed. */
-export function storePages(ctx: AppContext): FastifyPluginAsync {
+export function cataloguePages(ctx: AppContext): FastifyPluginAsync {
   return async (app) => {
     // People get a page, not problem JSON, when something is refused or missing.
     app.setErrorHandler((error: FastifyError, request, reply) => {

@@ -10,7 +10,8 @@ import { jsonArray } from '../../apps/registry.ts';
 import { categoryLabel, type Lang } from '../listing/categories.ts';
 import type { Listing, ScopeJustification } from '../listing/rules.ts';
 import { searchQuery } from '../listing/search.ts';
-import { type MediaNames, type MediaRef, mediaSet, NO_MEDIA } from '../media/service.ts';
+import { type MediaNames, type MediaRef, NO_MEDIA } from '../media/images.ts';
+import { mediaSet } from '../media/service.ts';
 import type { StoreListingsTable } from '../tables.ts';
 
 /** A published app as the App Store shows it, in one language. */

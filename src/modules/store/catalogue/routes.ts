@@ -3,19 +3,19 @@ import type { AppContext } from '../../../context.ts';
 import { errorResponses, Page } from '../../../http/schemas.ts';
 import { requireUser } from '../../accounts/access.ts';
 import { CATEGORIES } from '../listing/categories.ts';
+import { getStoreApp, listStoreApps } from './queries.ts';
 import {
   CategoriesSchema,
-  ReviewParams,
+  StoreAppParams,
   StoreAppQuery,
   StoreAppSchema,
   StoreListQuery,
-} from '../submissions/schemas.ts';
-import { getStoreApp, listStoreApps } from './queries.ts';
+} from './schemas.ts';
 
 const tags = ['App Store'];
 
 /** The App Store for any signed-in person (a person's session token), and its category list. */
-export function storeRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
+export function catalogueRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
       '/v1/store/categories',
@@ -57,7 +57,7 @@ export function storeRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           schema: {
             tags,
             summary: 'One published app with its scopes and their justifications',
-            params: ReviewParams,
+            params: StoreAppParams,
             querystring: StoreAppQuery,
             response: { 200: StoreAppSchema, ...errorResponses(400, 401, 403, 404) },
           },

@@ -1,6 +1,6 @@
 import { html, type SafeHtml } from '../../../web/html.ts';
 import type { SubmissionStatus } from '../tables.ts';
-import type { Check } from './pipeline.ts';
+import type { Check } from './check.ts';
 
 const CHECK_LABELS: Record<Check['name'], string> = {
   events_url_rejects_bad_signature: 'Events URL refuses a wrong signature',

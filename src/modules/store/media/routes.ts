@@ -7,15 +7,9 @@ import { pageUser } from '../../../web/session.ts';
 import { requireUser } from '../../accounts/access.ts';
 import { requireReviewer } from '../../apps/moderation.ts';
 import { AppParams } from '../../apps/schemas.ts';
-import { MediaParams, MediaSetSchema, RawImageBody } from '../submissions/schemas.ts';
-import {
-  addScreenshot,
-  draftMedia,
-  removeScreenshot,
-  serveMedia,
-  UPLOAD_BODY_LIMIT,
-  uploadIcon,
-} from './service.ts';
+import { UPLOAD_BODY_LIMIT } from './images.ts';
+import { MediaParams, MediaSetSchema, RawImageBody } from './schemas.ts';
+import { addScreenshot, draftMedia, removeScreenshot, serveMedia, uploadIcon } from './service.ts';
 
 const YEAR_SECONDS = 365 * 24 * 3600;
 const ImageBytes = Type.Unsafe<Buffer>({ type: 'string', format: 'binary' });

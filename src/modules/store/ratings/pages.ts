@@ -15,7 +15,7 @@ type AppRoute = { Params: { id: string } };
 type ReplyRoute = { Params: { id: string; review_id: string }; Body: Form };
 
 /** The developer portal's reviews page: every review of the app, hidden ones with why, and a reply form. */
-export function reviewPortalPages(ctx: AppContext): FastifyPluginAsync {
+export function ratingPages(ctx: AppContext): FastifyPluginAsync {
   return async (app) => {
     const hide = { schema: { hide: true } };
     const post = { ...hide, preValidation: app.csrfProtection };

@@ -6,15 +6,6 @@ import { requireUser } from '../../accounts/access.ts';
 import { requireReviewer } from '../../apps/moderation.ts';
 import { AppParams } from '../../apps/schemas.ts';
 import {
-  AppReviewParams,
-  HideBody,
-  ReplyBody,
-  ReviewBody,
-  ReviewIdParams,
-  ReviewPatchBody,
-  ReviewSchema,
-} from '../submissions/schemas.ts';
-import {
   createReview,
   deleteReview,
   developerReviews,
@@ -23,12 +14,21 @@ import {
   setReviewHidden,
   updateReview,
 } from './reviews.ts';
+import {
+  AppReviewParams,
+  HideBody,
+  ReplyBody,
+  ReviewBody,
+  ReviewIdParams,
+  ReviewPatchBody,
+  ReviewSchema,
+} from './schemas.ts';
 
 /**
  * Ratings and reviews (CONTRACT.md "Store trust"): companies review in the store, the developer
  * replies in the developer API, reviewers hide. A person's session token everywhere.
  */
-export function reviewApiRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
+export function ratingRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.addHook('preValidation', async (request) => {
       requireUser(request.principal);

@@ -7,7 +7,7 @@ import { sendPage } from '../../../web/layout.ts';
 import { isScope, SCOPES } from '../../accounts/roles.ts';
 import { appNotFound } from '../../apps/portal-pages.ts';
 import { type App, getApp } from '../../apps/service.ts';
-import type { Check } from '../checks/pipeline.ts';
+import type { Check } from '../checks/check.ts';
 import { unpublishApp } from '../publication/service.ts';
 import { checkRunsRateLimit } from './rate-limits.ts';
 import {
@@ -20,7 +20,7 @@ import {
 } from './service.ts';
 import { formDefaults, type SubmissionFormValues, submissionForm, submissionHistory } from './views.ts';
 
-const script = readFileSync(new URL('../../web/static/submission-form.js', import.meta.url), 'utf8');
+const script = readFileSync(new URL('../../../web/static/submission-form.js', import.meta.url), 'utf8');
 
 type Form = Record<string, string | string[] | undefined>;
 type AppRoute = { Params: { id: string }; Body: Form; Querystring: { done?: string } };
@@ -98,7 +98,7 @@ function fieldErrors(error: AppError): FieldError[] {
 }
 
 /** The developer portal's App Store pages: submit, history, withdraw, check the events URL, unpublish. */
-export function portalStorePages(ctx: AppContext): FastifyPluginAsync {
+export function submissionPages(ctx: AppContext): FastifyPluginAsync {
   return async (app) => {
     const hide = { schema: { hide: true } };
     const post = { ...hide, preValidation: app.csrfProtection };

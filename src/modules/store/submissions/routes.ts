@@ -3,8 +3,7 @@ import type { AppContext } from '../../../context.ts';
 import { errorResponses, Page, PageQuery } from '../../../http/schemas.ts';
 import { AppError } from '../../../lib/errors.ts';
 import { requireUser } from '../../accounts/access.ts';
-import { AppParams, AppSchema } from '../../apps/schemas.ts';
-import { unpublishApp } from '../publication/service.ts';
+import { AppParams } from '../../apps/schemas.ts';
 import { checkRunsRateLimit } from './rate-limits.ts';
 import {
   ChecksBody,
@@ -19,7 +18,7 @@ import { checkBeforeSubmitting, createSubmission, listSubmissions, withdrawSubmi
 const tags = ['Developer'];
 
 /** The App Store part of the developer API (CONTRACT.md "Developer API"): a person's session token only. */
-export function developerStoreRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
+export function submissionRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
     // Authenticate before validating: a caller without a person's token learns nothing about bodies.
     app.addHook('preValidation', async (request) => {
@@ -125,20 +124,6 @@ export function developerStoreRoutes(ctx: AppContext): FastifyPluginAsyncTypebox
       },
       async (request) =>
         checkBeforeSubmitting(ctx, requireUser(request.principal).userId, request.params.id, request.body),
-    );
-
-    app.post(
-      '/v1/developer/apps/:id/unpublish',
-      {
-        config: { auth: 'session' },
-        schema: {
-          tags,
-          summary: 'Make the app private: off the store; installations keep working',
-          params: AppParams,
-          response: { 200: AppSchema, ...errorResponses(401, 403, 404, 409) },
-        },
-      },
-      async (request) => unpublishApp(ctx, requireUser(request.principal).userId, request.params.id),
     );
   };
 }

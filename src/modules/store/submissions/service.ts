@@ -15,10 +15,12 @@ import {
 } from '../../apps/service.ts';
 import { versionRow } from '../../apps/versions.ts';
 import { spendOutbound } from '../../outbound/budget.ts';
-import { type Check, runSubmissionChecks } from '../checks/pipeline.ts';
+import type { Check } from '../checks/check.ts';
+import { runSubmissionChecks } from '../checks/pipeline.ts';
 import { REJECTIONS_LOOKBACK_MS, submissionsOpenAt } from '../listing/cooldown.ts';
 import { checkListing, type Listing, type ScopeJustification } from '../listing/rules.ts';
-import { draftMediaNames, type MediaSet, mediaSet, parseMediaNames } from '../media/service.ts';
+import type { MediaSet } from '../media/images.ts';
+import { draftMediaNames, mediaSet, parseMediaNames } from '../media/service.ts';
 import type { AppSubmissionsTable, SubmissionStatus } from '../tables.ts';
 
 /** The app's reviewed values as a submission carries them in `app`; its events URL travels beside. */

@@ -4,7 +4,7 @@ import { csrfField } from '../../../web/layout.ts';
 import { SCOPE_DESCRIPTIONS, SCOPES } from '../../accounts/roles.ts';
 import { type PortalPage, portalPage } from '../../apps/portal-views.ts';
 import type { App } from '../../apps/service.ts';
-import type { Check } from '../checks/pipeline.ts';
+import type { Check } from '../checks/check.ts';
 import { checksList, statusBadge } from '../checks/views.ts';
 import { CATEGORIES } from '../listing/categories.ts';
 import {

@@ -52,7 +52,7 @@ function refusedPage(error: AppError, csrf: string, reply: FastifyReply) {
 }
 
 /** The review console (reviewers only): the queue, a submission beside the live app, start and decide. */
-export function reviewPages(ctx: AppContext): FastifyPluginAsync {
+export function vettingPages(ctx: AppContext): FastifyPluginAsync {
   return async (app) => {
     const hide = { schema: { hide: true } };
     const post = { ...hide, preValidation: app.csrfProtection };

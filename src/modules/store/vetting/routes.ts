@@ -2,20 +2,20 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../../context.ts';
 import { errorResponses, Page } from '../../../http/schemas.ts';
 import { requireUser } from '../../accounts/access.ts';
+import { SubmissionSchema } from '../submissions/schemas.ts';
 import {
   DecisionBody,
   QueueItemSchema,
   QueueQuery,
   ReviewedSubmissionSchema,
-  ReviewParams,
-  SubmissionSchema,
-} from '../submissions/schemas.ts';
+  SubmissionIdParams,
+} from './schemas.ts';
 import { decide, requireReviewer, reviewQueue, startReview, submissionForReview } from './service.ts';
 
 const tags = ['Review'];
 
 /** /v1/review/...: reviewers only (WAYBILL_REVIEWER_EMAILS); anyone else gets 403 on every path. */
-export function reviewRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
+export function vettingRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
     // Who may call comes before what they sent.
     app.addHook('preValidation', async (request) => {
@@ -44,7 +44,7 @@ export function reviewRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         schema: {
           tags,
           summary: "A submission beside the app's live values and store listing",
-          params: ReviewParams,
+          params: SubmissionIdParams,
           response: { 200: ReviewedSubmissionSchema, ...errorResponses(401, 403, 404) },
         },
       },
@@ -58,7 +58,7 @@ export function reviewRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         schema: {
           tags,
           summary: 'Start the review: submitted -> in_review',
-          params: ReviewParams,
+          params: SubmissionIdParams,
           response: { 200: SubmissionSchema, ...errorResponses(401, 403, 404, 409) },
         },
       },
@@ -72,7 +72,7 @@ export function reviewRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         schema: {
           tags,
           summary: 'Decide: approved (publishes), rejected or changes_requested, with a note',
-          params: ReviewParams,
+          params: SubmissionIdParams,
           body: DecisionBody,
           response: { 200: SubmissionSchema, ...errorResponses(400, 401, 403, 404, 409) },
         },

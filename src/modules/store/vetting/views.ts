@@ -3,7 +3,8 @@ import { csrfField, layout } from '../../../web/layout.ts';
 import { checksList, statusBadge } from '../checks/views.ts';
 import { categoryLabel } from '../listing/categories.ts';
 import { characterCount, type Listing } from '../listing/rules.ts';
-import { mediaComparison } from '../ratings/views.ts';
+import type { MediaSet } from '../media/images.ts';
+import { imagePath } from '../media/views.ts';
 import type { SubmissionStatus } from '../tables.ts';
 import type { QueueItem, ReviewedSubmission } from './service.ts';
 
@@ -174,4 +175,23 @@ ${submission.live_listing ? html`<details><summary>The listing in the store now<
 ${moderationForms({ id: submission.app_id, status: submission.live.status }, submission.id, page.csrf)}
 </section>`,
   );
+}
+
+/** The review console: the submission's images beside the store's. */
+export function mediaComparison(submitted: MediaSet, live: MediaSet): SafeHtml {
+  const column = (set: MediaSet, label: string) => html`<div><h3>${label}</h3>
+${set.icon ? html`<p><img class="app-icon large" src="${imagePath(set.icon.url)}" alt="Icon" width="96" height="96"></p>` : html`<p class="muted">No icon.</p>`}
+${
+  set.screenshots.length > 0
+    ? html`<ul class="plain screenshots">${set.screenshots.map(
+        (s, i) =>
+          html`<li><a href="${imagePath(s.url)}"><img src="${imagePath(s.url)}" alt="Screenshot ${i + 1}" loading="lazy"></a></li>`,
+      )}</ul>`
+    : html`<p class="muted">No screenshots.</p>`
+}</div>`;
+  const same =
+    submitted.icon?.name === live.icon?.name &&
+    submitted.screenshots.map((s) => s.name).join() === live.screenshots.map((s) => s.name).join();
+  return html`<section class="card"><h2>Images ${same ? html`<span class="muted">(unchanged)</span>` : html`<span class="badge">changes</span>`}</h2>
+<div class="media-compare">${column(submitted, 'Submitted')}${column(live, 'In the store now')}</div></section>`;
 }
