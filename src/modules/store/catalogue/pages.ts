@@ -8,13 +8,9 @@ import { type Form, redirectWithFlash, sendErrorPage, showPage } from '../../../
 import { CATEGORIES, isCategory, type Lang } from '../listing/categories.ts';
 import { TRUST_WORDS } from '../listing/words.ts';
 import { icon, screenshots } from '../media/views.ts';
-import {
-  createReview,
-  deleteReview,
-  listReviews,
-  type Review,
-  reviewEligibility,
-} from '../ratings/reviews.ts';
+import { reviewEligibility } from '../ratings/eligibility.ts';
+import { createReview, deleteReview, listReviews } from '../ratings/reviews.ts';
+import type { Review } from '../ratings/rows.ts';
 import { reviewForm, reviewList, stars } from '../ratings/views.ts';
 import { getStoreApp, listStoreApps, STORE_SORTS, type StoreApp, type StoreSort } from './queries.ts';
 import { installs, ratingSummary } from './views.ts';

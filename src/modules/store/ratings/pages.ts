@@ -8,7 +8,7 @@ import type { Form } from '../../../web/pages/common.ts';
 import { appNotFound } from '../../apps/portal-pages.ts';
 import { portalPage } from '../../apps/portal-views.ts';
 import { type App, getApp } from '../../apps/service.ts';
-import { developerReviews, replyToReview } from './reviews.ts';
+import { developerReviews, replyToReview } from './replies.ts';
 import { reviewList } from './views.ts';
 
 type AppRoute = { Params: { id: string } };

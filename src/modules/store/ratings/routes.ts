@@ -5,15 +5,9 @@ import { errorResponses, Page, PageQuery } from '../../../http/schemas.ts';
 import { requireUser } from '../../accounts/access.ts';
 import { requireReviewer } from '../../apps/moderation.ts';
 import { AppParams } from '../../apps/schemas.ts';
-import {
-  createReview,
-  deleteReview,
-  developerReviews,
-  listReviews,
-  replyToReview,
-  setReviewHidden,
-  updateReview,
-} from './reviews.ts';
+import { setReviewHidden } from './hiding.ts';
+import { developerReviews, replyToReview } from './replies.ts';
+import { createReview, deleteReview, listReviews, updateReview } from './reviews.ts';
 import {
   AppReviewParams,
   HideBody,

@@ -2,7 +2,8 @@ import { html, type SafeHtml } from '../../../web/html.ts';
 import { csrfField } from '../../../web/layout.ts';
 import type { Lang } from '../listing/categories.ts';
 import { TRUST_WORDS } from '../listing/words.ts';
-import { REPLY_BODY_MAX, REVIEW_BODY_MAX, type Review } from './reviews.ts';
+import type { Review } from './rows.ts';
+import { REPLY_BODY_MAX, REVIEW_BODY_MAX } from './rules.ts';
 
 const when = (iso: string) => `${iso.slice(0, 10)}`;
 
