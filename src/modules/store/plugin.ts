@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { cataloguePages } from './catalogue/pages.ts';
 import { catalogueRoutes } from './catalogue/routes.ts';
+import { mediaPages } from './media/pages.ts';
 import { mediaRoutes } from './media/routes.ts';
 import { publicationRoutes } from './publication/routes.ts';
 import { ratingPages } from './ratings/pages.ts';
@@ -25,6 +26,7 @@ export function storeModule(ctx: AppContext): FastifyPluginAsync {
     await app.register(vettingRoutes(ctx));
     await app.register(catalogueRoutes(ctx));
     await app.register(submissionPages(ctx));
+    await app.register(mediaPages(ctx));
     await app.register(vettingPages(ctx));
     await app.register(ratingPages(ctx));
     await app.register(cataloguePages(ctx));

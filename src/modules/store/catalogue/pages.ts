@@ -9,7 +9,7 @@ import { CATEGORIES, isCategory, type Lang } from '../listing/categories.ts';
 import { TRUST_WORDS } from '../listing/words.ts';
 import { icon, screenshots } from '../media/views.ts';
 import { reviewEligibility } from '../ratings/eligibility.ts';
-import { createReview, deleteReview, listReviews } from '../ratings/reviews.ts';
+import { createReview, deleteReview, listReviews, updateReview } from '../ratings/reviews.ts';
 import type { Review } from '../ratings/rows.ts';
 import { reviewForm, reviewList, stars } from '../ratings/views.ts';
 import { getStoreApp, listStoreApps, STORE_SORTS, type StoreApp, type StoreSort } from './queries.ts';
@@ -114,6 +114,12 @@ ${screenshots(app.screenshots, app.name, app.lang)}
 ${reviewsSection(view, app, part)}`;
 }
 
+/** The form's stars; anything but 1 to 5 is 0, which the service refuses with its own message. */
+function formRating(form: Form): number {
+  const rating = Number(form.rating);
+  return Number.isInteger(rating) && rating >= 1 && rating <= 5 ? rating : 0;
+}
+
 /** The App Store in the dashboard: published apps for the company being viewed. */
 export function cataloguePages(ctx: AppContext): FastifyPluginAsync {
   return async (app) => {
@@ -207,10 +213,9 @@ ${
       const view = await dashboardView(ctx, request, reply);
       if (!view) return reply;
       const form = request.body ?? {};
-      const rating = Number(form.rating);
       try {
         await createReview(ctx, view.user.userId, request.params.id.slice(0, 64), {
-          rating: Number.isInteger(rating) && rating >= 1 && rating <= 5 ? rating : 0,
+          rating: formRating(form),
           body: typeof form.body === 'string' ? form.body : '',
           tenant_id: view.tenantId,
         });
@@ -226,6 +231,30 @@ ${
         'Thank you: your review is published.',
       );
     });
+
+    app.post<{ Params: { id: string; review_id: string }; Body: Form }>(
+      `${PATH}/:id/reviews/:review_id`,
+      post,
+      async (request, reply) => {
+        const view = await dashboardView(ctx, request, reply);
+        if (!view) return reply;
+        const form = request.body ?? {};
+        try {
+          await updateReview(
+            ctx,
+            view.user.userId,
+            request.params.id.slice(0, 64),
+            request.params.review_id.slice(0, 64),
+            { rating: formRating(form), body: typeof form.body === 'string' ? form.body : '' },
+          );
+        } catch (error) {
+          if (error instanceof AppError && error.status < 500)
+            return refusedOnPage(request, reply, view, error);
+          throw error;
+        }
+        return redirectWithFlash(ctx, reply, `${PATH}/${request.params.id}#reviews`, 'Your review is saved.');
+      },
+    );
 
     app.post<{ Params: { id: string; review_id: string }; Body: Form }>(
       `${PATH}/:id/reviews/:review_id/delete`,

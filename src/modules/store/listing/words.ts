@@ -16,6 +16,8 @@ export const TRUST_WORDS = {
     of: 'of 5',
     yours: 'Your company’s review',
     remove: 'Delete the review',
+    edit: 'Edit the review',
+    save: 'Save the review',
   },
   es: {
     reviews: 'Reseñas',
@@ -33,5 +35,7 @@ export const TRUST_WORDS = {
     of: 'de 5',
     yours: 'La reseña de tu empresa',
     remove: 'Borrar la reseña',
+    edit: 'Editar la reseña',
+    save: 'Guardar la reseña',
   },
 } as const;

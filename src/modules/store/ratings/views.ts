@@ -47,23 +47,40 @@ ${review.hidden ? html`<p class="flash error" role="note">${TRUST_WORDS[lang].hi
 <p class="pre review-body">${review.body}</p>
 ${replyBlock(review, lang)}
 ${options.replyForm ? replyForm(review, options.replyForm) : ''}
-${
-  options.ownActions && review.mine
-    ? html`<form class="inline" method="post" action="/dashboard/store/${options.ownActions.appId}/reviews/${review.id}/delete">${csrfField(options.ownActions.csrf)}<button type="submit" class="secondary">${TRUST_WORDS[lang].remove}</button></form>`
-    : ''
-}
+${options.ownActions && review.mine ? ownReviewActions(review, options.ownActions, lang) : ''}
 </li>`,
   )}</ul>`;
+}
+
+/** One to five stars as radio buttons, `checked` chosen. */
+function ratingChoices(lang: Lang, checked: number): SafeHtml {
+  return html`<fieldset class="row"><legend>${TRUST_WORDS[lang].rating}</legend>${[5, 4, 3, 2, 1].map(
+    (n) =>
+      html`<label class="check"><input type="radio" name="rating" value="${n}" required${n === checked ? html` checked` : ''}> ${n} ★</label>`,
+  )}</fieldset>`;
+}
+
+/** The company's own review: edit it in place (folded) or delete it. */
+function ownReviewActions(
+  review: Review,
+  options: NonNullable<ReviewListOptions['ownActions']>,
+  lang: Lang,
+): SafeHtml {
+  const w = TRUST_WORDS[lang];
+  const action = `/dashboard/store/${options.appId}/reviews/${review.id}`;
+  return html`<details class="edit-review"><summary>${w.edit}</summary>
+<form class="stack" method="post" action="${action}">${csrfField(options.csrf)}
+${ratingChoices(lang, review.rating)}
+<label>${w.text} <textarea name="body" rows="4" maxlength="${REVIEW_BODY_MAX}" required>${review.body}</textarea></label>
+<p><button type="submit">${w.save}</button></p></form></details>
+<form class="inline" method="post" action="${action}/delete">${csrfField(options.csrf)}<button type="submit" class="secondary">${w.remove}</button></form>`;
 }
 
 export function reviewForm(csrf: string, appId: string, companyName: string, lang: Lang): SafeHtml {
   const w = TRUST_WORDS[lang];
   return html`<form class="stack card review-form" method="post" action="/dashboard/store/${appId}/reviews">${csrfField(csrf)}
 <h3>${w.write} <span class="muted">(${companyName})</span></h3>
-<fieldset class="row"><legend>${w.rating}</legend>${[5, 4, 3, 2, 1].map(
-    (n) =>
-      html`<label class="check"><input type="radio" name="rating" value="${n}" required${n === 5 ? html` checked` : ''}> ${n} ★</label>`,
-  )}</fieldset>
+${ratingChoices(lang, 5)}
 <label>${w.text} <textarea name="body" rows="4" maxlength="${REVIEW_BODY_MAX}" required></textarea></label>
 <p><button type="submit">${w.send}</button></p></form>`;
 }

@@ -169,6 +169,7 @@ export function submissionHistory(
     html`<h1>${app.name} <span class="badge">${app.status}</span></h1>
 <p><a href="/developer/apps/${app.id}">Back to the app</a></p>
 <section class="card"><h2>App Store</h2>
+<p><a class="button secondary" href="/developer/apps/${app.id}/listing-media">Icon and screenshots</a></p>
 ${
   waiting
     ? html`<p class="muted">A submission is waiting for review. Withdraw it to send another.</p>`
