@@ -5,14 +5,13 @@ import type { Database } from '../../../db/schema.ts';
 import { AppError } from '../../../lib/errors.ts';
 import { type Page, type PageRequest, pageLimit } from '../../../lib/paging.ts';
 import { membershipOf, membershipsOfPerson } from '../../accounts/companies.ts';
-import { isScope, SCOPE_DESCRIPTIONS, type Scope } from '../../accounts/roles.ts';
+import { SCOPE_DESCRIPTIONS, type Scope } from '../../accounts/roles.ts';
 import { jsonArray } from '../../apps/registry.ts';
 import { categoryLabel, type Lang } from '../listing/categories.ts';
-import type { Listing, ScopeJustification } from '../listing/rules.ts';
+import type { ScopeJustification } from '../listing/rules.ts';
 import { searchQuery } from '../listing/search.ts';
-import { type MediaNames, type MediaRef, NO_MEDIA } from '../media/images.ts';
+import type { MediaRef } from '../media/images.ts';
 import { mediaSet } from '../media/service.ts';
-import type { StoreListingsTable } from '../tables.ts';
 
 /** A published app as the App Store shows it, in one language. */
 export interface StoreApp {
@@ -61,60 +60,6 @@ export interface StoreQuery extends PageRequest {
   q?: string;
   sort?: StoreSort;
   tenant_id?: string;
-}
-
-function toListing(row: StoreListingsTable): Listing {
-  return {
-    tagline: row.tagline,
-    description_en: row.description_en,
-    description_es: row.description_es,
-    category: row.category,
-    app_url: row.app_url,
-    scope_justifications: jsonArray<ScopeJustification>(row.scope_justifications),
-  };
-}
-
-/** The app's store listing as last approved, or null before any approval. */
-export async function listingOf(ctx: AppContext, appId: string): Promise<Listing | null> {
-  const row = await ctx.db
-    .selectFrom('store_listings')
-    .selectAll()
-    .where('app_id', '=', appId)
-    .executeTakeFirst();
-  return row ? toListing(row) : null;
-}
-
-/**
- * The justification of each scope, shown beside it on the consent page, while the app is published
- * (null otherwise: a private app has no reviewed listing to show).
- */
-export async function publishedJustifications(
-  ctx: AppContext,
-  appId: string,
-): Promise<Partial<Record<Scope, string>> | null> {
-  const row = await ctx.db
-    .selectFrom('store_listings')
-    .innerJoin('apps', 'apps.id', 'store_listings.app_id')
-    .select('store_listings.scope_justifications')
-    .where('store_listings.app_id', '=', appId)
-    .where('apps.status', '=', 'published')
-    .executeTakeFirst();
-  if (!row) return null;
-  const justifications: Partial<Record<Scope, string>> = {};
-  for (const entry of jsonArray<ScopeJustification>(row.scope_justifications)) {
-    if (isScope(entry.scope)) justifications[entry.scope] = entry.justification;
-  }
-  return justifications;
-}
-
-/** Where the install link sends people: the listing's app_url, which starts the OAuth flow. */
-export async function listingAppUrl(ctx: AppContext, appId: string): Promise<string | null> {
-  const row = await ctx.db
-    .selectFrom('store_listings')
-    .select('app_url')
-    .where('app_id', '=', appId)
-    .executeTakeFirst();
-  return row?.app_url ?? null;
 }
 
 /**
@@ -348,16 +293,6 @@ export async function listStoreApps(
     data: page.data.map((row) => presentStoreApp(ctx, row, lang, installed.has(row.id))),
     next_cursor: page.next_cursor,
   };
-}
-
-/** The names of the published listing's icon and screenshots (none before the first approval). */
-export async function publishedMediaNames(ctx: AppContext, appId: string): Promise<MediaNames> {
-  const row = await ctx.db
-    .selectFrom('store_listings')
-    .select(['icon', 'screenshots'])
-    .where('app_id', '=', appId)
-    .executeTakeFirst();
-  return row ? { icon: row.icon, screenshots: jsonArray<string>(row.screenshots) } : NO_MEDIA;
 }
 
 export async function getStoreApp(

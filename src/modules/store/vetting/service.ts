@@ -4,7 +4,7 @@ import { AppError } from '../../../lib/errors.ts';
 import type { Page, PageRequest } from '../../../lib/paging.ts';
 import { conflictOfInterest, requireReviewer } from '../../apps/moderation.ts';
 import { type App, getApp } from '../../apps/service.ts';
-import { listingOf, publishedMediaNames } from '../catalogue/queries.ts';
+import { listingOf, publishedMediaNames } from '../catalogue/listings.ts';
 import type { Listing } from '../listing/rules.ts';
 import type { MediaSet } from '../media/images.ts';
 import { mediaSet } from '../media/service.ts';
