@@ -16,7 +16,7 @@ import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { systemClock } from '../src/lib/clock.ts';
 import { newId } from '../src/lib/ids.ts';
-import { searchDocument, searchQuery } from '../src/modules/store/search.ts';
+import { searchDocument, searchQuery } from '../src/modules/store/index.ts';
 import { buildContext } from '../src/services.ts';
 import { BENCH_SECRET_KEY, throwawaySchema } from './fixtures.ts';
 

@@ -34,7 +34,7 @@ import { healthRoutes, registerHttpMetrics, registerStartingGate } from './modul
 import { privacyPages } from './modules/privacy/pages.ts';
 import { privacyRoutes } from './modules/privacy/routes.ts';
 import { shipmentsRoutes } from './modules/shipments/routes.ts';
-import { storeModule } from './modules/store/plugin.ts';
+import { storeModule } from './modules/store/index.ts';
 import { webhookGuideRoutes } from './modules/webhooks/guide.ts';
 import { addEventCatalogue } from './modules/webhooks/openapi-webhooks.ts';
 import { webhookPages } from './modules/webhooks/pages.ts';

@@ -8,7 +8,7 @@ import { signUp } from './modules/accounts/users.ts';
 import { seedDemoApp } from './modules/apps/demo.ts';
 import { seedDemoConsole } from './modules/console/demo.ts';
 import { createShipment, moveShipment } from './modules/shipments/service.ts';
-import { seedDemoStore } from './modules/store/demo.ts';
+import { seedDemoStore } from './modules/store/index.ts';
 
 export const DEMO_PASSWORD = 'waybill-demo-1';
 

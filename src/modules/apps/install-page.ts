@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { layout, sendPage } from '../../web/layout.ts';
 import { SCOPE_DESCRIPTIONS } from '../accounts/roles.ts';
-import { listingAppUrl } from '../store/catalogue.ts';
+import { listingAppUrl } from '../store/index.ts';
 import { type AppRecord, findAppByClientId } from './registry.ts';
 
 export function scopeList(scopes: AppRecord['scopes']): SafeHtml {

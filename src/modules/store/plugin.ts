@@ -1,26 +1,34 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppContext } from '../../context.ts';
-import { developerStoreRoutes } from './developer-routes.ts';
-import { mediaRoutes } from './media-routes.ts';
-import { portalStorePages } from './portal-pages.ts';
-import { reviewApiRoutes } from './review-api-routes.ts';
-import { reviewPages } from './review-pages.ts';
-import { reviewPortalPages } from './review-portal-pages.ts';
-import { reviewRoutes } from './review-routes.ts';
-import { storePages } from './store-pages.ts';
-import { storeRoutes } from './store-routes.ts';
+import { cataloguePages } from './catalogue/pages.ts';
+import { catalogueRoutes } from './catalogue/routes.ts';
+import { mediaPages } from './media/pages.ts';
+import { mediaRoutes } from './media/routes.ts';
+import { publicationRoutes } from './publication/routes.ts';
+import { ratingPages } from './ratings/pages.ts';
+import { ratingRoutes } from './ratings/routes.ts';
+import { submissionPages } from './submissions/pages.ts';
+import { submissionRoutes } from './submissions/routes.ts';
+import { vettingPages } from './vetting/pages.ts';
+import { vettingRoutes } from './vetting/routes.ts';
 
-/** The store capability: submissions and checks, review, publication, the App Store, and their pages. */
+/**
+ * The store capability, room by room: submissions and their checks, publication, media, ratings,
+ * the reviewers' console (vetting) and the public catalogue. The API's rooms come first, in the
+ * order the OpenAPI document lists them; then the pages.
+ */
 export function storeModule(ctx: AppContext): FastifyPluginAsync {
   return async (app) => {
-    await app.register(developerStoreRoutes(ctx));
+    await app.register(submissionRoutes(ctx));
+    await app.register(publicationRoutes(ctx));
     await app.register(mediaRoutes(ctx));
-    await app.register(reviewApiRoutes(ctx));
-    await app.register(reviewRoutes(ctx));
-    await app.register(storeRoutes(ctx));
-    await app.register(portalStorePages(ctx));
-    await app.register(reviewPages(ctx));
-    await app.register(reviewPortalPages(ctx));
-    await app.register(storePages(ctx));
+    await app.register(ratingRoutes(ctx));
+    await app.register(vettingRoutes(ctx));
+    await app.register(catalogueRoutes(ctx));
+    await app.register(submissionPages(ctx));
+    await app.register(mediaPages(ctx));
+    await app.register(vettingPages(ctx));
+    await app.register(ratingPages(ctx));
+    await app.register(cataloguePages(ctx));
   };
 }

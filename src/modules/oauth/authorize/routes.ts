@@ -4,7 +4,7 @@ import { toAppError } from '../../../http/errors.ts';
 import { AppError } from '../../../lib/errors.ts';
 import { sendPage } from '../../../web/layout.ts';
 import { pageUser } from '../../../web/session.ts';
-import { publishedJustifications } from '../../store/catalogue.ts';
+import { publishedJustifications } from '../../store/index.ts';
 import { UntrustedRedirectError } from '../errors.ts';
 import { installTargets, widenedTargets } from './accounts.ts';
 import { approveAuthorization } from './approve.ts';
