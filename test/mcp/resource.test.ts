@@ -83,7 +83,7 @@ describe('resource indicators and audience-bound tokens', () => {
     });
     expect(unauthenticated.status).toBe(401);
     expect(unauthenticated.headers.get('www-authenticate')).toBe(
-      `Bearer resource_metadata="${w.url}/.well-known/oauth-protected-resource/mcp"`,
+      `Bearer resource_metadata="${w.url}/.well-known/oauth-protected-resource/mcp", scope="shipments:read"`,
     );
   });
 
@@ -145,7 +145,7 @@ describe('resource indicators and audience-bound tokens', () => {
       const refused = await mcp(tokens.access_token);
       expect(refused.status).toBe(401);
       expect(refused.headers.get('www-authenticate')).toBe(
-        `Bearer error="invalid_token", resource_metadata="${w.url}/.well-known/oauth-protected-resource/mcp"`,
+        `Bearer error="invalid_token", resource_metadata="${w.url}/.well-known/oauth-protected-resource/mcp", scope="shipments:read"`,
       );
     }
     // API keys and session tokens: no passthrough.

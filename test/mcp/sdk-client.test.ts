@@ -293,7 +293,7 @@ describe.skipIf(!hasChromium)('the MCP SDK client against /mcp', () => {
     const raw = await rawMcp(provider.accessToken, { jsonrpc: '2.0', id: 1, method: 'tools/list' });
     expect(raw.status).toBe(401);
     expect(raw.headers.get('www-authenticate')).toBe(
-      `Bearer error="invalid_token", resource_metadata="${w.url}/.well-known/oauth-protected-resource/mcp"`,
+      `Bearer error="invalid_token", resource_metadata="${w.url}/.well-known/oauth-protected-resource/mcp", scope="shipments:read"`,
     );
     log(
       `after the company revoked the connection: ${raw.status}, WWW-Authenticate: ${raw.headers.get('www-authenticate')}`,

@@ -106,13 +106,16 @@ export function checkRegistration(body: unknown): Omit<Registered, 'client_id' |
   ) {
     throw new RegistrationError('invalid_client_metadata', 'client_name is text of at most 100 characters');
   }
-  let scope = SCOPES.join(' ');
+  // An agent may ask for any scope, as a metadata-document client may: the person's consent decides
+  // what it gets. A registration's `scope` is what the client asks first (an SDK client copies the
+  // 401's `scope="shipments:read"`); binding it would refuse the step-up of the first write.
+  // RFC 7591 section 3.2.1 lets the server answer other metadata than asked.
+  const scope = SCOPES.join(' ');
   if (meta.scope !== undefined) {
     const asked = typeof meta.scope === 'string' ? meta.scope.split(' ').filter(Boolean) : null;
     if (!asked || asked.length === 0 || !asked.every(isScope)) {
       throw new RegistrationError('invalid_client_metadata', `scope may hold only ${SCOPES.join(' ')}`);
     }
-    scope = [...new Set(asked)].join(' ');
   }
   let clientUri: string | undefined;
   if (meta.client_uri !== undefined) {
