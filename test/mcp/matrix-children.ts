@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,8 +70,8 @@ const EVERY = 'shipments:read shipments:write webhooks:read webhooks:write';
 
 /**
  * mcp-remote between a stdio host (the v1 SDK client here, as Claude Desktop is) and /mcp.
- * `firstScope`: what it asks at its first authorize (0.15 takes the 401's, 0.1.37 every scope the
- * metadata lists, so it never needs to step up).
+ * `firstScope`: what a host asks at its first authorize (0.15 takes the 401's; 0.1.37 and the
+ * Inspector every scope the metadata lists, so they never step up: the person must untick).
  */
 function mcpRemote(name: string, proxy: string, firstScope: string): ChildHost {
   return {
@@ -123,7 +124,74 @@ function mcpRemote(name: string, proxy: string, firstScope: string): ChildHost {
   };
 }
 
+/** One run of a command to its end: exit code and output. */
+function runToEnd(command: string, args: string[], env: NodeJS.ProcessEnv) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/**
+ * The MCP Inspector's CLI (`npx @modelcontextprotocol/inspector --cli URL --method ...`): one
+ * process a call, its OAuth state kept in a file under HOME between them (no keychain here); it opens the browser itself once
+ * told it may without a terminal (MCP_AUTO_OPEN_ENABLED=true).
+ */
+function inspectorCli(name: string, firstScope: string): ChildHost {
+  return {
+    name,
+    async run({ r, company, order }) {
+      const person = personAt(r, company);
+      const callback = `http://127.0.0.1:${await freePort()}/oauth/callback`;
+      const launcher = join(
+        ROOT,
+        'node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js',
+      );
+      const cli = async (...args: string[]) => {
+        const result = await runToEnd(
+          process.execPath,
+          [launcher, '--cli', `${r.w.url}/mcp`, '--callback-url', callback, '--format', 'json', ...args],
+          { ...person.env, MCP_AUTO_OPEN_ENABLED: 'true', MCP_INSPECTOR_SECRET_STORE: 'file' },
+        );
+        return result;
+      };
+      const call = (tool: string, args: Record<string, unknown>) =>
+        cli('--method', 'tools/call', '--tool-name', tool, '--tool-args-json', JSON.stringify(args));
+
+      const listed = await cli('--method', 'tools/list');
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(scopesAsked(r, name)).toEqual([firstScope]);
+      expect(listed.stdout).toMatch(/"name":\s*"get_shipment"/);
+      const read = await call('get_shipment', { id: order });
+      expect(read.code, read.stderr).toBe(0);
+      expect(read.stdout).toMatch(/"status":\s*"confirmed"/);
+
+      const moved = await call('update_shipment_status', { id: order, status: 'picked_up' });
+      writeFileSync(join(tmpdir(), 'waybill-matrix-inspector.log'), `${moved.stdout}\n${moved.stderr}`);
+      expect(moved.code, moved.stderr).toBe(0);
+      expect(moved.stdout).toMatch(/"status":\s*"picked_up"/);
+      expect(scopesAsked(r, name)).toEqual(firstScope === READ ? [READ, READ_WRITE] : [firstScope]);
+
+      await revokeConnection(r.w, company);
+      person.decide('deny');
+      const refused = await call('get_shipment', { id: order });
+      expect(refused.code).not.toBe(0);
+    },
+  };
+}
+
 export const childHosts: ChildHost[] = [
   mcpRemote('mcp-remote 0.15 (latest)', 'mcp-remote', READ),
   mcpRemote('mcp-remote 0.1.37', 'mcp-remote-0137', EVERY),
+  // The Inspector asks for every scope the metadata lists, whatever the 401 names.
+  inspectorCli('MCP Inspector CLI 2.12', EVERY),
 ];
