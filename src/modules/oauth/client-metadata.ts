@@ -7,7 +7,7 @@ import { newSecret } from '../../lib/ids.ts';
 import { textFault } from '../../lib/text.ts';
 import { SCOPES } from '../accounts/roles.ts';
 import { type AppRecord, findAppByClientId } from '../apps/registry.ts';
-import { UntrustedRedirectError } from './authorize/request.ts';
+import { UntrustedRedirectError } from './errors.ts';
 
 /** CONTRACT.md (Agents): 5 s, 64 KB, cached between 30 s and 24 h as its Cache-Control says. */
 const FETCH_DEADLINE_MS = 5 * SECOND;

@@ -8,7 +8,10 @@ import {
   metadataDocumentClient,
   redirectAllowed,
 } from '../client-metadata.ts';
-import { OAuthError } from '../errors.ts';
+import { OAuthError, UntrustedRedirectError } from '../errors.ts';
+
+/** approve.ts and the routes take it from here, beside the request it refuses. */
+export { UntrustedRedirectError };
 import { CODE_CHALLENGE } from '../pkce.ts';
 import { type Resource, requestedResource, resourceUrl } from '../resource.ts';
 
@@ -29,17 +32,6 @@ export interface AuthorizationRequest {
   resourceUrl: string;
   /** For a client known by its metadata document: who it says it is, for the consent page. */
   metadataDocument: { clientHost: string; redirectHost: string; loopbackOnly: boolean } | null;
-}
-
-/** Answered with an error page, never a redirect: the redirect target is not trusted (RFC 6749 4.1.2.1). */
-export class UntrustedRedirectError extends Error {
-  readonly status: number;
-
-  constructor(message: string, status = 400) {
-    super(message);
-    this.name = 'UntrustedRedirectError';
-    this.status = status;
-  }
 }
 
 /** Sent back to the client's verified redirect URI (RFC 6749 section 4.1.2.1). */

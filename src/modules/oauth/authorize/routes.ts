@@ -5,6 +5,7 @@ import { AppError } from '../../../lib/errors.ts';
 import { sendPage } from '../../../web/layout.ts';
 import { pageUser } from '../../../web/session.ts';
 import { publishedJustifications } from '../../store/catalogue.ts';
+import { UntrustedRedirectError } from '../errors.ts';
 import { installTargets, widenedTargets } from './accounts.ts';
 import { approveAuthorization } from './approve.ts';
 import { authorizeErrorPage, consentPage } from './consent-page.ts';
@@ -13,7 +14,6 @@ import {
   checkAuthorizationRequest,
   clientRedirect,
   RedirectedError,
-  UntrustedRedirectError,
 } from './request.ts';
 
 type Params = Record<string, unknown>;
