@@ -125,9 +125,9 @@ describe('client ID metadata documents', () => {
       [serve('/slash.json', { ...good(`${base}/slash.json/`) }), 'client_id is not the URL'],
       [
         serve('/big.json', { ...good(`${base}/big.json`), padding: 'x'.repeat(70 * 1024) }),
-        'larger than 64 KB',
+        'too large',
       ],
-      [serve('/not-json.json', 'client_name: nope'), 'not JSON'],
+      [serve('/not-json.json', 'client_name: nope'), 'was not valid JSON'],
       [
         serve('/secret.json', {
           ...good(`${base}/secret.json`),
@@ -172,7 +172,7 @@ describe('client ID metadata documents', () => {
     expect(text).toContain('Connect Loop Agent');
     expect(text).toContain(`<strong>127.0.0.1:${new URL(base).port}</strong>`);
     expect(text).toContain('<strong>127.0.0.1:50999</strong>');
-    expect(text).toContain('loopback');
+    expect(text).toContain('runs on a computer');
     const row = await w.ctx.db
       .selectFrom('agent_clients')
       .select('metadata_expires_at')
