@@ -2,7 +2,6 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import * as oauth from 'oauth4webapi';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CompanyFixture, call, createCompany } from '../support/api.ts';
@@ -10,9 +9,8 @@ import { hasChromium, launchChromium } from '../support/browser.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 import {
   authorizationRequest,
-  clientAuthOf,
   discover,
-  insecure,
+  exchangeCode,
   PASSWORD,
   registerApp,
   type TestApp,
@@ -102,22 +100,7 @@ describe.skipIf(!hasChromium)('the consent page in Chromium', () => {
     await write.uncheck();
     await page.getByRole('button', { name: 'Approve' }).click();
     await page.waitForURL(/\/callback\?/);
-    const as = await discover(w);
-    const client = { client_id: app.clientId };
-    const params = oauth.validateAuthResponse(as, client, new URL(page.url()), request.state);
-    const tokens = await oauth.processAuthorizationCodeResponse(
-      as,
-      client,
-      await oauth.authorizationCodeGrantRequest(
-        as,
-        client,
-        clientAuthOf(app),
-        params,
-        app.redirectUri,
-        request.verifier,
-        insecure,
-      ),
-    );
+    const tokens = await exchangeCode(await discover(w), app, new URL(page.url()), request);
     expect(tokens.scope).toBe('shipments:read');
     const write403 = await call(w, 'POST', '/v1/shipments', { token: tokens.access_token, body: {} });
     expect(write403.status).toBe(403);

@@ -222,6 +222,16 @@ export async function obtainTokens(
   const jar = await signedInJar(w, person);
   const request = await authorizationRequest(app, options.scope ? { scope: options.scope } : {});
   const location = await consent(jar, request, options.account ? { account: options.account } : {});
+  return exchangeCode(as, app, location, request);
+}
+
+/** The code the consent sent back to the app, exchanged as oauth4webapi does it. */
+export async function exchangeCode(
+  as: oauth.AuthorizationServer,
+  app: TestApp,
+  location: URL,
+  request: PkceRequest,
+): Promise<oauth.TokenEndpointResponse> {
   const client = { client_id: app.clientId };
   const params = oauth.validateAuthResponse(as, client, location, request.state);
   const response = await oauth.authorizationCodeGrantRequest(
