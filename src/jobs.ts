@@ -3,6 +3,8 @@ import { isDatabaseUnavailable } from './db/database.ts';
 import { purgeIdempotencyKeys } from './http/idempotency.ts';
 import { HOUR } from './lib/clock.ts';
 import { purgeSignInFailures } from './modules/accounts/sign-in-throttle.ts';
+import { purgeAddressCounts } from './modules/oauth/address-limit.ts';
+import { purgeDocumentFailures } from './modules/oauth/client-metadata.ts';
 import { purgeUnusedRegistrations } from './modules/oauth/registration.ts';
 import { purgeOutboundBudget } from './modules/outbound/budget.ts';
 
@@ -21,6 +23,8 @@ export const housekeeping: BackgroundJob[] = [
   { name: 'sign-in-failures', everyMs: HOUR, run: purgeSignInFailures },
   { name: 'outbound-budget', everyMs: HOUR, run: purgeOutboundBudget },
   { name: 'unused-agent-registrations', everyMs: HOUR, run: purgeUnusedRegistrations },
+  { name: 'oauth-address-counts', everyMs: HOUR, run: purgeAddressCounts },
+  { name: 'client-document-failures', everyMs: HOUR, run: purgeDocumentFailures },
 ];
 
 export interface Runner {

@@ -38,6 +38,9 @@ describe('agent connections', () => {
         redirect_uris: ['http://127.0.0.1:47011/callback'],
         application_type: 'native',
         token_endpoint_auth_method: 'none',
+        // Its own claims: never its host, never shown as verified.
+        client_uri: 'https://claude.ai/',
+        logo_uri: 'https://claude.ai/logo.png',
       }),
     });
     const registered = (await response.json()) as { client_id: string };
@@ -71,6 +74,9 @@ describe('agent connections', () => {
     const text = await page.text();
     expect(page.status).toBe(200);
     expect(text).toContain('Ops Copilot');
+    expect(text).toContain('Self-described');
+    expect(text).toContain('you are sent to <strong>127.0.0.1:47011</strong>');
+    expect(text).not.toContain('claude.ai');
     expect(text).toContain('name="mode" value="test" checked');
     const answer = await jar.postForm('/oauth/authorize', {
       ...formFields(text),
@@ -107,6 +113,7 @@ describe('agent connections', () => {
       client_id: agent.clientId,
       client_name: 'Ops Copilot',
       client_host: '127.0.0.1:47011',
+      self_described: true,
       mode: 'test',
       scopes: ['shipments:read'],
       customer_account_id: null,
@@ -127,6 +134,9 @@ describe('agent connections', () => {
     const jar = await signedInJar(w, company.owner);
     const page = await (await jar.fetch('/dashboard/agents')).text();
     expect(page).toContain('Ops Copilot');
+    expect(page).toContain('Self-described');
+    expect(page).toContain('returns to 127.0.0.1:47011');
+    expect(page).not.toContain('claude.ai');
     expect(page).toContain('test data');
 
     const revoked = await call(

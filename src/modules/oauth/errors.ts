@@ -48,6 +48,21 @@ export class OAuthError extends Error {
   }
 }
 
+/**
+ * An authorization request answered with an error page, never a redirect: the redirect target is
+ * not trusted (RFC 6749 section 4.1.2.1). Thrown by the request's checks and by the client
+ * metadata document's, so it lives here, below both.
+ */
+export class UntrustedRedirectError extends Error {
+  readonly status: number;
+
+  constructor(message: string, status = 400) {
+    super(message);
+    this.name = 'UntrustedRedirectError';
+    this.status = status;
+  }
+}
+
 /** RFC 6749 section 5.2 body, never cached (section 5.1). */
 export function sendOAuthError(reply: FastifyReply, error: OAuthError, status = error.status) {
   if (error.code === 'invalid_client')

@@ -93,15 +93,32 @@ export interface AgentClientsTable {
   metadata: unknown;
   /** Until when a fetched metadata document holds (its Cache-Control, 30 s to 24 h). */
   metadata_expires_at: Date | null;
-  /** The address a registration came from (its rate limit). */
+  /** The address key a registration came from (an IPv6 /64 as one address). */
   registered_from: string | null;
   /** The first time a person approved the client; a registration never approved is removed after 24 h. */
   first_approved_at: Date | null;
   created_at: Date;
 }
 
+/** Requests counted per address key in a fixed window (registrations, metadata document fetches). */
+export interface OAuthAddressCountsTable {
+  /** `<what>:<address key>`, e.g. `registration:2001:db8:0:1::/64`. */
+  subject: string;
+  window_start: Date;
+  count: number;
+}
+
+/** A metadata document that could not be used, and why, for a minute (never fetched again before). */
+export interface ClientDocumentFailuresTable {
+  client_id: string;
+  reason: string;
+  until: Date;
+}
+
 export interface OAuthTables {
   agent_clients: AgentClientsTable;
+  client_document_failures: ClientDocumentFailuresTable;
+  oauth_address_counts: OAuthAddressCountsTable;
   apps: AppsTable;
   installations: InstallationsTable;
   installation_grants: InstallationGrantsView;
