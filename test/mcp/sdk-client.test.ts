@@ -273,14 +273,15 @@ describe.skipIf(!hasChromium)('the MCP SDK client against /mcp', () => {
     expect(live2.body.status).toBe('confirmed');
 
     // 4. The company revokes the connection: the token stops at once.
-    const installations = await call(w, 'GET', `/v1/companies/${company.tenantId}/installations`, {
+    // A grant for /mcp is an agent connection, the app's as any client's (migration 0067).
+    const connections = await call(w, 'GET', `/v1/companies/${company.tenantId}/agent-connections`, {
       token: company.owner.token,
     });
-    const connection = installations.body.data.find((i: { app_id: string }) => i.app_id === app.clientId);
+    const connection = connections.body.data.find((c: { client_id: string }) => c.client_id === app.clientId);
     const revoked = await call(
       w,
       'DELETE',
-      `/v1/companies/${company.tenantId}/installations/${connection.id}`,
+      `/v1/companies/${company.tenantId}/agent-connections/${connection.id}`,
       {
         token: company.owner.token,
       },

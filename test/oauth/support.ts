@@ -182,7 +182,12 @@ export async function authorizationRequest(
 export async function consent(
   jar: CookieJar,
   request: PkceRequest,
-  options: { decision?: 'approve' | 'deny'; account?: (choices: string[]) => string } = {},
+  options: {
+    decision?: 'approve' | 'deny';
+    account?: (choices: string[]) => string;
+    /** Fields the person sets besides the account (the mode of an agent's grant). */
+    fields?: Record<string, string>;
+  } = {},
 ): Promise<URL> {
   const page = await jar.fetch(`/oauth/authorize?${request.query}`);
   const text = await page.text();
@@ -192,6 +197,7 @@ export async function consent(
     ...formFields(text),
     account: options.account ? options.account(choices) : (choices[0] as string),
     decision: options.decision ?? 'approve',
+    ...options.fields,
   });
   if (response.status !== 303)
     throw new Error(`consent answered ${response.status}: ${await response.text()}`);
@@ -217,11 +223,23 @@ export async function obtainTokens(
   as: oauth.AuthorizationServer,
   app: TestApp,
   person: Person,
-  options: { scope?: string; account?: (choices: string[]) => string } = {},
+  options: {
+    scope?: string;
+    account?: (choices: string[]) => string;
+    /** More of the authorization request (`resource`), and the consent form's fields (`mode`). */
+    authorize?: Record<string, string | null>;
+    fields?: Record<string, string>;
+  } = {},
 ): Promise<oauth.TokenEndpointResponse> {
   const jar = await signedInJar(w, person);
-  const request = await authorizationRequest(app, options.scope ? { scope: options.scope } : {});
-  const location = await consent(jar, request, options.account ? { account: options.account } : {});
+  const request = await authorizationRequest(app, {
+    ...(options.scope ? { scope: options.scope } : {}),
+    ...options.authorize,
+  });
+  const location = await consent(jar, request, {
+    ...(options.account ? { account: options.account } : {}),
+    ...(options.fields ? { fields: options.fields } : {}),
+  });
   return exchangeCode(as, app, location, request);
 }
 

@@ -50,7 +50,7 @@ export function clientHost(
 function connectionsOf(ctx: AppContext, tenantId: string, accountId: string | null) {
   let query = ctx.db
     .selectFrom('installations')
-    .innerJoin('agent_clients', 'agent_clients.app_id', 'installations.app_id')
+    .leftJoin('agent_clients', 'agent_clients.app_id', 'installations.app_id')
     .innerJoin('apps', 'apps.id', 'installations.app_id')
     .select([
       'installations.id',
@@ -65,7 +65,9 @@ function connectionsOf(ctx: AppContext, tenantId: string, accountId: string | nu
       'agent_clients.metadata',
       'agent_clients.source',
     ])
-    .where('installations.tenant_id', '=', tenantId);
+    .where('installations.tenant_id', '=', tenantId)
+    // Every grant for /mcp, an agent client's or a store app's (migration 0067).
+    .where('installations.resource', '=', 'mcp');
   if (accountId) query = query.where('installations.customer_account_id', '=', accountId);
   return query;
 }

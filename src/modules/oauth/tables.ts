@@ -34,6 +34,11 @@ export interface InstallationsTable {
   approved_at: Date;
   /** False for an agent connection approved for test data (its tokens are atk_test_). */
   livemode: Generated<boolean>;
+  /**
+   * The one resource this grant is for (migration 0067): `v1`, an app's installation, or `mcp`, an
+   * agent connection. An app approved for both has a row for each.
+   */
+  resource: Generated<'v1' | 'mcp'>;
   /** The last call an agent connection made (at most once a minute). */
   last_used_at: Generated<Date | null>;
   /** jsonb: event types the app muted for this installation (issue 32; migration 0062). */
@@ -70,6 +75,11 @@ export interface OAuthTokensTable {
   expires_at: Date;
   used_at: Date | null;
   revoked_at: Date | null;
+  /**
+   * An agent client's spent refresh token: the pair its use minted, sealed, for the refresh grace
+   * (migration 0068); dropped after it.
+   */
+  reissue_sealed: Generated<string | null>;
 }
 
 /** The view of migration 0033: what each installation's grant lets it receive now. */
