@@ -98,6 +98,7 @@ describe('agent clients at the token endpoint', () => {
           resource: 'v1',
           resourceUrl: `${w.url}/v1`,
           metadataDocument: null,
+          agentClient: null,
         } as AuthorizationRequest,
         company.owner.id,
         company.tenantId,

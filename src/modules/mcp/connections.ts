@@ -30,7 +30,8 @@ export interface AgentConnection {
  * (null for an app's own scheme). A registration's client_uri is its claim and never its host.
  */
 export function clientHost(
-  source: 'metadata_document' | 'registration',
+  // null: a store app's /mcp grant (no agent_clients row), whose metadata is null too.
+  source: 'metadata_document' | 'registration' | null,
   clientId: string,
   metadata: unknown,
 ): string | null {
