@@ -1,9 +1,12 @@
 import type { AppContext } from './context.ts';
 import { isDatabaseUnavailable } from './db/database.ts';
 import { purgeIdempotencyKeys } from './http/idempotency.ts';
-import { HOUR } from './lib/clock.ts';
+import { HOUR, SECOND } from './lib/clock.ts';
 import { purgeSignInFailures } from './modules/accounts/sign-in-throttle.ts';
+import { purgeAddressCounts } from './modules/oauth/address-limit.ts';
+import { purgeDocumentFailures } from './modules/oauth/client-metadata.ts';
 import { purgeUnusedRegistrations } from './modules/oauth/registration.ts';
+import { dropSpentPairs } from './modules/oauth/tokens.ts';
 import { purgeOutboundBudget } from './modules/outbound/budget.ts';
 
 export interface BackgroundJob {
@@ -21,6 +24,10 @@ export const housekeeping: BackgroundJob[] = [
   { name: 'sign-in-failures', everyMs: HOUR, run: purgeSignInFailures },
   { name: 'outbound-budget', everyMs: HOUR, run: purgeOutboundBudget },
   { name: 'unused-agent-registrations', everyMs: HOUR, run: purgeUnusedRegistrations },
+  { name: 'oauth-address-counts', everyMs: HOUR, run: purgeAddressCounts },
+  { name: 'client-document-failures', everyMs: HOUR, run: purgeDocumentFailures },
+  // The agents' refresh grace is 30 s: its sealed pairs are kept no longer than needed.
+  { name: 'spent-refresh-pairs', everyMs: 30 * SECOND, run: dropSpentPairs },
 ];
 
 export interface Runner {

@@ -81,7 +81,7 @@ describe('bad input from an agent', () => {
     ];
     const badRegistrations: unknown[] = [
       { redirect_uris: ['http://agent.example/callback'] },
-      { redirect_uris: ['http://127.0.0.1:9/callback'] },
+      { redirect_uris: ['http://127.0.0.1:9/callback'], application_type: 'web' },
       { redirect_uris: 'https://agent.example/cb' },
       '{"redirect_uris": [',
     ];

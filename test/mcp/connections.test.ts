@@ -18,6 +18,7 @@ import {
   signUpPerson,
 } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
+import { listTools } from './support.ts';
 
 /** Agent connections: made by consent, listed, limited by agent_access, revoked, ended when the approver leaves. */
 describe('agent connections', () => {
@@ -38,6 +39,9 @@ describe('agent connections', () => {
         redirect_uris: ['http://127.0.0.1:47011/callback'],
         application_type: 'native',
         token_endpoint_auth_method: 'none',
+        // Its own claims: never its host, never shown as verified.
+        client_uri: 'https://claude.ai/',
+        logo_uri: 'https://claude.ai/logo.png',
       }),
     });
     const registered = (await response.json()) as { client_id: string };
@@ -52,17 +56,6 @@ describe('agent connections', () => {
     await w?.close();
   });
 
-  const mcp = (token: string) =>
-    fetch(`${w.url}/mcp`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${token}`,
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
-    });
-
   /** The person approves the agent for `mode` on the consent page; the agent exchanges the code. */
   async function connect(person: Person, mode = 'test') {
     const jar = await signedInJar(w, person);
@@ -71,6 +64,9 @@ describe('agent connections', () => {
     const text = await page.text();
     expect(page.status).toBe(200);
     expect(text).toContain('Ops Copilot');
+    expect(text).toContain('Self-described');
+    expect(text).toContain('you are sent to <strong>127.0.0.1:47011</strong>');
+    expect(text).not.toContain('claude.ai');
     expect(text).toContain('name="mode" value="test" checked');
     const answer = await jar.postForm('/oauth/authorize', {
       ...formFields(text),
@@ -107,6 +103,7 @@ describe('agent connections', () => {
       client_id: agent.clientId,
       client_name: 'Ops Copilot',
       client_host: '127.0.0.1:47011',
+      self_described: true,
       mode: 'test',
       scopes: ['shipments:read'],
       customer_account_id: null,
@@ -118,7 +115,7 @@ describe('agent connections', () => {
       token: company.owner.token,
     });
     expect(installations.body.data).toEqual([]);
-    expect((await mcp(tokens?.access_token as string)).status).toBe(200);
+    expect((await listTools(w, tokens?.access_token as string)).status).toBe(200);
     const after = await call(w, 'GET', `/v1/companies/${company.tenantId}/agent-connections`, {
       token: company.owner.token,
     });
@@ -127,6 +124,9 @@ describe('agent connections', () => {
     const jar = await signedInJar(w, company.owner);
     const page = await (await jar.fetch('/dashboard/agents')).text();
     expect(page).toContain('Ops Copilot');
+    expect(page).toContain('Self-described');
+    expect(page).toContain('returns to 127.0.0.1:47011');
+    expect(page).not.toContain('claude.ai');
     expect(page).toContain('test data');
 
     const revoked = await call(
@@ -136,7 +136,7 @@ describe('agent connections', () => {
       { token: company.owner.token },
     );
     expect(revoked.status).toBe(204);
-    expect((await mcp(tokens?.access_token as string)).status).toBe(401);
+    expect((await listTools(w, tokens?.access_token as string)).status).toBe(401);
     const refresh = await oauth.refreshTokenGrantRequest(
       as,
       { client_id: agent.clientId },
@@ -167,7 +167,7 @@ describe('agent connections', () => {
     });
     expect(off.status).toBe(200);
     expect(off.body.agent_access).toEqual({ test: false, live: false });
-    const disabled = await mcp(tokens?.access_token as string);
+    const disabled = await listTools(w, tokens?.access_token as string);
     expect(disabled.status).toBe(403);
     expect(((await disabled.json()) as { code: string }).code).toBe('mcp.disabled');
     expect((await connect(company.owner)).refused).toBe(403);
@@ -175,7 +175,7 @@ describe('agent connections', () => {
       token: company.owner.token,
       body: { agent_access: { test: true } },
     });
-    expect((await mcp(tokens?.access_token as string)).status).toBe(200);
+    expect((await listTools(w, tokens?.access_token as string)).status).toBe(200);
   });
 
   it('the connection stops when the person who approved it leaves the company', async () => {
@@ -185,11 +185,11 @@ describe('agent connections', () => {
       body: { email: admin.email, role: 'admin' },
     });
     const { tokens } = await connect(admin);
-    expect((await mcp(tokens?.access_token as string)).status).toBe(200);
+    expect((await listTools(w, tokens?.access_token as string)).status).toBe(200);
     const left = await call(w, 'DELETE', `/v1/companies/${company.tenantId}/members/${admin.id}`, {
       token: company.owner.token,
     });
     expect(left.status).toBe(204);
-    expect((await mcp(tokens?.access_token as string)).status).toBe(401);
+    expect((await listTools(w, tokens?.access_token as string)).status).toBe(401);
   });
 });

@@ -29,6 +29,8 @@ describe('client ID metadata documents', () => {
   let base: string;
   let company: CompanyFixture;
   const documents = new Map<string, { status?: number; headers?: Record<string, string>; body: string }>();
+  /** How often each path was fetched. */
+  const hits = new Map<string, number>();
   const redirectUri = 'http://127.0.0.1:47123/callback';
 
   beforeAll(async () => {
@@ -58,6 +60,7 @@ describe('client ID metadata documents', () => {
     );
     const cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
     server = createServer({ key: readFileSync(join(dir, 'key.pem')), cert }, (request, response) => {
+      hits.set(request.url ?? '', (hits.get(request.url ?? '') ?? 0) + 1);
       const doc = documents.get(request.url ?? '');
       if (!doc) {
         response.writeHead(404).end();
@@ -123,11 +126,8 @@ describe('client ID metadata documents', () => {
         'redirect',
       ],
       [serve('/slash.json', { ...good(`${base}/slash.json/`) }), 'client_id is not the URL'],
-      [
-        serve('/big.json', { ...good(`${base}/big.json`), padding: 'x'.repeat(70 * 1024) }),
-        'larger than 64 KB',
-      ],
-      [serve('/not-json.json', 'client_name: nope'), 'not JSON'],
+      [serve('/big.json', { ...good(`${base}/big.json`), padding: 'x'.repeat(70 * 1024) }), 'too large'],
+      [serve('/not-json.json', 'client_name: nope'), 'was not valid JSON'],
       [
         serve('/secret.json', {
           ...good(`${base}/secret.json`),
@@ -172,13 +172,89 @@ describe('client ID metadata documents', () => {
     expect(text).toContain('Connect Loop Agent');
     expect(text).toContain(`<strong>127.0.0.1:${new URL(base).port}</strong>`);
     expect(text).toContain('<strong>127.0.0.1:50999</strong>');
-    expect(text).toContain('loopback');
+    expect(text).toContain('runs on a computer');
     const row = await w.ctx.db
       .selectFrom('agent_clients')
       .select('metadata_expires_at')
       .where('app_id', '=', clientId)
       .executeTakeFirstOrThrow();
     expect(row.metadata_expires_at?.getTime()).toBe(w.clock.now().getTime() + 24 * 3600_000);
+  });
+
+  it("checks a document's own redirect_uris as a registration's, and says why on the error page", async () => {
+    w.clock.advance(2 * 60_000);
+    const jar = await signedInJar(w, company.owner);
+    for (const [name, bad] of [
+      ['js', 'javascript:alert(document.cookie)'],
+      ['data', 'data:text/html,<script>alert(1)</script>'],
+      ['file', 'file:///etc/passwd'],
+      ['http', 'http://evil.example/cb'],
+    ] as const) {
+      const clientId = serve(`/${name}-redirect.json`, {
+        client_id: `${base}/${name}-redirect.json`,
+        client_name: 'Sly Agent',
+        redirect_uris: [bad],
+      });
+      const page = await jar.fetch(authorizeUrl(clientId, bad));
+      expect(page.status, bad).toBe(400);
+      expect(page.headers.get('location')).toBeNull();
+      expect(await page.text()).toContain('one of its redirect_uris must use https');
+    }
+    // An app's own scheme is where the person is sent, in words, never an empty host.
+    const scheme = serve('/scheme.json', {
+      client_id: `${base}/scheme.json`,
+      client_name: 'Scheme Agent',
+      redirect_uris: ['com.example.agent:/oauth'],
+    });
+    const page = await jar.fetch(authorizeUrl(scheme, 'com.example.agent:/oauth'));
+    const text = await page.text();
+    expect(page.status).toBe(200);
+    expect(text).toContain(
+      'you are sent to <strong>an app on this device (com.example.agent: links)</strong>',
+    );
+    expect(text).not.toContain('<strong></strong>');
+  });
+
+  it("remembers a failure for a minute and names the reason's class, never the target's answer", async () => {
+    w.clock.advance(2 * 60_000);
+    const jar = await signedInJar(w, company.owner);
+    const clientId = serve('/broken.json', 'upstream says: secret-internal-detail', { status: 503 });
+    for (let i = 0; i < 3; i++) {
+      const page = await jar.fetch(authorizeUrl(clientId));
+      const text = await page.text();
+      expect(page.status).toBe(400);
+      expect(text).toContain('metadata document cannot be used: it could not be fetched.');
+      expect(text).not.toContain('503');
+      expect(text).not.toContain('secret-internal-detail');
+    }
+    expect(hits.get('/broken.json')).toBe(1);
+    // A minute later it is fetched again (and works now).
+    serve('/broken.json', { client_id: clientId, client_name: 'Mended Agent', redirect_uris: [redirectUri] });
+    w.clock.advance(60_000);
+    const page = await jar.fetch(authorizeUrl(clientId));
+    expect(page.status).toBe(200);
+    expect(hits.get('/broken.json')).toBe(2);
+  });
+
+  it('fetches at most 10 documents a minute for one address key, signed in or not', async () => {
+    w.clock.advance(2 * 60_000);
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      const clientId = serve(`/many-${i}.json`, {
+        client_id: `${base}/many-${i}.json`,
+        client_name: `Agent ${i}`,
+        redirect_uris: [redirectUri],
+      });
+      const page = await fetch(`${w.url}${authorizeUrl(clientId)}`, { redirect: 'manual' });
+      statuses.push(page.status);
+      if (page.status === 429) expect(await page.text()).toContain('Too many client metadata documents');
+    }
+    // Signed out, a good document sends the person to sign in (303); the last two are not fetched.
+    expect(statuses).toEqual([...Array(10).fill(303), 429, 429]);
+    expect(hits.get('/many-10.json')).toBeUndefined();
+    w.clock.advance(60_000);
+    const again = await fetch(`${w.url}${authorizeUrl(`${base}/many-10.json`)}`, { redirect: 'manual' });
+    expect(again.status).toBe(303);
   });
 
   it('the MCP SDK client connects with its metadata document URL as client_id', async () => {

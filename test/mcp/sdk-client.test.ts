@@ -273,14 +273,15 @@ describe.skipIf(!hasChromium)('the MCP SDK client against /mcp', () => {
     expect(live2.body.status).toBe('confirmed');
 
     // 4. The company revokes the connection: the token stops at once.
-    const installations = await call(w, 'GET', `/v1/companies/${company.tenantId}/installations`, {
+    // A grant for /mcp is an agent connection, the app's as any client's (migration 0067).
+    const connections = await call(w, 'GET', `/v1/companies/${company.tenantId}/agent-connections`, {
       token: company.owner.token,
     });
-    const connection = installations.body.data.find((i: { app_id: string }) => i.app_id === app.clientId);
+    const connection = connections.body.data.find((c: { client_id: string }) => c.client_id === app.clientId);
     const revoked = await call(
       w,
       'DELETE',
-      `/v1/companies/${company.tenantId}/installations/${connection.id}`,
+      `/v1/companies/${company.tenantId}/agent-connections/${connection.id}`,
       {
         token: company.owner.token,
       },
@@ -293,7 +294,7 @@ describe.skipIf(!hasChromium)('the MCP SDK client against /mcp', () => {
     const raw = await rawMcp(provider.accessToken, { jsonrpc: '2.0', id: 1, method: 'tools/list' });
     expect(raw.status).toBe(401);
     expect(raw.headers.get('www-authenticate')).toBe(
-      `Bearer error="invalid_token", resource_metadata="${w.url}/.well-known/oauth-protected-resource/mcp"`,
+      `Bearer error="invalid_token", resource_metadata="${w.url}/.well-known/oauth-protected-resource/mcp", scope="shipments:read"`,
     );
     log(
       `after the company revoked the connection: ${raw.status}, WWW-Authenticate: ${raw.headers.get('www-authenticate')}`,

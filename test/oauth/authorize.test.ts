@@ -11,6 +11,7 @@ import {
   formFields,
   PASSWORD,
   registerApp,
+  scopeChoices,
   setAppStatus,
   signedInJar,
   type TestApp,
@@ -241,5 +242,135 @@ describe('who may install, and what they may grant', () => {
       account: () => company.tenantId,
     }).catch((error: Error) => error.message);
     expect(forged).toContain('403');
+  });
+});
+
+/** Agent clients (registered or metadata-document): what they may leave out, and what they may reach. */
+describe('the authorization endpoint for agent clients', () => {
+  let w: TestWaybill;
+  let company: CompanyFixture;
+  let agent: TestApp;
+  let portalApp: TestApp;
+  let jar: CookieJar;
+  beforeAll(async () => {
+    w = await startWaybill();
+    company = await createCompany(w);
+    // As an SDK 1.x client registers: no application_type, a loopback redirect.
+    const registered = await fetch(`${w.url}/oauth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        client_name: 'Stateless Agent',
+        redirect_uris: ['http://127.0.0.1:47200/callback'],
+        client_uri: 'https://claude.ai/',
+      }),
+    });
+    expect(registered.status).toBe(201);
+    agent = {
+      clientId: ((await registered.json()) as { client_id: string }).client_id,
+      clientSecret: null,
+      redirectUri: 'http://127.0.0.1:47200/callback',
+      kind: 'public',
+    };
+    portalApp = await registerApp(w, { kind: 'public' });
+    jar = await signedInJar(w, company.owner);
+  });
+  afterAll(async () => {
+    await w?.close();
+  });
+
+  const codeRow = (clientId: string) =>
+    w.ctx.db
+      .selectFrom('oauth_codes')
+      .select(['resource', 'scopes'])
+      .where('app_id', '=', clientId)
+      .orderBy('created_at', 'desc')
+      .executeTakeFirstOrThrow();
+
+  it('an agent may leave out state with PKCE: the redirect carries no state; a portal app may not', async () => {
+    const request = await authorizationRequest(agent, { state: null, scope: 'shipments:read' });
+    const location = await consent(jar, request);
+    expect(location.searchParams.get('code')).toMatch(/^atc_/);
+    expect(location.searchParams.has('state')).toBe(false);
+    expect(location.searchParams.get('iss')).toBe(w.url);
+    // Denied without state: the same.
+    const denied = await consent(jar, await authorizationRequest(agent, { state: null }), {
+      decision: 'deny',
+    });
+    expect(denied.searchParams.get('error')).toBe('access_denied');
+    expect(denied.searchParams.has('state')).toBe(false);
+
+    const portal = await jar.fetch(
+      `/oauth/authorize?${(await authorizationRequest(portalApp, { state: null })).query}`,
+    );
+    const refused = new URL(portal.headers.get('location') as string);
+    expect(refused.searchParams.get('error')).toBe('invalid_request');
+    expect(refused.searchParams.get('error_description')).toBe('state is required');
+  });
+
+  it('without resource an agent is granted /mcp; asking for /v1 is invalid_target, sent back with iss', async () => {
+    await consent(jar, await authorizationRequest(agent, { scope: 'shipments:read' }));
+    expect((await codeRow(agent.clientId)).resource).toBe('mcp');
+    const page = await jar.fetch(
+      `/oauth/authorize?${(await authorizationRequest(agent, { state: null })).query}`,
+    );
+    expect(await page.text()).toContain('name="mode" value="test" checked');
+
+    for (const v1 of [`${w.url}/v1`, `${w.url}/v1/`]) {
+      const request = await authorizationRequest(agent, { resource: v1 });
+      const response = await jar.fetch(`/oauth/authorize?${request.query}`);
+      expect(response.status).toBe(303);
+      const location = new URL(response.headers.get('location') as string);
+      expect(`${location.origin}${location.pathname}`).toBe(agent.redirectUri);
+      expect(location.searchParams.get('error')).toBe('invalid_target');
+      expect(location.searchParams.get('state')).toBe(request.state);
+      expect(location.searchParams.get('iss')).toBe(w.url);
+    }
+    // A portal app keeps /v1 as its default.
+    await consent(jar, await authorizationRequest(portalApp));
+    expect((await codeRow(portalApp.clientId)).resource).toBe('v1');
+  });
+
+  it('the consent page labels a registered client self-described, with its redirect host, never its client_uri', async () => {
+    const page = await (
+      await jar.fetch(`/oauth/authorize?${(await authorizationRequest(agent)).query}`)
+    ).text();
+    expect(page).toContain('Self-described');
+    expect(page).toContain('you are sent to <strong>127.0.0.1:47200</strong>');
+    expect(page).not.toContain('claude.ai');
+    expect(page).not.toContain('Homepage');
+  });
+
+  it('the person unticks scopes: the code holds the rest; none, or one not asked for, is refused', async () => {
+    const request = await authorizationRequest(agent, {
+      scope: 'shipments:read shipments:write webhooks:read',
+    });
+    const page = await (await jar.fetch(`/oauth/authorize?${request.query}`)).text();
+    expect(scopeChoices(page)).toEqual(['shipments:read', 'shipments:write', 'webhooks:read']);
+    const fields: Record<string, string | string[]> = {
+      ...formFields(page),
+      account: accountChoices(page)[0] as string,
+      decision: 'approve',
+    };
+    expect(fields.grant_scope).toEqual(['shipments:read', 'shipments:write', 'webhooks:read']);
+
+    const none = await jar.postForm('/oauth/authorize', { ...fields, grant_scope: [] });
+    expect(none.status).toBe(400);
+    expect(none.headers.get('location')).toBeNull();
+    expect(await none.text()).toContain('Choose at least one permission');
+    const added = await jar.postForm('/oauth/authorize', {
+      ...fields,
+      grant_scope: ['shipments:read', 'webhooks:write'],
+    });
+    expect(added.status).toBe(400);
+    expect(added.headers.get('location')).toBeNull();
+
+    const narrowed = await jar.postForm('/oauth/authorize', {
+      ...fields,
+      grant_scope: ['shipments:read', 'webhooks:read'],
+    });
+    expect(narrowed.status).toBe(303);
+    expect(new URL(narrowed.headers.get('location') as string).searchParams.get('code')).toMatch(/^atc_/);
+    expect((await codeRow(agent.clientId)).scopes).toEqual(['shipments:read', 'webhooks:read']);
   });
 });

@@ -1,11 +1,20 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CompanyFixture, call, createCompany } from '../support/api.ts';
 import { hasChromium, launchChromium } from '../support/browser.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
-import { authorizationRequest, PASSWORD, registerApp, type TestApp } from './support.ts';
+import {
+  authorizationRequest,
+  discover,
+  exchangeCode,
+  PASSWORD,
+  registerApp,
+  type TestApp,
+} from './support.ts';
 
 describe.skipIf(!hasChromium)('the consent page in Chromium', () => {
   let w: TestWaybill;
@@ -67,6 +76,34 @@ describe.skipIf(!hasChromium)('the consent page in Chromium', () => {
       .where('app_id', '=', app.clientId)
       .executeTakeFirstOrThrow();
     expect(installation.customer_account_id).toMatch(/^acct_/);
+    await page.close();
+  });
+
+  it('the person unticks a scope and approves: the token carries only the rest; each choice sits beside its label', async () => {
+    const request = await authorizationRequest(app);
+    const page = await signInAndOpen(request.query);
+    // Every radio button and checkbox on the same line as its label, to the label's left.
+    const inputs = page.locator('label.choice > input');
+    expect(await inputs.count()).toBe(4); // two scopes, the company and its merchant account
+    for (let i = 0; i < (await inputs.count()); i++) {
+      const input = await inputs.nth(i).boundingBox();
+      const text = await inputs.nth(i).locator('xpath=following-sibling::span[1]').boundingBox();
+      if (!input || !text) throw new Error('a choice is not shown');
+      expect(input.x + input.width).toBeLessThanOrEqual(text.x);
+      expect(input.y).toBeLessThan(text.y + text.height);
+      expect(input.y + input.height).toBeGreaterThan(text.y);
+    }
+    // For a person to look at: the page as the browser drew it.
+    await page.screenshot({ path: join(tmpdir(), 'waybill-consent-page.png'), fullPage: true });
+    const write = page.getByLabel(/Create shipments and change their status/);
+    expect(await write.isChecked()).toBe(true);
+    await write.uncheck();
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.waitForURL(/\/callback\?/);
+    const tokens = await exchangeCode(await discover(w), app, new URL(page.url()), request);
+    expect(tokens.scope).toBe('shipments:read');
+    const write403 = await call(w, 'POST', '/v1/shipments', { token: tokens.access_token, body: {} });
+    expect(write403.status).toBe(403);
     await page.close();
   });
 

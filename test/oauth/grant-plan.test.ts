@@ -55,6 +55,7 @@ describe('the grouped grant statement', () => {
     const spends: GroupedSpend[] = Array.from({ length: 20 }, (_, i) => ({
       grantHash: hashSecret(`atr_${i}`),
       presented: { clientId: app.clientId, secret: app.clientSecret },
+      reissueSealed: null,
       accessId: newId('grt'),
       accessHash: hashSecret(`atk_live_${i}`),
       accessTestHash: hashSecret(`atk_test_${i}`),

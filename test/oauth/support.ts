@@ -87,11 +87,15 @@ export class CookieJar {
     return response;
   }
 
-  async postForm(path: string, form: Record<string, string>): Promise<Response> {
+  /** A form as a browser posts it: a list (ticked checkboxes) as the field repeated. */
+  async postForm(path: string, form: Record<string, string | string[]>): Promise<Response> {
+    const body = new URLSearchParams();
+    for (const [name, value] of Object.entries(form))
+      for (const one of Array.isArray(value) ? value : [value]) body.append(name, one);
     return this.fetch(path, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams(form).toString(),
+      body: body.toString(),
     });
   }
 }
@@ -102,13 +106,24 @@ export function csrfOf(page: string): string {
   return match[1];
 }
 
-/** The hidden fields and radio choices of a form, as the browser would send them. */
-export function formFields(page: string): Record<string, string> {
-  const fields: Record<string, string> = {};
+/** The hidden fields and ticked checkboxes of a form, as the browser would send them. */
+export function formFields(page: string): Record<string, string | string[]> {
+  const fields: Record<string, string | string[]> = {};
   for (const match of page.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
     fields[match[1] as string] = decodeEntities(match[2] as string);
   }
+  for (const match of page.matchAll(/<input type="checkbox" name="([^"]+)" value="([^"]*)" checked>/g)) {
+    const name = match[1] as string;
+    fields[name] = [...((fields[name] as string[] | undefined) ?? []), decodeEntities(match[2] as string)];
+  }
   return fields;
+}
+
+/** The scopes the consent page offers as checkboxes, ticked or not. */
+export function scopeChoices(page: string): string[] {
+  return [...page.matchAll(/<input type="checkbox" name="grant_scope" value="([^"]+)"/g)].map(
+    (m) => m[1] as string,
+  );
 }
 
 export function accountChoices(page: string): string[] {
@@ -167,7 +182,12 @@ export async function authorizationRequest(
 export async function consent(
   jar: CookieJar,
   request: PkceRequest,
-  options: { decision?: 'approve' | 'deny'; account?: (choices: string[]) => string } = {},
+  options: {
+    decision?: 'approve' | 'deny';
+    account?: (choices: string[]) => string;
+    /** Fields the person sets besides the account (the mode of an agent's grant). */
+    fields?: Record<string, string>;
+  } = {},
 ): Promise<URL> {
   const page = await jar.fetch(`/oauth/authorize?${request.query}`);
   const text = await page.text();
@@ -177,6 +197,7 @@ export async function consent(
     ...formFields(text),
     account: options.account ? options.account(choices) : (choices[0] as string),
     decision: options.decision ?? 'approve',
+    ...options.fields,
   });
   if (response.status !== 303)
     throw new Error(`consent answered ${response.status}: ${await response.text()}`);
@@ -202,11 +223,33 @@ export async function obtainTokens(
   as: oauth.AuthorizationServer,
   app: TestApp,
   person: Person,
-  options: { scope?: string; account?: (choices: string[]) => string } = {},
+  options: {
+    scope?: string;
+    account?: (choices: string[]) => string;
+    /** More of the authorization request (`resource`), and the consent form's fields (`mode`). */
+    authorize?: Record<string, string | null>;
+    fields?: Record<string, string>;
+  } = {},
 ): Promise<oauth.TokenEndpointResponse> {
   const jar = await signedInJar(w, person);
-  const request = await authorizationRequest(app, options.scope ? { scope: options.scope } : {});
-  const location = await consent(jar, request, options.account ? { account: options.account } : {});
+  const request = await authorizationRequest(app, {
+    ...(options.scope ? { scope: options.scope } : {}),
+    ...options.authorize,
+  });
+  const location = await consent(jar, request, {
+    ...(options.account ? { account: options.account } : {}),
+    ...(options.fields ? { fields: options.fields } : {}),
+  });
+  return exchangeCode(as, app, location, request);
+}
+
+/** The code the consent sent back to the app, exchanged as oauth4webapi does it. */
+export async function exchangeCode(
+  as: oauth.AuthorizationServer,
+  app: TestApp,
+  location: URL,
+  request: PkceRequest,
+): Promise<oauth.TokenEndpointResponse> {
   const client = { client_id: app.clientId };
   const params = oauth.validateAuthResponse(as, client, location, request.state);
   const response = await oauth.authorizationCodeGrantRequest(

@@ -36,6 +36,9 @@ import * as subscriptionFanOutByTenant from './0063_subscription_fanout_by_tenan
 import * as orderedSubscriptions from './0064_ordered_subscriptions.ts';
 import * as firstAttemptInDelivery from './0065_first_attempt_in_delivery.ts';
 import * as claimCostPerRow from './0066_claim_cost_per_row.ts';
+import * as grantPerResource from './0067_grant_per_resource.ts';
+import * as refreshReplay from './0068_refresh_replay.ts';
+import * as agentClientLimits from './0073_agent_client_limits.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -76,4 +79,7 @@ export const migrations: Record<string, Migration> = {
   '0064_ordered_subscriptions': orderedSubscriptions,
   '0065_first_attempt_in_delivery': firstAttemptInDelivery,
   '0066_claim_cost_per_row': claimCostPerRow,
+  '0067_grant_per_resource': grantPerResource,
+  '0068_refresh_replay': refreshReplay,
+  '0073_agent_client_limits': agentClientLimits,
 };

@@ -77,17 +77,8 @@ function installationsOf(ctx: AppContext, tenantId: string, accountId: string | 
     .selectAll('installations')
     .select(['apps.name as app_name', 'apps.status as app_status', 'g.held_reason'])
     .where('installations.tenant_id', '=', tenantId)
-    // Agent connections are listed apart (/agent-connections).
-    .where((eb) =>
-      eb.not(
-        eb.exists(
-          eb
-            .selectFrom('agent_clients')
-            .select('app_id')
-            .whereRef('agent_clients.app_id', '=', 'installations.app_id'),
-        ),
-      ),
-    );
+    // Grants for /mcp are agent connections, listed apart (/agent-connections; migration 0067).
+    .where('installations.resource', '=', 'v1');
   if (accountId) query = query.where('installations.customer_account_id', '=', accountId);
   return query;
 }

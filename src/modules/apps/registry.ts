@@ -5,6 +5,7 @@ import { hashSecret, newId } from '../../lib/ids.ts';
 import type { Scope } from '../accounts/roles.ts';
 import { recordInstallation, recordUninstall } from '../console/records.ts';
 import { cancelWithheldDeliveries } from '../oauth/installation-grants.ts';
+import type { Resource } from '../oauth/resource.ts';
 import type { AppsTable } from '../oauth/tables.ts';
 import { syncSubscriptionTargets } from './subscriptions.ts';
 
@@ -90,11 +91,14 @@ export interface InstallationInput {
   livemode?: boolean;
   /** An agent client's installation is an agent connection, `agc_` (CONTRACT.md, Agents). */
   agent?: boolean;
+  /** The resource approved (`v1` unless given): each has its own grant, an `mcp` one is `agc_`. */
+  resource?: Resource;
 }
 
 /**
  * Records an approval, inside the approval's transaction. Approving the same app again for the same
- * company or merchant account updates the one installation (unique index installations_account):
+ * company or merchant account and the same resource updates that one grant (unique index
+ * installations_account; a grant for the other resource is another row, never touched here):
  * the new approver, the scopes they granted and the time replace the old ones, and what the earlier
  * approval gave ends here: its codes not yet exchanged are deleted and its tokens revoked (the app
  * holds new ones from the new code), so no token outlives the grant it came from. Codes go first:
@@ -108,10 +112,11 @@ export async function upsertInstallation(
 ): Promise<{ id: string }> {
   const now = ctx.clock.now();
   const scopes = JSON.stringify([...new Set(input.scopes)]);
+  const resource = input.resource ?? 'v1';
   const row = await trx
     .insertInto('installations')
     .values({
-      id: newId(input.agent ? 'agc' : 'inst'),
+      id: newId(input.agent || resource === 'mcp' ? 'agc' : 'inst'),
       app_id: input.appId,
       tenant_id: input.tenantId,
       customer_account_id: input.customerAccountId,
@@ -119,11 +124,12 @@ export async function upsertInstallation(
       scopes,
       approved_at: now,
       livemode: input.livemode ?? true,
+      resource,
       created_at: now,
       updated_at: now,
     })
     .onConflict((oc) =>
-      oc.columns(['app_id', 'tenant_id', 'customer_account_id']).doUpdateSet({
+      oc.columns(['app_id', 'tenant_id', 'customer_account_id', 'resource']).doUpdateSet({
         user_id: input.userId,
         scopes,
         approved_at: now,

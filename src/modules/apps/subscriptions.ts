@@ -1,8 +1,14 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Trx } from '../../context.ts';
 import { applyOrdering } from '../../delivery/ordering.ts';
 import { compileFilter } from '../webhooks/filter.ts';
 import type { Manifest } from './manifest.ts';
+
+/**
+ * Whether installation `i` has targets of this mode: subscriptions are an app installation's (`v1`;
+ * an `mcp` grant is an agent's access), and one in test mode gets sandbox events only (migration 0067).
+ */
+const inMode = (livemode: RawBuilder<unknown>) => sql`i.resource = 'v1' AND (i.livemode OR NOT ${livemode})`;
 
 /**
  * Keeps the delivery engine's subscription targets (migration 0062) in step with the app's active
@@ -74,7 +80,7 @@ export async function syncSubscriptionTargets(
         ${rows.map((r) => r.vars)}::text[], ${rows.map((r) => r.rateLimit)}::int[],
         ${rows.map((r) => r.ordering)}::text[]
       ) AS s(idx, livemode, url, event_types, filter, path, vars, rate_limit, ordering)
-      WHERE i.app_id = ${appId} ${onlyOne}
+      WHERE i.app_id = ${appId} ${onlyOne} AND ${inMode(sql`s.livemode`)}
       ON CONFLICT (installation_id, subscription_index, livemode) WHERE kind = 'subscription' DO UPDATE SET
         url = excluded.url, event_types = excluded.event_types, filter = excluded.filter,
         filter_path = excluded.filter_path, filter_vars = excluded.filter_vars,
@@ -95,7 +101,8 @@ export async function syncSubscriptionTargets(
     UPDATE webhook_endpoints e SET enabled = false, disabled_reason = 'manual', updated_at = ${at}::timestamptz
     FROM installations i
     WHERE e.kind = 'subscription' AND e.installation_id = i.id AND i.app_id = ${appId} ${onlyOne}
-      AND e.enabled AND NOT ((e.subscription_index || ':' || e.livemode) = ANY (${kept}::text[]))
+      AND e.enabled AND NOT ((e.subscription_index || ':' || e.livemode) = ANY (${kept}::text[])
+        AND ${inMode(sql`e.livemode`)})
     RETURNING e.id`.execute(trx);
   if (removed.length > 0) {
     await sql`

@@ -16,7 +16,13 @@ export const AgentConnectionSchema = Type.Object(
     id: Type.String({ description: 'agc_...' }),
     client_id: Type.String(),
     client_name: Type.String(),
-    client_host: Type.Union([Type.String(), Type.Null()]),
+    client_host: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "The metadata document's host, or the host a registered client returns to (never its client_uri)",
+    }),
+    self_described: Type.Boolean({
+      description: 'A registered client: its name and URIs are its own claims, checked by no one',
+    }),
     mode: Type.Union([Type.Literal('test'), Type.Literal('live')]),
     scopes: Type.Array(Type.String()),
     customer_account_id: Type.Union([Type.String(), Type.Null()]),

@@ -14,6 +14,8 @@ export interface AgentConnection {
   client_id: string;
   client_name: string;
   client_host: string | null;
+  /** A registered client: its name is its own claim (a metadata document is served from its host). */
+  self_described: boolean;
   mode: 'test' | 'live';
   scopes: string[];
   customer_account_id: string | null;
@@ -22,18 +24,26 @@ export interface AgentConnection {
   last_used_at: string | null;
 }
 
-/** The host a person recognises the client by: its metadata document's, else its homepage's or redirect's. */
-export function clientHost(clientId: string, metadata: unknown): string | null {
+/**
+ * The host a person recognises the client by, and only one Waybill can stand behind: a metadata
+ * document's own host (it was fetched from there), else the host a registered client returns to
+ * (null for an app's own scheme). A registration's client_uri is its claim and never its host.
+ */
+export function clientHost(
+  // null: a store app's /mcp grant (no agent_clients row), whose metadata is null too.
+  source: 'metadata_document' | 'registration' | null,
+  clientId: string,
+  metadata: unknown,
+): string | null {
   const meta = (typeof metadata === 'string' ? JSON.parse(metadata) : metadata) as {
-    client_uri?: string;
-    redirect_uris?: string[];
+    redirect_uris?: unknown;
   } | null;
-  for (const candidate of [clientId, meta?.client_uri, meta?.redirect_uris?.[0]]) {
-    if (!candidate) continue;
-    try {
-      const url = new URL(candidate);
-      if (url.protocol === 'https:' || url.protocol === 'http:') return url.host;
-    } catch {}
+  const redirects = Array.isArray(meta?.redirect_uris) ? (meta.redirect_uris as unknown[]) : [];
+  const candidates = source === 'metadata_document' ? [clientId] : redirects;
+  for (const candidate of candidates) {
+    if (typeof candidate !== 'string' || !URL.canParse(candidate)) continue;
+    const url = new URL(candidate);
+    if ((url.protocol === 'https:' || url.protocol === 'http:') && url.host !== '') return url.host;
   }
   return null;
 }
@@ -41,7 +51,7 @@ export function clientHost(clientId: string, metadata: unknown): string | null {
 function connectionsOf(ctx: AppContext, tenantId: string, accountId: string | null) {
   let query = ctx.db
     .selectFrom('installations')
-    .innerJoin('agent_clients', 'agent_clients.app_id', 'installations.app_id')
+    .leftJoin('agent_clients', 'agent_clients.app_id', 'installations.app_id')
     .innerJoin('apps', 'apps.id', 'installations.app_id')
     .select([
       'installations.id',
@@ -54,8 +64,11 @@ function connectionsOf(ctx: AppContext, tenantId: string, accountId: string | nu
       'installations.last_used_at',
       'apps.name',
       'agent_clients.metadata',
+      'agent_clients.source',
     ])
-    .where('installations.tenant_id', '=', tenantId);
+    .where('installations.tenant_id', '=', tenantId)
+    // Every grant for /mcp, an agent client's or a store app's (migration 0067).
+    .where('installations.resource', '=', 'mcp');
   if (accountId) query = query.where('installations.customer_account_id', '=', accountId);
   return query;
 }
@@ -72,7 +85,8 @@ export async function listAgentConnections(
     id: row.id,
     client_id: row.app_id,
     client_name: row.name,
-    client_host: clientHost(row.app_id, row.metadata),
+    client_host: clientHost(row.source, row.app_id, row.metadata),
+    self_described: row.source === 'registration',
     mode: row.livemode ? 'live' : 'test',
     scopes: jsonArray<string>(row.scopes),
     customer_account_id: row.customer_account_id,

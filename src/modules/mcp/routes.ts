@@ -1,12 +1,15 @@
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { Readable } from 'node:stream';
 import {
-  CallToolRequestSchema,
+  type AuthInfo,
   type CallToolResult,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
-} from '@modelcontextprotocol/sdk/types.js';
+  createMcpHandler,
+  isLegacyRequest,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+  type Tool as ToolDescription,
+  WebStandardStreamableHTTPServerTransport,
+} from '@modelcontextprotocol/server';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
@@ -19,6 +22,9 @@ import { allows, SCOPES, type Scope } from '../accounts/roles.ts';
 import { resourceUrl } from '../oauth/resource.ts';
 import { agentAccessOf } from './connections.ts';
 import { argumentErrors, TOOLS, TOOLS_BY_NAME } from './tools.ts';
+
+/** What the 401 asks a new client to start with. */
+const FIRST_SCOPE: Scope = 'shipments:read';
 
 const SERVER_INFO = { name: 'waybill', title: 'Waybill', version: '1.0.0' };
 
@@ -44,9 +50,11 @@ export function protectedResourceMetadata(ctx: AppContext) {
  */
 function unauthorized(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, detail: string) {
   const sent = request.headers.authorization !== undefined;
+  // The least a client needs to start (MCP 2025-11-25, "Scope Selection Strategy": without it a
+  // client asks for every scope supported); writes and webhooks step up through the 403 below.
   reply.header(
     'www-authenticate',
-    `Bearer ${sent ? 'error="invalid_token", ' : ''}resource_metadata="${resourceMetadataUrl(ctx)}"`,
+    `Bearer ${sent ? 'error="invalid_token", ' : ''}resource_metadata="${resourceMetadataUrl(ctx)}", scope="${FIRST_SCOPE}"`,
   );
   return reply
     .code(401)
@@ -101,6 +109,15 @@ function refusal(error: AppError): CallToolResult {
   };
 }
 
+/** tools/list's answer, the same for every token (a tool the token lacks the scope for steps up). */
+const TOOL_DESCRIPTIONS: ToolDescription[] = TOOLS.map((tool) => ({
+  name: tool.name,
+  title: tool.title,
+  description: tool.description,
+  inputSchema: tool.input as unknown as ToolDescription['inputSchema'],
+  annotations: { title: tool.title, ...tool.annotations },
+}));
+
 /** One MCP server for one request (stateless): its tools act with the token's access only. */
 function serverFor(ctx: AppContext, access: TenantAccess): Server {
   const server = new Server(SERVER_INFO, {
@@ -108,19 +125,14 @@ function serverFor(ctx: AppContext, access: TenantAccess): Server {
     instructions:
       'Waybill tracks shipments. Find them with search_shipments, read one with get_shipment, move it with update_shipment_status; list_webhook_deliveries and replay_webhook_delivery help with failed webhooks. The connection sees one company (or merchant account) in one mode.',
   });
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: TOOLS.map((tool) => ({
-      name: tool.name,
-      title: tool.title,
-      description: tool.description,
-      inputSchema: tool.input as unknown as { type: 'object'; properties?: Record<string, object> },
-      annotations: { title: tool.title, ...tool.annotations },
-    })),
-  }));
-  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
+  server.setRequestHandler('tools/list', async () => ({ tools: TOOL_DESCRIPTIONS }));
+  server.setRequestHandler('tools/call', async (request): Promise<CallToolResult> => {
     const tool = TOOLS_BY_NAME.get(request.params.name);
     if (!tool)
-      throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${request.params.name.slice(0, 100)}`);
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        `Unknown tool ${request.params.name.slice(0, 100)}`,
+      );
     const args = request.params.arguments ?? {};
     const errors = argumentErrors(tool, args);
     if (errors.length > 0)
@@ -136,37 +148,100 @@ function serverFor(ctx: AppContext, access: TenantAccess): Server {
   return server;
 }
 
-/** Records that an agent connection was used, at most once a minute (the connections list shows it). */
-async function touch(ctx: AppContext, access: TenantAccess): Promise<void> {
-  if (!access.installationId) return;
-  const now = ctx.clock.now();
-  await ctx.db
-    .updateTable('installations')
-    .set({ last_used_at: now })
-    .where('id', '=', access.installationId)
-    .where((eb) =>
-      eb.or([
-        eb('last_used_at', 'is', null),
-        eb('last_used_at', '<', sql<Date>`${now}::timestamptz - interval '1 minute'`),
-      ]),
-    )
-    .execute();
-}
+const MINUTE = 60_000;
 
-/** Whether the company lets agents use this mode now (CONTRACT.md: `agent_access`). */
-async function modeAllowed(ctx: AppContext, access: TenantAccess): Promise<boolean> {
+/**
+ * Whether the company lets agents use this mode now (CONTRACT.md: `agent_access`), read with the
+ * connection's last use in one statement; that use is written at most once a minute (the connections
+ * list shows it), so most calls only read.
+ */
+async function admitted(ctx: AppContext, access: TenantAccess): Promise<boolean> {
   const row = await ctx.db
-    .selectFrom('companies')
-    .select('agent_access')
-    .where('id', '=', access.tenantId)
+    .selectFrom('companies as c')
+    .leftJoin('installations as i', (join) =>
+      join.on('i.id', '=', access.installationId ?? '').onRef('i.tenant_id', '=', 'c.id'),
+    )
+    .select(['c.agent_access', 'i.last_used_at'])
+    .where('c.id', '=', access.tenantId)
     .executeTakeFirst();
   const setting = agentAccessOf(row?.agent_access ?? null);
-  return access.livemode ? setting.live : setting.test;
+  if (!(access.livemode ? setting.live : setting.test)) return false;
+  const now = ctx.clock.now();
+  if (access.installationId && !(row?.last_used_at && now.getTime() - row.last_used_at.getTime() < MINUTE)) {
+    await ctx.db
+      .updateTable('installations')
+      .set({ last_used_at: now })
+      .where('id', '=', access.installationId)
+      .where((eb) =>
+        eb.or([
+          eb('last_used_at', 'is', null),
+          eb('last_used_at', '<', sql<Date>`${now}::timestamptz - interval '1 minute'`),
+        ]),
+      )
+      .execute();
+  }
+  return true;
+}
+
+/** The access a request's token gives, as the SDK hands it to the server factory. */
+function authInfoOf(access: TenantAccess): AuthInfo {
+  return { token: '', clientId: access.installationId ?? '', scopes: [...access.scopes], extra: { access } };
+}
+
+/**
+ * The MCP revisions, on the SDK's v2 server: 2026-07-28 (a request carries its own envelope, no
+ * handshake) through the SDK's per-request handler, built once; the 2025 revisions (initialize, then
+ * plain JSON-RPC) through a stateless transport per request that answers JSON, not an SSE stream.
+ */
+function mcpServing(ctx: AppContext) {
+  const factory = ({ authInfo }: { authInfo?: AuthInfo }) => {
+    const access = authInfo?.extra?.access as TenantAccess | undefined;
+    if (!access) throw new Error('An MCP server is built for an authenticated request only');
+    return serverFor(ctx, access);
+  };
+  const modern = createMcpHandler(factory, { legacy: 'reject' });
+  const serve = async (request: Request, body: unknown, access: TenantAccess): Promise<Response> => {
+    const authInfo = authInfoOf(access);
+    if (!(await isLegacyRequest(request, body))) return modern.fetch(request, { authInfo, parsedBody: body });
+    const server = serverFor(ctx, access);
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    await server.connect(transport);
+    try {
+      return await transport.handleRequest(request, { authInfo, parsedBody: body });
+    } finally {
+      void server.close();
+    }
+  };
+  return { serve, close: () => modern.close() };
+}
+
+/** The Fetch API request the SDK reads (Fastify has parsed the body already, so it has none). */
+function webRequest(ctx: AppContext, request: FastifyRequest): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value === undefined || name === 'content-length' || name === 'transfer-encoding') continue;
+    headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  return new Request(`${ctx.config.baseUrl}/mcp`, { method: request.method, headers });
+}
+
+async function sendWebResponse(reply: FastifyReply, response: Response) {
+  reply.code(response.status);
+  for (const [name, value] of response.headers) reply.header(name, value);
+  if (!response.body) return reply.send();
+  if (response.headers.get('content-type')?.startsWith('text/event-stream'))
+    return reply.send(Readable.fromWeb(response.body as never));
+  return reply.send(Buffer.from(await response.arrayBuffer()));
 }
 
 /** `POST {base_url}/mcp` (MCP over Streamable HTTP) and its protected resource metadata. */
 export function mcpRoutes(ctx: AppContext): FastifyPluginAsync {
   return async (app) => {
+    const { serve, close } = mcpServing(ctx);
+    app.addHook('onClose', close);
     const metadata = JSON.stringify(protectedResourceMetadata(ctx));
     for (const path of [
       '/.well-known/oauth-protected-resource/mcp',
@@ -193,7 +268,7 @@ export function mcpRoutes(ctx: AppContext): FastifyPluginAsync {
           `Send an access token issued for ${resourceUrl(ctx.config, 'mcp')}; see ${resourceMetadataUrl(ctx)}`,
         );
       }
-      if (!(await modeAllowed(ctx, access))) {
+      if (!(await admitted(ctx, access))) {
         return sendProblem(
           reply,
           new AppError(
@@ -224,20 +299,8 @@ export function mcpRoutes(ctx: AppContext): FastifyPluginAsync {
           request,
         );
       }
-      await touch(ctx, access);
-      const server = serverFor(ctx, access);
-      // Stateless (any API process answers any request): no session id, one JSON answer per POST.
-      const transport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: undefined,
-        enableJsonResponse: true,
-      });
-      await server.connect(transport);
-      reply.hijack();
-      reply.raw.on('close', () => {
-        void transport.close();
-        void server.close();
-      });
-      await transport.handleRequest(request.raw, reply.raw, request.body);
+      const answer = await serve(webRequest(ctx, request), request.body, access);
+      return sendWebResponse(reply, answer);
     });
 
     // No server-initiated stream and no sessions to end: a stateless server says so (405).

@@ -38,6 +38,8 @@ export async function resolveAppAccessToken(ctx: AppContext, secret: string): Pr
     .where('t.revoked_at', 'is', null)
     .where('t.expires_at', '>', ctx.clock.now())
     .where('a.status', '!=', 'suspended')
+    // An agent client (no developer) reaches /mcp only (CONTRACT.md, Agents).
+    .where((eb) => eb.or([eb('t.resource', '=', 'mcp'), eb('a.developer_id', 'is not', null)]))
     .whereRef('i.user_id', '=', 't.user_id')
     .executeTakeFirst();
   if (!row) return null;

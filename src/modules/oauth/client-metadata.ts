@@ -2,11 +2,11 @@ import { request } from 'undici';
 import type { AppContext, Trx } from '../../context.ts';
 import { GuardRefusal, urlShapeProblem } from '../../delivery/guard.ts';
 import { guardedAgent } from '../../delivery/sender.ts';
-import { addMs, HOUR, SECOND } from '../../lib/clock.ts';
+import { addMs, HOUR, MINUTE, SECOND } from '../../lib/clock.ts';
 import { newSecret } from '../../lib/ids.ts';
-import { textFault } from '../../lib/text.ts';
 import { SCOPES } from '../accounts/roles.ts';
 import { type AppRecord, findAppByClientId } from '../apps/registry.ts';
+import { takeAddressPlace } from './address-limit.ts';
 import { UntrustedRedirectError } from './errors.ts';
 
 /** CONTRACT.md (Agents): 5 s, 64 KB, cached between 30 s and 24 h as its Cache-Control says. */
@@ -34,6 +34,54 @@ export function isLoopback(uri: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * RFC 8252 and CONTRACT.md: a web client's redirect is https; a native one may use loopback http
+ * (any port) or a private-use scheme (a reverse domain name, RFC 8252 section 7.1). No fragment.
+ */
+export function redirectUriProblem(value: unknown, native: boolean): string | null {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 2000) return 'is not a URL';
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'is not an absolute URL';
+  }
+  if (url.hash !== '' || value.includes('#')) return 'has a fragment';
+  if (url.protocol === 'https:') return null;
+  if (!native) return 'must use https (loopback http and private-use schemes are for native clients)';
+  if (url.protocol === 'http:' && isLoopback(value)) return null;
+  if (/^[a-z][a-z0-9+.-]*\.[a-z0-9+.-]+:$/.test(url.protocol)) return null;
+  return 'must use https, loopback http or a private-use scheme (com.example.app:/callback)';
+}
+
+/**
+ * The application type of a client that names none. MCP 2025-06-18 and 2025-11-25 never mention
+ * application_type: a client returning only to loopback or its own scheme is native (OpenID's web
+ * default is about browser clients of the implicit grant).
+ */
+export function impliedApplicationType(uris: readonly unknown[]): 'web' | 'native' {
+  const nativeOnly = uris.every(
+    (uri) => redirectUriProblem(uri, true) === null && redirectUriProblem(uri, false) !== null,
+  );
+  return nativeOnly ? 'native' : 'web';
+}
+
+/**
+ * Names a person reads on the consent page and the Agents list: no control characters (C0, DEL,
+ * C1) and no bidirectional controls (U+061C, U+200E/F, U+202A to U+202E, U+2066 to U+2069), which
+ * can make a name read as another ("Trusted\u202Etnega").
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
+const NAME_CONTROLS = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+
+/** Why an agent's self-chosen name cannot be shown, or null when it can. */
+export function clientNameProblem(name: unknown): string | null {
+  if (typeof name !== 'string' || name.trim() === '' || name.length > 100 || !name.isWellFormed())
+    return 'client_name is text of at most 100 characters';
+  if (NAME_CONTROLS.test(name)) return 'client_name must not contain control or bidirectional characters';
+  return null;
 }
 
 /** The redirect URI matches one of the document's exactly, or the same loopback URL on any port. */
@@ -92,11 +140,11 @@ export async function fetchClientDocument(
     });
     if (response.statusCode >= 300 && response.statusCode < 400) {
       await response.body.dump();
-      throw refuse(`it answered ${response.statusCode} (a redirect, which is not followed)`);
+      throw refuse('it could not be fetched: it answered with a redirect, and redirects are not followed');
     }
     if (response.statusCode !== 200) {
       await response.body.dump();
-      throw refuse(`it answered ${response.statusCode}`);
+      throw refuse('it could not be fetched');
     }
     const chunks: Buffer[] = [];
     let size = 0;
@@ -104,7 +152,7 @@ export async function fetchClientDocument(
       size += (chunk as Buffer).length;
       if (size > MAX_DOCUMENT_BYTES) {
         response.body.destroy();
-        throw refuse('it is larger than 64 KB');
+        throw refuse('it is too large (more than 64 KB)');
       }
       chunks.push(chunk as Buffer);
     }
@@ -124,7 +172,7 @@ export async function fetchClientDocument(
   try {
     parsed = JSON.parse(text);
   } catch {
-    throw refuse('it is not JSON');
+    throw refuse('it was not valid JSON');
   }
   return { document: checkDocument(clientId, parsed), expiresMs: cacheMs(cacheControl) };
 }
@@ -136,22 +184,18 @@ function checkDocument(clientId: string, parsed: unknown): ClientDocument {
   // Exactly the URL it was fetched from: not another path, not a slash more or less.
   if (doc.client_id !== clientId) throw refuse('its client_id is not the URL it was fetched from');
   const name = doc.client_name;
-  if (
-    typeof name !== 'string' ||
-    name.trim() === '' ||
-    name.length > 100 ||
-    textFault(name, 'line') !== null
-  ) {
-    throw refuse('it has no client_name of at most 100 characters');
-  }
+  const nameProblem = clientNameProblem(name);
+  if (nameProblem) throw refuse(nameProblem);
   const uris = doc.redirect_uris;
-  if (
-    !Array.isArray(uris) ||
-    uris.length === 0 ||
-    uris.length > 10 ||
-    !uris.every((u) => typeof u === 'string' && u.length <= 2000)
-  ) {
-    throw refuse('it lists no redirect_uris');
+  if (!Array.isArray(uris) || uris.length === 0 || uris.length > 10) {
+    throw refuse('it lists no redirect_uris (1 to 10)');
+  }
+  // Checked as a registration's are: no javascript:, data: or file:, no plain http off loopback.
+  const type = doc.application_type ?? impliedApplicationType(uris);
+  if (type !== 'web' && type !== 'native') throw refuse('application_type is web or native');
+  for (const uri of uris) {
+    const problem = redirectUriProblem(uri, type === 'native');
+    if (problem) throw refuse(`one of its redirect_uris ${problem}`);
   }
   const method = doc.token_endpoint_auth_method;
   if (method !== undefined && method !== 'none') throw refuse('token_endpoint_auth_method must be none');
@@ -159,7 +203,7 @@ function checkDocument(clientId: string, parsed: unknown): ClientDocument {
     typeof doc.client_uri === 'string' && /^https:\/\//i.test(doc.client_uri) ? doc.client_uri : undefined;
   return {
     client_id: clientId,
-    client_name: name.trim(),
+    client_name: (name as string).trim(),
     redirect_uris: uris as string[],
     ...(clientUri ? { client_uri: clientUri } : {}),
   };
@@ -207,10 +251,55 @@ export async function saveAgentApp(
 }
 
 /**
- * The client of an authorization request whose client_id is a metadata document URL: the cached
- * document while it holds, else fetched and checked again. Anything wrong: the error page's reason.
+ * Fetches a document for an address key at most this often a minute: anyone, signed in or not,
+ * can name any URL as a client_id, and Waybill must not become their fetcher (issue 39).
  */
-export async function metadataDocumentClient(ctx: AppContext, clientId: string): Promise<AppRecord> {
+export const DOCUMENT_FETCHES_PER_MINUTE = 10;
+/** A document that could not be used is not fetched again for this long. */
+export const DOCUMENT_FAILURE_MS = MINUTE;
+
+/** The document fetched, checked and stored (its app row and its agent_clients row). */
+async function refreshDocument(ctx: AppContext, clientId: string, now: Date): Promise<void> {
+  const { document, expiresMs } = await fetchClientDocument(ctx, clientId);
+  await ctx.db.transaction().execute(async (trx) => {
+    await saveAgentApp(ctx, trx, {
+      id: clientId,
+      name: document.client_name,
+      redirectUris: document.redirect_uris,
+      scopes: [...SCOPES],
+      // The document's client_uri is its claim; the client is known by its URL's host.
+      homepage: null,
+    });
+    await trx
+      .insertInto('agent_clients')
+      .values({
+        app_id: clientId,
+        source: 'metadata_document',
+        metadata: JSON.stringify(document),
+        metadata_expires_at: addMs(now, expiresMs),
+        registered_from: null,
+        first_approved_at: null,
+        created_at: now,
+      })
+      .onConflict((oc) =>
+        oc
+          .column('app_id')
+          .doUpdateSet({ metadata: JSON.stringify(document), metadata_expires_at: addMs(now, expiresMs) }),
+      )
+      .execute();
+  });
+}
+
+/**
+ * The client of an authorization request whose client_id is a metadata document URL: the cached
+ * document while it holds, else fetched and checked again (within the address key's fetches of
+ * the minute). Anything wrong: the error page's reason, remembered for a minute.
+ */
+export async function metadataDocumentClient(
+  ctx: AppContext,
+  clientId: string,
+  address: string,
+): Promise<AppRecord> {
   const now = ctx.clock.now();
   const cached = await ctx.db
     .selectFrom('agent_clients')
@@ -219,35 +308,49 @@ export async function metadataDocumentClient(ctx: AppContext, clientId: string):
     .where('source', '=', 'metadata_document')
     .executeTakeFirst();
   if (!cached?.metadata_expires_at || cached.metadata_expires_at <= now) {
-    const { document, expiresMs } = await fetchClientDocument(ctx, clientId);
-    await ctx.db.transaction().execute(async (trx) => {
-      await saveAgentApp(ctx, trx, {
-        id: clientId,
-        name: document.client_name,
-        redirectUris: document.redirect_uris,
-        scopes: [...SCOPES],
-        homepage: document.client_uri ?? null,
-      });
-      await trx
-        .insertInto('agent_clients')
-        .values({
-          app_id: clientId,
-          source: 'metadata_document',
-          metadata: JSON.stringify(document),
-          metadata_expires_at: addMs(now, expiresMs),
-          registered_from: null,
-          first_approved_at: null,
-          created_at: now,
-        })
-        .onConflict((oc) =>
-          oc
-            .column('app_id')
-            .doUpdateSet({ metadata: JSON.stringify(document), metadata_expires_at: addMs(now, expiresMs) }),
-        )
+    const failed = await ctx.db
+      .selectFrom('client_document_failures')
+      .select('reason')
+      .where('client_id', '=', clientId)
+      .where('until', '>', now)
+      .executeTakeFirst();
+    if (failed) throw new UntrustedRedirectError(failed.reason);
+    const retryAfter = await takeAddressPlace(
+      ctx,
+      'client-document',
+      address,
+      DOCUMENT_FETCHES_PER_MINUTE,
+      MINUTE,
+    );
+    if (retryAfter !== null) {
+      throw new UntrustedRedirectError(
+        `Too many client metadata documents were fetched for your address; try again in ${retryAfter} s.`,
+        429,
+      );
+    }
+    try {
+      await refreshDocument(ctx, clientId, now);
+    } catch (error) {
+      if (!(error instanceof UntrustedRedirectError)) throw error;
+      const until = addMs(now, DOCUMENT_FAILURE_MS);
+      await ctx.db
+        .insertInto('client_document_failures')
+        .values({ client_id: clientId, reason: error.message, until })
+        .onConflict((oc) => oc.column('client_id').doUpdateSet({ reason: error.message, until }))
         .execute();
-    });
+      throw error;
+    }
   }
   const app = await findAppByClientId(ctx, clientId);
   if (!app) throw refuse('it could not be stored');
   return app;
+}
+
+/** Forgets failures whose minute is over; housekeeping. */
+export async function purgeDocumentFailures(ctx: AppContext): Promise<number> {
+  const result = await ctx.db
+    .deleteFrom('client_document_failures')
+    .where('until', '<=', ctx.clock.now())
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

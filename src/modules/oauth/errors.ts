@@ -48,7 +48,11 @@ export class OAuthError extends Error {
   }
 }
 
-/** Answered with an error page, never a redirect: the redirect target is not trusted (RFC 6749 4.1.2.1). */
+/**
+ * An authorization request answered with an error page, never a redirect: the redirect target is
+ * not trusted (RFC 6749 section 4.1.2.1). Thrown by the request's checks and by the client
+ * metadata document's, so it lives here, below both.
+ */
 export class UntrustedRedirectError extends Error {
   readonly status: number;
 

@@ -1,9 +1,14 @@
 import type { AppContext } from '../../context.ts';
 import { addMs, HOUR } from '../../lib/clock.ts';
 import { newId } from '../../lib/ids.ts';
-import { textFault } from '../../lib/text.ts';
 import { isScope, SCOPES } from '../accounts/roles.ts';
-import { saveAgentApp } from './client-metadata.ts';
+import { takeAddressPlace } from './address-limit.ts';
+import {
+  clientNameProblem,
+  impliedApplicationType,
+  redirectUriProblem,
+  saveAgentApp,
+} from './client-metadata.ts';
 
 /** RFC 7591 section 3.2.2: the registration errors. */
 export class RegistrationError extends Error {
@@ -15,32 +20,10 @@ export class RegistrationError extends Error {
   }
 }
 
-/** CONTRACT.md (Agents): 10 registrations an hour per address. */
+/** CONTRACT.md (Agents): 10 registrations an hour per address key (an IPv6 /64 as one address). */
 export const REGISTRATIONS_PER_HOUR = 10;
 /** A registration no person approved within this long is removed by housekeeping. */
 export const UNUSED_REGISTRATION_MS = 24 * HOUR;
-
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
-
-/**
- * RFC 8252 and CONTRACT.md: a web client's redirect is https; a native one may use loopback http
- * (any port) or a private-use scheme (a reverse domain name, RFC 8252 section 7.1). No fragment.
- */
-export function redirectUriProblem(value: unknown, native: boolean): string | null {
-  if (typeof value !== 'string' || value.length === 0 || value.length > 2000) return 'is not a URL';
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return 'is not an absolute URL';
-  }
-  if (url.hash !== '' || value.includes('#')) return 'has a fragment';
-  if (url.protocol === 'https:') return null;
-  if (!native) return 'must use https (set application_type native for a loopback or app redirect)';
-  if (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname)) return null;
-  if (/^[a-z][a-z0-9+.-]*\.[a-z0-9+.-]+:$/.test(url.protocol)) return null;
-  return 'must use https, loopback http or a private-use scheme (com.example.app:/callback)';
-}
 
 export interface Registered {
   client_id: string;
@@ -63,94 +46,100 @@ function stringList(value: unknown, name: string, allowed: readonly string[]): s
   return [...new Set(value as string[])];
 }
 
+/** RFC 7591 section 2: an empty optional string is no value (clients send `client_uri: ""`). */
+function present(value: unknown): unknown {
+  return value === '' || value === null ? undefined : value;
+}
+
 /** Checks a registration request (RFC 7591 section 2) into what is stored; nothing is stored on error. */
 export function checkRegistration(body: unknown): Omit<Registered, 'client_id' | 'client_id_issued_at'> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new RegistrationError('invalid_client_metadata', 'send the client metadata as a JSON object');
   }
   const meta = body as Record<string, unknown>;
-  const method = meta.token_endpoint_auth_method ?? 'none';
-  if (method !== 'none') {
+  // RFC 7591 section 3.2.1: the server may answer another method than asked; a client asking for
+  // a secret gets none and is told so (CONTRACT.md, Agents: public clients only).
+  const method = present(meta.token_endpoint_auth_method) ?? 'none';
+  if (method !== 'none' && method !== 'client_secret_basic' && method !== 'client_secret_post') {
     throw new RegistrationError(
       'invalid_client_metadata',
       'only public clients register here: token_endpoint_auth_method must be none',
     );
   }
-  const type = meta.application_type ?? 'web';
-  if (type !== 'web' && type !== 'native') {
-    throw new RegistrationError('invalid_client_metadata', 'application_type is web or native');
-  }
   const uris = meta.redirect_uris;
   if (!Array.isArray(uris) || uris.length === 0 || uris.length > 10) {
     throw new RegistrationError('invalid_redirect_uri', 'redirect_uris must list 1 to 10 URLs');
+  }
+  const type = present(meta.application_type) ?? impliedApplicationType(uris);
+  if (type !== 'web' && type !== 'native') {
+    throw new RegistrationError('invalid_client_metadata', 'application_type is web or native');
   }
   for (const uri of uris) {
     const problem = redirectUriProblem(uri, type === 'native');
     if (problem)
       throw new RegistrationError('invalid_redirect_uri', `${String(uri).slice(0, 200)} ${problem}`);
   }
-  const grantTypes = stringList(meta.grant_types, 'grant_types', ['authorization_code', 'refresh_token']) ?? [
+  const grantTypes = stringList(present(meta.grant_types), 'grant_types', [
     'authorization_code',
     'refresh_token',
-  ];
+  ]) ?? ['authorization_code', 'refresh_token'];
   if (!grantTypes.includes('authorization_code')) {
     throw new RegistrationError('invalid_client_metadata', 'grant_types must include authorization_code');
   }
-  const responseTypes = stringList(meta.response_types, 'response_types', ['code']) ?? ['code'];
-  const name = meta.client_name ?? 'Unnamed agent';
-  if (
-    typeof name !== 'string' ||
-    name.trim() === '' ||
-    name.length > 100 ||
-    textFault(name, 'line') !== null
-  ) {
-    throw new RegistrationError('invalid_client_metadata', 'client_name is text of at most 100 characters');
-  }
-  let scope = SCOPES.join(' ');
-  if (meta.scope !== undefined) {
-    const asked = typeof meta.scope === 'string' ? meta.scope.split(' ').filter(Boolean) : null;
+  const responseTypes = stringList(present(meta.response_types), 'response_types', ['code']) ?? ['code'];
+  const name = present(meta.client_name) ?? 'Unnamed agent';
+  const nameProblem = clientNameProblem(name);
+  if (nameProblem) throw new RegistrationError('invalid_client_metadata', nameProblem);
+  // An agent may ask for any scope, as a metadata-document client may: the person's consent decides
+  // what it gets. A registration's `scope` is what the client asks first (an SDK client copies the
+  // 401's `scope="shipments:read"`); binding it would refuse the step-up of the first write.
+  // RFC 7591 section 3.2.1 lets the server answer other metadata than asked.
+  const scope = SCOPES.join(' ');
+  const askedScope = present(meta.scope);
+  if (askedScope !== undefined) {
+    const asked = typeof askedScope === 'string' ? askedScope.split(' ').filter(Boolean) : null;
     if (!asked || asked.length === 0 || !asked.every(isScope)) {
       throw new RegistrationError('invalid_client_metadata', `scope may hold only ${SCOPES.join(' ')}`);
     }
-    scope = [...new Set(asked)].join(' ');
   }
-  let clientUri: string | undefined;
-  if (meta.client_uri !== undefined) {
-    if (
-      typeof meta.client_uri !== 'string' ||
-      !/^https:\/\//i.test(meta.client_uri) ||
-      meta.client_uri.length > 500
-    ) {
+  // Kept as the client's own claim: never shown as verified, never its host (CONTRACT.md, Agents).
+  const clientUri = present(meta.client_uri);
+  if (clientUri !== undefined) {
+    if (typeof clientUri !== 'string' || !/^https:\/\//i.test(clientUri) || clientUri.length > 500) {
       throw new RegistrationError('invalid_client_metadata', 'client_uri must be an https URL');
     }
-    clientUri = meta.client_uri;
   }
   return {
-    client_name: name.trim(),
+    client_name: (name as string).trim(),
     redirect_uris: uris as string[],
     grant_types: grantTypes,
     response_types: responseTypes,
     token_endpoint_auth_method: 'none',
     application_type: type,
     scope,
-    ...(clientUri ? { client_uri: clientUri } : {}),
+    ...(clientUri ? { client_uri: clientUri as string } : {}),
   };
 }
 
-/** Whether this address may register now (counted in the database: every API process agrees). */
-export async function registrationAllowed(ctx: AppContext, address: string): Promise<boolean> {
-  const row = await ctx.db
-    .selectFrom('agent_clients')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('registered_from', '=', address)
-    .where('created_at', '>', addMs(ctx.clock.now(), -HOUR))
-    .executeTakeFirstOrThrow();
-  return Number(row.n) < REGISTRATIONS_PER_HOUR;
+/** Refused: this address key registered REGISTRATIONS_PER_HOUR clients in the current hour. */
+export class RegistrationLimitError extends Error {
+  readonly retryAfterS: number;
+  constructor(retryAfterS: number) {
+    super('too many registrations from this address; try again within the hour');
+    this.name = 'RegistrationLimitError';
+    this.retryAfterS = retryAfterS;
+  }
 }
 
-/** RFC 7591 section 3: registers a public agent client, an app without a developer or listing. */
+/**
+ * RFC 7591 section 3: registers a public agent client, an app without a developer or listing. A
+ * well-formed registration takes one of the address key's places of the hour (counted atomically,
+ * so parallel requests never pass the limit), then is stored.
+ */
 export async function registerClient(ctx: AppContext, body: unknown, address: string): Promise<Registered> {
   const checked = checkRegistration(body);
+  const retryAfter = await takeAddressPlace(ctx, 'registration', address, REGISTRATIONS_PER_HOUR, HOUR);
+  if (retryAfter !== null) throw new RegistrationLimitError(retryAfter);
   const now = ctx.clock.now();
   const id = newId('app');
   await ctx.db.transaction().execute(async (trx) => {
@@ -159,7 +148,8 @@ export async function registerClient(ctx: AppContext, body: unknown, address: st
       name: checked.client_name,
       redirectUris: checked.redirect_uris,
       scopes: checked.scope.split(' '),
-      homepage: checked.client_uri ?? null,
+      // client_uri is the client's claim: kept in its metadata, never the app's homepage.
+      homepage: null,
     });
     await trx
       .insertInto('agent_clients')

@@ -38,6 +38,27 @@ export function parseResource(config: Readonly<Config>, value: string): Resource
   throw refuse();
 }
 
+/**
+ * The `resource` of a token request (RFC 8707 section 2.2: it may repeat the grant's, never change
+ * it), undefined when absent. An agent client, one without a developer, reaches /mcp only
+ * (CONTRACT.md, Agents): naming /v1 is invalid_target whatever its grant.
+ */
+export function tokenRequestResource(
+  config: Readonly<Config>,
+  client: { developer_id: string | null },
+  params: ReadonlyMap<string, string>,
+): Resource | undefined {
+  const value = params.get('resource');
+  if (value === undefined) return undefined;
+  const resource = parseResource(config, value);
+  if (resource === 'v1' && client.developer_id === null)
+    throw new OAuthError(
+      'invalid_target',
+      `an agent client's tokens are for ${resourceUrl(config, 'mcp')} only`,
+    );
+  return resource;
+}
+
 /** The resource of a request: the one named, or `fallback` (the grant's; `v1` on authorize). */
 export function requestedResource(
   config: Readonly<Config>,

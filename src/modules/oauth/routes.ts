@@ -1,12 +1,14 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
+import { peerAddress } from '../../http/rate-limits.ts';
+import { AppError } from '../../lib/errors.ts';
 import { addressLimit } from './address-limit.ts';
 import { registerAuthorizeRoutes } from './authorize/routes.ts';
 import { basicCredentials, type Presented } from './client-auth.ts';
 import { oauthErrorHandler } from './errors.ts';
 import { authorizationServerMetadata } from './metadata.ts';
 import { formParams } from './params.ts';
-import { RegistrationError, registerClient, registrationAllowed } from './registration.ts';
+import { RegistrationError, RegistrationLimitError, registerClient } from './registration.ts';
 import { revocationRequest } from './revocation.ts';
 import { tokenRequest } from './token-endpoint.ts';
 
@@ -74,11 +76,25 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
       {
         schema: { hide: true },
         errorHandler: (error: Error & { statusCode?: number }, request, reply) => {
+          if (error instanceof RegistrationLimitError) {
+            return reply
+              .code(429)
+              .header('retry-after', error.retryAfterS)
+              .header('cache-control', 'no-store')
+              .send({ error: 'invalid_request', error_description: error.message });
+          }
           if (error instanceof RegistrationError) {
             return reply
               .code(400)
               .header('cache-control', 'no-store')
               .send({ error: error.code, error_description: error.message });
+          }
+          // The shared input checks (control characters anywhere in the body) refuse the metadata.
+          if (error instanceof AppError && error.status < 500) {
+            return reply
+              .code(400)
+              .header('cache-control', 'no-store')
+              .send({ error: 'invalid_client_metadata', error_description: error.message });
           }
           const status = error.statusCode ?? 500;
           if (status >= 400 && status < 500) {
@@ -91,13 +107,7 @@ export function oauthRoutes(ctx: AppContext): FastifyPluginAsync {
         },
       },
       async (request, reply) => {
-        if (!(await registrationAllowed(ctx, request.ip))) {
-          return reply.code(429).header('retry-after', '3600').header('cache-control', 'no-store').send({
-            error: 'invalid_request',
-            error_description: 'too many registrations from this address; try again within the hour',
-          });
-        }
-        const registered = await registerClient(ctx, request.body, request.ip);
+        const registered = await registerClient(ctx, request.body, peerAddress(request));
         return reply.code(201).header('cache-control', 'no-store').send(registered);
       },
     );

@@ -34,6 +34,11 @@ export interface InstallationsTable {
   approved_at: Date;
   /** False for an agent connection approved for test data (its tokens are atk_test_). */
   livemode: Generated<boolean>;
+  /**
+   * The one resource this grant is for (migration 0067): `v1`, an app's installation, or `mcp`, an
+   * agent connection. An app approved for both has a row for each.
+   */
+  resource: Generated<'v1' | 'mcp'>;
   /** The last call an agent connection made (at most once a minute). */
   last_used_at: Generated<Date | null>;
   /** jsonb: event types the app muted for this installation (issue 32; migration 0062). */
@@ -70,6 +75,11 @@ export interface OAuthTokensTable {
   expires_at: Date;
   used_at: Date | null;
   revoked_at: Date | null;
+  /**
+   * An agent client's spent refresh token: the pair its use minted, sealed, for the refresh grace
+   * (migration 0068); dropped after it.
+   */
+  reissue_sealed: Generated<string | null>;
 }
 
 /** The view of migration 0033: what each installation's grant lets it receive now. */
@@ -93,15 +103,32 @@ export interface AgentClientsTable {
   metadata: unknown;
   /** Until when a fetched metadata document holds (its Cache-Control, 30 s to 24 h). */
   metadata_expires_at: Date | null;
-  /** The address a registration came from (its rate limit). */
+  /** The address key a registration came from (an IPv6 /64 as one address). */
   registered_from: string | null;
   /** The first time a person approved the client; a registration never approved is removed after 24 h. */
   first_approved_at: Date | null;
   created_at: Date;
 }
 
+/** Requests counted per address key in a fixed window (registrations, metadata document fetches). */
+export interface OAuthAddressCountsTable {
+  /** `<what>:<address key>`, e.g. `registration:2001:db8:0:1::/64`. */
+  subject: string;
+  window_start: Date;
+  count: number;
+}
+
+/** A metadata document that could not be used, and why, for a minute (never fetched again before). */
+export interface ClientDocumentFailuresTable {
+  client_id: string;
+  reason: string;
+  until: Date;
+}
+
 export interface OAuthTables {
   agent_clients: AgentClientsTable;
+  client_document_failures: ClientDocumentFailuresTable;
+  oauth_address_counts: OAuthAddressCountsTable;
   apps: AppsTable;
   installations: InstallationsTable;
   installation_grants: InstallationGrantsView;

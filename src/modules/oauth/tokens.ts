@@ -6,7 +6,7 @@ import { CallGroups } from '../../lib/group.ts';
 import { hashSecret, newId, newSecret } from '../../lib/ids.ts';
 import type { Scope } from '../accounts/roles.ts';
 import type { Presented } from './client-auth.ts';
-import { ACCESS_TOKEN_LIFETIME_MS, REFRESH_TOKEN_LIFETIME_MS } from './lifetimes.ts';
+import { ACCESS_TOKEN_LIFETIME_MS, REFRESH_RACE_WINDOW_MS, REFRESH_TOKEN_LIFETIME_MS } from './lifetimes.ts';
 import type { Resource } from './resource.ts';
 
 /** The token response of spec section 2.3, exactly. */
@@ -39,6 +39,28 @@ function testVariant(access: string): string {
   return `atk_test_${access.slice('atk_live_'.length)}`;
 }
 
+/** The secrets of one token response; only their hashes are stored. */
+export interface TokenPair {
+  /** Under the live prefix: the statement stores the mode's spelling (testVariant). */
+  access: string;
+  refresh: string;
+}
+
+export function newTokenPair(): TokenPair {
+  return { access: newSecret('atk_live_'), refresh: newSecret('atr_') };
+}
+
+/**
+ * The pair an agent client's refresh mints, sealed with the secret key box, to be kept beside the
+ * spent refresh token for the grace (CONTRACT.md, Agents; decision 0064): a second presentation
+ * within it answers these very tokens.
+ */
+export function sealPair(ctx: AppContext, pair: TokenPair, now: Date): string {
+  return ctx.secrets.seal(
+    JSON.stringify({ ...pair, expires_at: addMs(now, ACCESS_TOKEN_LIFETIME_MS).toISOString() }),
+  );
+}
+
 /**
  * Spends one grant (a code or a refresh token) and issues a fresh access and refresh token for it, in
  * ONE statement: the UPDATE is a compare-and-swap on `used_at IS NULL`, so of two requests racing
@@ -50,10 +72,10 @@ function testVariant(access: string): string {
 export async function spendAndIssue(
   ctx: AppContext,
   spend: RawBuilder<unknown>,
+  pair: TokenPair = newTokenPair(),
 ): Promise<TokenResponse | null> {
   const now = ctx.clock.now();
-  const access = newSecret('atk_live_');
-  const refresh = newSecret('atr_');
+  const { access, refresh } = pair;
   const statement = sql<IssuedRow>`
     WITH spent AS (${spend}),
     ${issueForSpent(now, {
@@ -95,11 +117,16 @@ function issueForSpent(
     FROM spent s JOIN installations i ON i.id = s.installation_id`;
 }
 
-function responseOf(row: IssuedRow, access: string, refresh: string): TokenResponse {
+function responseOf(
+  row: IssuedRow,
+  access: string,
+  refresh: string,
+  expiresIn = ACCESS_TOKEN_LIFETIME_MS / 1000,
+): TokenResponse {
   return {
     access_token: row.livemode ? access : testVariant(access),
     token_type: 'Bearer',
-    expires_in: ACCESS_TOKEN_LIFETIME_MS / 1000,
+    expires_in: expiresIn,
     refresh_token: refresh,
     scope: parseScopes(row.scopes).join(' '),
     installation_id: row.installation_id,
@@ -121,6 +148,8 @@ export interface GrantProof {
 }
 
 export interface GroupedSpend extends GrantProof {
+  /** A refresh by a public client: the pair sealed, kept if the client is an agent (sealPair). */
+  reissueSealed: string | null;
   accessId: string;
   accessHash: string;
   accessTestHash: string;
@@ -167,10 +196,12 @@ export async function spendAndIssueGrouped(
   kind: ReuseKind,
   proof: GrantProof,
 ): Promise<TokenResponse | null> {
-  const access = newSecret('atk_live_');
-  const refresh = newSecret('atr_');
+  const { access, refresh } = newTokenPair();
+  // Only an agent's refresh keeps it, and agents are public clients: no sealing for the rest.
+  const keep = kind === 'refresh_token' && proof.presented.secret === null;
   const row = await groupsOf(ctx)[kind].call({
     ...proof,
+    reissueSealed: keep ? sealPair(ctx, { access, refresh }, ctx.clock.now()) : null,
     accessId: newId('grt'),
     accessHash: hashSecret(access),
     accessTestHash: hashSecret(testVariant(access)),
@@ -213,10 +244,13 @@ export function groupedSpendStatement(
     v.refresh_hash`;
   const spend =
     kind === 'refresh_token'
-      ? sql`UPDATE oauth_tokens SET used_at = ${now} FROM v, apps a
+      ? sql`UPDATE oauth_tokens SET used_at = ${now},
+            reissue_sealed = CASE WHEN a.developer_id IS NULL THEN v.reissue_sealed END
+          FROM v, apps a
           WHERE oauth_tokens.token_hash = v.grant_hash AND oauth_tokens.kind = 'refresh'
             AND oauth_tokens.used_at IS NULL AND oauth_tokens.revoked_at IS NULL AND oauth_tokens.expires_at > ${now}
             AND a.id = oauth_tokens.app_id AND ${proven} AND ${approverStillMember('oauth_tokens')}
+            AND ${agentRulesHold('oauth_tokens', sql`a.developer_id IS NULL`)}
             AND (v.resource IS NULL OR v.resource = oauth_tokens.resource)
           RETURNING ${returning}, oauth_tokens.app_id, oauth_tokens.installation_id, oauth_tokens.user_id,
             oauth_tokens.scopes, oauth_tokens.resource`
@@ -225,6 +259,7 @@ export function groupedSpendStatement(
             AND oauth_codes.expires_at > ${now} AND oauth_codes.redirect_uri = v.redirect_uri
             AND oauth_codes.code_challenge = v.challenge
             AND a.id = oauth_codes.app_id AND ${proven} AND ${approverStillMember('oauth_codes')}
+            AND ${agentRulesHold('oauth_codes', sql`a.developer_id IS NULL`)}
             AND (v.resource IS NULL OR v.resource = oauth_codes.resource)
           RETURNING ${returning}, oauth_codes.app_id, oauth_codes.installation_id, oauth_codes.user_id,
             oauth_codes.scopes, oauth_codes.resource`;
@@ -236,9 +271,10 @@ export function groupedSpendStatement(
         ${column((s) => s.redirectUri ?? null)}::text[], ${column((s) => s.challenge ?? null)}::text[],
         ${column((s) => s.accessId)}::text[], ${column((s) => s.accessHash)}::text[],
         ${column((s) => s.accessTestHash)}::text[], ${column((s) => s.refreshId)}::text[],
-        ${column((s) => s.refreshHash)}::text[], ${column((s) => s.resource ?? null)}::text[]
+        ${column((s) => s.refreshHash)}::text[], ${column((s) => s.resource ?? null)}::text[],
+        ${column((s) => s.reissueSealed)}::text[]
       ) WITH ORDINALITY AS v(grant_hash, client_id, secret_hash, redirect_uri, challenge, access_id, access_hash,
-        access_test_hash, refresh_id, refresh_hash, resource, n)
+        access_test_hash, refresh_id, refresh_hash, resource, reissue_sealed, n)
     ),
     spent AS (${spend}),
     ${issueForSpent(
@@ -270,6 +306,74 @@ export function approverStillMember(table: 'oauth_codes' | 'oauth_tokens'): RawB
     WHERE i.id = ${sql.ref(`${table}.installation_id`)} || '' AND i.user_id = ${sql.ref(`${table}.user_id`)})`;
 }
 
+/**
+ * `AND` clause (CONTRACT.md, Agents): an agent client (`agentClient`, an SQL boolean) holds grants
+ * for /mcp only, and a grant for /mcp gets tokens only in a mode the company's `agent_access`
+ * allows now: test unless it refuses test, live only for a live company that allows live. Nothing
+ * is spent otherwise: once the company allows the mode again, the same grant works.
+ */
+export function agentRulesHold(
+  table: 'oauth_codes' | 'oauth_tokens',
+  agentClient: RawBuilder<unknown>,
+): RawBuilder<unknown> {
+  return sql`CASE WHEN ${sql.ref(`${table}.resource`)} = 'v1' THEN NOT (${agentClient})::boolean
+    ELSE EXISTS (SELECT 1 FROM installations gi JOIN companies gc ON gc.id = gi.tenant_id
+      WHERE gi.id = ${sql.ref(`${table}.installation_id`)} || '' AND CASE WHEN gi.livemode
+        THEN gc.live AND (gc.agent_access ->> 'live')::boolean IS TRUE
+        ELSE (gc.agent_access ->> 'test')::boolean IS NOT FALSE END) END`;
+}
+
+/**
+ * The answer to an agent client presenting again, within the grace, the refresh token it spent:
+ * the pair that use minted (CONTRACT.md, Agents; decision 0064), from its sealed copy, as long as
+ * the grant stands (nothing revoked since, approver still there, mode still allowed) and the pair
+ * itself was not revoked. Null otherwise: the caller revokes.
+ */
+export async function reissuedPair(
+  ctx: AppContext,
+  tokenHash: string,
+  client: { id: string; developer_id: string | null },
+): Promise<TokenResponse | null> {
+  if (client.developer_id !== null) return null;
+  const now = ctx.clock.now();
+  const { rows } = await sql<IssuedRow & { reissue_sealed: string }>`
+    SELECT oauth_tokens.installation_id, oauth_tokens.scopes, i.livemode, i.tenant_id,
+      i.customer_account_id, oauth_tokens.reissue_sealed
+    FROM oauth_tokens JOIN installations i ON i.id = oauth_tokens.installation_id
+      JOIN apps a ON a.id = oauth_tokens.app_id
+    WHERE oauth_tokens.token_hash = ${tokenHash} AND oauth_tokens.kind = 'refresh'
+      AND oauth_tokens.app_id = ${client.id} AND a.developer_id IS NULL AND a.status <> 'suspended'
+      AND oauth_tokens.reissue_sealed IS NOT NULL AND oauth_tokens.revoked_at IS NULL
+      AND oauth_tokens.used_at >= ${addMs(now, -REFRESH_RACE_WINDOW_MS)}
+      AND ${approverStillMember('oauth_tokens')} AND ${agentRulesHold('oauth_tokens', sql`true`)}`.execute(
+    ctx.db,
+  );
+  const row = rows[0];
+  if (!row) return null;
+  const pair = JSON.parse(ctx.secrets.open(row.reissue_sealed)) as TokenPair & { expires_at: string };
+  const access = row.livemode ? pair.access : testVariant(pair.access);
+  const standing = await ctx.db
+    .selectFrom('oauth_tokens')
+    .select('id')
+    .where('token_hash', 'in', [hashSecret(access), hashSecret(pair.refresh)])
+    .where('revoked_at', 'is', null)
+    .execute();
+  if (standing.length !== 2) return null;
+  const left = Math.ceil((new Date(pair.expires_at).getTime() - now.getTime()) / 1000);
+  return responseOf(row, pair.access, pair.refresh, left);
+}
+
+/** Drops the sealed pairs whose grace is over (housekeeping): past it, a reuse revokes. */
+export async function dropSpentPairs(ctx: AppContext): Promise<number> {
+  const result = await ctx.db
+    .updateTable('oauth_tokens')
+    .set({ reissue_sealed: null })
+    .where('reissue_sealed', 'is not', null)
+    .where('used_at', '<', addMs(ctx.clock.now(), -REFRESH_RACE_WINDOW_MS))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 /** The two grants that spend something: a code, a refresh token. */
 export type ReuseKind = 'authorization_code' | 'refresh_token';
 
@@ -288,7 +392,7 @@ export async function revokeForReuse(
   await ctx.db.transaction().execute(async (trx) => {
     const revoked = await trx
       .updateTable('oauth_tokens')
-      .set({ revoked_at: now })
+      .set({ revoked_at: now, reissue_sealed: null })
       .where('installation_id', '=', installationId)
       .where('revoked_at', 'is', null)
       .executeTakeFirst();

@@ -2,6 +2,7 @@ import type { AppContext } from '../../../context.ts';
 import { membershipsOfPerson } from '../../accounts/companies.ts';
 import { type Scope, scopesOfRole } from '../../accounts/roles.ts';
 import { jsonArray } from '../../apps/registry.ts';
+import type { Resource } from '../resource.ts';
 
 /** A company or merchant account the person may install an app into. */
 export interface InstallTarget {
@@ -79,11 +80,14 @@ export async function widenedTargets(
   ctx: AppContext,
   appId: string,
   targets: InstallTarget[],
+  resource: Resource = 'v1',
 ): Promise<{ targets: InstallTarget[]; granted: Scope[] }> {
   const rows = await ctx.db
     .selectFrom('installations')
     .select(['tenant_id', 'customer_account_id', 'scopes'])
     .where('app_id', '=', appId)
+    // The grant of the resource asked for (each has its own, migration 0067).
+    .where('resource', '=', resource)
     .where('tenant_id', 'in', [...new Set(targets.map((t) => t.tenantId))])
     .execute();
   const held = new Map(

@@ -28,6 +28,10 @@ export async function approveAuthorization(
       'Choose a company or merchant account where you manage integrations.',
       403,
     );
+  // CONTRACT.md (Agents): a client without a developer gets a grant for /mcp alone, whatever the
+  // request says; each resource has its own grant (migration 0067).
+  const agent = request.app.developer_id === null;
+  const resource = agent ? 'mcp' : request.resource;
   // Optional scopes asked for at runtime add to what the installation holds (CONTRACT.md).
   const existing = request.widens
     ? await ctx.db
@@ -40,19 +44,15 @@ export async function approveAuthorization(
           target.customerAccountId === null ? 'is' : '=',
           target.customerAccountId,
         )
+        .where('resource', '=', resource)
         .executeTakeFirst()
     : undefined;
   const held = existing ? jsonArray<Scope>(existing.scopes) : [];
   const { granted } = grantableScopes([...new Set([...held, ...request.scopes])], target.role);
   // An MCP grant is for one mode, test unless the person picks live (CONTRACT.md, Agents).
-  const livemode = request.resource === 'mcp' ? await agentMode(ctx, target.tenantId, modeValue) : true;
+  const livemode = resource === 'mcp' ? await agentMode(ctx, target.tenantId, modeValue) : true;
   if (granted.length === 0)
     throw new UntrustedRedirectError('Your role cannot grant any of the scopes this app asks for.', 403);
-  const agent = await ctx.db
-    .selectFrom('agent_clients')
-    .select('app_id')
-    .where('app_id', '=', request.app.id)
-    .executeTakeFirst();
   const code = newSecret('atc_');
   const now = ctx.clock.now();
   await ctx.db.transaction().execute(async (trx) => {
@@ -63,7 +63,8 @@ export async function approveAuthorization(
       userId,
       scopes: granted,
       livemode,
-      agent: agent !== undefined,
+      agent,
+      resource,
     });
     if (existing) {
       await sendScopesUpdated(ctx, trx, {
@@ -92,7 +93,7 @@ export async function approveAuthorization(
         redirect_uri: request.redirectUri,
         code_challenge: request.codeChallenge,
         scopes: JSON.stringify(granted),
-        resource: request.resource,
+        resource,
         created_at: now,
         expires_at: addMs(now, CODE_LIFETIME_MS),
         used_at: null,

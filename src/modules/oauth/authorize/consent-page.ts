@@ -4,6 +4,9 @@ import { SCOPE_DESCRIPTIONS, type Scope } from '../../accounts/roles.ts';
 import { grantableScopes, type InstallTarget } from './accounts.ts';
 import type { AuthorizationRequest } from './request.ts';
 
+/** The consent form's scope checkboxes: the scopes the person gives, a subset of those asked. */
+export const GRANT_FIELD = 'grant_scope';
+
 function link(label: string, url: string | null): SafeHtml | string {
   // Only http(s) links are shown: a javascript: URL in an app's record must never become clickable.
   if (!url || !/^https?:\/\//i.test(url)) return '';
@@ -17,7 +20,7 @@ function hiddenRequest(request: AuthorizationRequest): SafeHtml {
     client_id: request.app.id,
     redirect_uri: request.redirectUri,
     scope: request.scopes.join(' '),
-    state: request.state,
+    ...(request.state === null ? {} : { state: request.state }),
     code_challenge: request.codeChallenge,
     code_challenge_method: 'S256',
     resource: request.resourceUrl,
@@ -33,11 +36,31 @@ ${withheld.length > 0 ? html`<span class="muted">Your role cannot grant: ${withh
 </label>`;
 }
 
-/** A scope in plain words, with the developer's reason for it when the app has a published listing. */
-function scopeItem(scope: Scope, justification: string | undefined): SafeHtml {
-  return html`<li><strong>${SCOPE_DESCRIPTIONS[scope]}</strong> <code>${scope}</code>${
+/**
+ * A scope in plain words, as a checkbox ticked by default: the person may leave any of them out
+ * (at least one stays). A published app's reviewed reason for it stands beside it.
+ */
+function scopeChoice(scope: Scope, justification: string | undefined): SafeHtml {
+  return html`<label class="choice"><input type="checkbox" name="${GRANT_FIELD}" value="${scope}" checked>
+<span><strong>${SCOPE_DESCRIPTIONS[scope]}</strong> <code>${scope}</code>${
     justification ? html`<br><span class="muted justification">Why: ${justification}</span>` : ''
-  }</li>`;
+  }</span></label>`;
+}
+
+/** Who asks: a portal app describes itself; an agent client is shown for what Waybill checked. */
+function whoAsks(request: AuthorizationRequest): SafeHtml {
+  const agent = request.agentClient;
+  if (!agent) {
+    const app = request.app;
+    return html`<p>${app.description}</p>
+<ul class="links">${link('Homepage', app.homepage_url)}${link('Privacy policy', app.privacy_url)}${link('Support', app.support_url)}</ul>`;
+  }
+  const who =
+    agent.source === 'metadata_document' && agent.clientHost
+      ? html`An AI agent that describes itself at <strong>${agent.clientHost}</strong>.`
+      : html`<span class="badge warning">Self-described</span> An AI agent that registered itself: its name and links are its own claims, checked by no one.`;
+  return html`<p class="agent-identity">${who} After you decide, you are sent to <strong>${agent.redirectTarget}</strong>.</p>
+${agent.loopbackOnly ? html`<p class="warning" role="alert">This agent runs on a computer, not a website: it returns to this computer. Approve only if you started it yourself just now.</p>` : ''}`;
 }
 
 /**
@@ -53,25 +76,21 @@ export function consentPage(
 ): SafeHtml {
   const app = request.app;
   // An installed app asking for optional scopes: only what is new is listed.
-  const asked = request.scopes.filter((s) => !alreadyGranted.includes(s));
+  const fresh = request.scopes.filter((s) => !alreadyGranted.includes(s));
+  const asked = fresh.length > 0 ? fresh : request.scopes;
   return layout(
     { title: `Connect ${app.name}` },
     html`<section class="card narrow consent">
 <h1>Connect ${app.name}</h1>
-${
-  request.metadataDocument
-    ? html`<p class="agent-identity">An AI agent that describes itself at <strong>${request.metadataDocument.clientHost}</strong>. After you decide, you are sent to <strong>${request.metadataDocument.redirectHost}</strong>.</p>
-${request.metadataDocument.loopbackOnly ? html`<p class="warning" role="alert">This agent runs on a computer, not a website: it returns to this computer (loopback). Approve only if you started it yourself just now.</p>` : ''}`
-    : html`<p>${app.description}</p>`
-}
-<ul class="links">${link('Homepage', app.homepage_url)}${link('Privacy policy', app.privacy_url)}${link('Support', app.support_url)}</ul>
-<h2>${app.name} asks${alreadyGranted.length > 0 ? ' also' : ''} to</h2>
-<ul class="scopes">${asked.map((s) => scopeItem(s, justifications?.[s]))}</ul>
-${alreadyGranted.length > 0 ? html`<p class="muted already-granted">Already granted, and kept: ${alreadyGranted.join(', ')}.</p>` : ''}
+${whoAsks(request)}
 <form class="stack" method="post" action="/oauth/authorize">
 ${csrfField(csrf)}
 ${hiddenRequest(request)}
-<fieldset><legend>Install into</legend>
+<fieldset class="scopes"><legend>${app.name} asks${alreadyGranted.length > 0 ? ' also' : ''} to <span class="muted">(untick what you do not want to give)</span></legend>
+${asked.map((s) => scopeChoice(s, justifications?.[s]))}
+</fieldset>
+${alreadyGranted.length > 0 ? html`<p class="muted already-granted">Already granted, and kept: ${alreadyGranted.join(', ')}.</p>` : ''}
+<fieldset><legend>Install into <span class="muted">(company or merchant account)</span></legend>
 ${targets.map((t, i) => targetOption(request, t, i === 0))}
 </fieldset>
 ${
@@ -82,7 +101,7 @@ ${
 </fieldset>`
     : ''
 }
-<p class="muted">You will be sent back to <code>${new URL(request.redirectUri).origin}</code>.</p>
+${request.agentClient ? '' : html`<p class="muted">You will be sent back to <code>${new URL(request.redirectUri).origin}</code>.</p>`}
 <div class="actions">
 <button type="submit" name="decision" value="approve">Approve</button>
 <button type="submit" name="decision" value="deny" class="secondary" formnovalidate>Deny</button>

@@ -12,11 +12,15 @@ import { OAuthError, UntrustedRedirectError } from '../errors.ts';
 import { CODE_CHALLENGE } from '../pkce.ts';
 import { type Resource, requestedResource, resourceUrl } from '../resource.ts';
 
+/** approve.ts takes it from here, beside the request it refuses (it lives in ../errors.ts). */
+export { UntrustedRedirectError };
+
 /** A checked authorization request (OAuth 2.1 section 4.1.1). */
 export interface AuthorizationRequest {
   app: AppRecord;
   redirectUri: string;
-  state: string;
+  /** Null only for an agent client, which may leave it out (PKCE protects its redirect). */
+  state: string | null;
   codeChallenge: string;
   scopes: Scope[];
   /**
@@ -24,11 +28,30 @@ export interface AuthorizationRequest {
    * the approval adds them to what the installation already holds (CONTRACT.md, optional scopes).
    */
   widens: boolean;
-  /** RFC 8707: what the tokens will be for; `v1` when the request names none. */
+  /** RFC 8707: what the tokens will be for; when the request names none, `v1` (`mcp` for an agent). */
   resource: Resource;
   resourceUrl: string;
-  /** For a client known by its metadata document: who it says it is, for the consent page. */
-  metadataDocument: { clientHost: string; redirectHost: string; loopbackOnly: boolean } | null;
+  /** For an agent client (no developer, decision 0036): who it is as far as Waybill knows. */
+  agentClient: AgentClientIdentity | null;
+}
+
+/** What the consent page may say of an agent client: only what Waybill checked is shown as fact. */
+export interface AgentClientIdentity {
+  /** `metadata_document`: served from its client_id's host; `registration`: self-described. */
+  source: 'metadata_document' | 'registration';
+  /** The host its metadata document is served from; null for a registration (it has none). */
+  clientHost: string | null;
+  /** Where the person is sent after deciding: the redirect's host, or the app a private-use scheme opens. */
+  redirectTarget: string;
+  /** Every redirect returns to this computer (loopback or an app's own scheme). */
+  loopbackOnly: boolean;
+}
+
+/** Where a redirect URI sends the person, in words: its host, or the app scheme (never empty). */
+export function redirectTarget(uri: string): string {
+  const url = new URL(uri);
+  if ((url.protocol === 'https:' || url.protocol === 'http:') && url.host !== '') return url.host;
+  return `an app on this device (${url.protocol.slice(0, -1)}: links)`;
 }
 
 /** Sent back to the client's verified redirect URI (RFC 6749 section 4.1.2.1). */
@@ -66,6 +89,7 @@ function single(query: Query, name: string): string | undefined {
 export async function checkAuthorizationRequest(
   ctx: AppContext,
   query: Query,
+  address: string,
 ): Promise<AuthorizationRequest> {
   let clientId: string | undefined;
   let redirectUri: string | undefined;
@@ -81,7 +105,7 @@ export async function checkAuthorizationRequest(
   // CONTRACT.md (Agents): a client_id that is an https URL with a path is its metadata document.
   const fromDocument = isMetadataDocumentId(clientId);
   const app = fromDocument
-    ? await metadataDocumentClient(ctx, clientId)
+    ? await metadataDocumentClient(ctx, clientId, address)
     : await findAppByClientId(ctx, clientId);
   if (!app) throw new UntrustedRedirectError('The request names no known app.');
   // OAuth 2.1 section 2.3.1 and RFC 9700 section 4.1.3: exact string comparison, no normalising
@@ -96,11 +120,14 @@ export async function checkAuthorizationRequest(
         : 'The redirect URI is not registered for this app.',
     );
   }
-  const metadataDocument = fromDocument
+  // Decision 0036: an agent client is an app without a developer.
+  const agent = app.developer_id === null;
+  const agentClient: AgentClientIdentity | null = agent
     ? {
-        clientHost: new URL(clientId).host,
-        redirectHost: new URL(redirectUri).host,
-        loopbackOnly: app.redirect_uris.every(isLoopback),
+        source: fromDocument ? 'metadata_document' : 'registration',
+        clientHost: fromDocument ? new URL(clientId).host : null,
+        redirectTarget: redirectTarget(redirectUri),
+        loopbackOnly: app.redirect_uris.every((uri) => isLoopback(uri) || !/^https?:/i.test(uri)),
       }
     : null;
   // Spec 3.2: a suspended app cannot be authorized (and its redirect is no longer trusted).
@@ -120,8 +147,10 @@ export async function checkAuthorizationRequest(
     if (responseType !== 'code') {
       throw new OAuthError('unsupported_response_type', 'only response_type=code is supported');
     }
-    // Spec 5.6: state is mandatory (CSRF protection of the client's redirect endpoint).
-    if (!state) throw new OAuthError('invalid_request', 'state is required');
+    // Spec 5.6: state is mandatory (CSRF protection of the client's redirect endpoint). An agent
+    // client may leave it out (every MCP revision makes it a SHOULD; OAuth 2.1 section 7.5.1 lets
+    // PKCE, required below of every client, stand in for it).
+    if (!state && !agent) throw new OAuthError('invalid_request', 'state is required');
     // RFC 7636 section 4.4.1 and spec 5.6: PKCE is mandatory, S256 only (plain is refused).
     const codeChallenge = single(query, 'code_challenge');
     if (!codeChallenge || !CODE_CHALLENGE.test(codeChallenge)) {
@@ -145,8 +174,15 @@ export async function checkAuthorizationRequest(
         `the app may not ask for ${foreign.join(' ').slice(0, 200) || 'nothing'}`,
       );
     }
-    // RFC 8707 section 2: one resource, ours; none means the REST API, as before (CONTRACT.md, Agents).
-    const resource = requestedResource(ctx.config, single(query, 'resource'), 'v1');
+    // RFC 8707 section 2: one resource, ours; none means the REST API, as before (CONTRACT.md,
+    // Agents). An agent client reaches /mcp only: none means /mcp, and /v1 is not its to ask.
+    const resource = requestedResource(ctx.config, single(query, 'resource'), agent ? 'mcp' : 'v1');
+    if (agent && resource !== 'mcp') {
+      throw new OAuthError(
+        'invalid_target',
+        `an agent client may ask only for ${resourceUrl(ctx.config, 'mcp')}`,
+      );
+    }
     return {
       app,
       redirectUri,
@@ -155,7 +191,7 @@ export async function checkAuthorizationRequest(
       scopes: scopes as Scope[],
       widens: scopes.some((s) => optional.includes(s as Scope) && !app.scopes.includes(s as Scope)),
       resource,
-      metadataDocument,
+      agentClient,
       resourceUrl: resourceUrl(ctx.config, resource),
     };
   } catch (error) {

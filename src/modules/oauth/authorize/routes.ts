@@ -1,14 +1,16 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../../context.ts';
 import { toAppError } from '../../../http/errors.ts';
+import { peerAddress } from '../../../http/rate-limits.ts';
 import { AppError } from '../../../lib/errors.ts';
 import { sendPage } from '../../../web/layout.ts';
 import { pageUser } from '../../../web/session.ts';
+import type { Scope } from '../../accounts/roles.ts';
 import { publishedJustifications } from '../../store/index.ts';
 import { UntrustedRedirectError } from '../errors.ts';
 import { installTargets, widenedTargets } from './accounts.ts';
 import { approveAuthorization } from './approve.ts';
-import { authorizeErrorPage, consentPage } from './consent-page.ts';
+import { authorizeErrorPage, consentPage, GRANT_FIELD } from './consent-page.ts';
 import {
   type AuthorizationRequest,
   checkAuthorizationRequest,
@@ -80,12 +82,31 @@ function authorizeErrorHandler(error: FastifyError, request: FastifyRequest, rep
   return sendPage(reply, authorizeErrorPage(known.message), known.status);
 }
 
+/**
+ * The scopes the person left ticked: at least one, and only scopes the request asked for (the
+ * form travels through the browser; a scope added there is refused, never granted).
+ */
+function chosenScopes(request: AuthorizationRequest, field: unknown): Scope[] {
+  const values = Array.isArray(field) ? field : field === undefined ? [] : [field];
+  const chosen = [...new Set(values.map(String))];
+  if (chosen.length === 0) {
+    throw new UntrustedRedirectError('Choose at least one permission to give, or deny the request.');
+  }
+  const asked = new Set<string>(request.scopes);
+  if (!chosen.every((scope) => asked.has(scope))) {
+    throw new UntrustedRedirectError(
+      'The form names a permission the app did not ask for. Start again from the app.',
+    );
+  }
+  return chosen as Scope[];
+}
+
 /** GET and POST {web_url}/oauth/authorize: the consent page and its decision. */
 export function registerAuthorizeRoutes(app: FastifyInstance, ctx: AppContext): void {
   const options = { schema: { hide: true }, errorHandler: authorizeErrorHandler };
   app.get<{ Querystring: Params }>('/oauth/authorize', options, async (request, reply) =>
     answering(ctx, reply, async () => {
-      const checked = await checkAuthorizationRequest(ctx, request.query);
+      const checked = await checkAuthorizationRequest(ctx, request.query, peerAddress(request));
       const user = await pageUser(ctx, request);
       // The sign-in page comes back to the whole request.
       if (!user) return reply.redirect(`/signin?return_to=${encodeURIComponent(request.url)}`, 303);
@@ -112,7 +133,11 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: AppContext): 
     async (request, reply) =>
       answering(ctx, reply, async () => {
         const form = request.body ?? {};
-        const checked: AuthorizationRequest = await checkAuthorizationRequest(ctx, form);
+        const checked: AuthorizationRequest = await checkAuthorizationRequest(
+          ctx,
+          form,
+          peerAddress(request),
+        );
         const user = await pageUser(ctx, request);
         if (!user) throw new UntrustedRedirectError('Your session ended. Start again from the app.', 401);
         // RFC 6749 section 4.1.2.1: the person said no.
@@ -125,7 +150,7 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: AppContext): 
         }
         const code = await approveAuthorization(
           ctx,
-          checked,
+          { ...checked, scopes: chosenScopes(checked, form[GRANT_FIELD]) },
           user.userId,
           String(form.account ?? ''),
           String(form.mode ?? 'test'),

@@ -7,8 +7,9 @@ import type { Presented } from '../client-auth.ts';
 import { OAuthError } from '../errors.ts';
 import { type OAuthParams, requireParam } from '../params.ts';
 import { CODE_VERIFIER, verifierMatches } from '../pkce.ts';
-import { fastResource, parseResource, resourceUrl } from '../resource.ts';
+import { fastResource, resourceUrl, tokenRequestResource } from '../resource.ts';
 import {
+  agentRulesHold,
   approverStillMember,
   revokeForReuse,
   spendAndIssue,
@@ -38,9 +39,7 @@ export async function authorizationCodeGrant(
   }
 
   // RFC 8707 section 2.2: the resource may be repeated, never changed.
-  const wanted = params.has('resource')
-    ? parseResource(ctx.config, params.get('resource') as string)
-    : undefined;
+  const wanted = tokenRequestResource(ctx.config, client, params);
 
   const codeHash = hashSecret(code);
   const row = await ctx.db
@@ -85,6 +84,7 @@ export async function authorizationCodeGrant(
     ctx,
     sql`UPDATE oauth_codes SET used_at = ${now}
       WHERE code_hash = ${codeHash} AND used_at IS NULL AND ${approverStillMember('oauth_codes')}
+        AND ${agentRulesHold('oauth_codes', sql`${client.developer_id === null}`)}
       RETURNING app_id, installation_id, user_id, scopes, resource`,
   );
   if (issued) return issued;

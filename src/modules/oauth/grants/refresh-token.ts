@@ -1,16 +1,18 @@
 import { sql } from 'kysely';
 import type { AppContext } from '../../../context.ts';
-import { addMs } from '../../../lib/clock.ts';
 import { hashSecret } from '../../../lib/ids.ts';
 import type { AppRecord } from '../../apps/registry.ts';
 import type { Presented } from '../client-auth.ts';
 import { OAuthError } from '../errors.ts';
-import { REFRESH_RACE_WINDOW_MS } from '../lifetimes.ts';
 import { type OAuthParams, requireParam } from '../params.ts';
-import { fastResource, parseResource, resourceUrl } from '../resource.ts';
+import { fastResource, resourceUrl, tokenRequestResource } from '../resource.ts';
 import {
+  agentRulesHold,
   approverStillMember,
+  newTokenPair,
+  reissuedPair,
   revokeForReuse,
+  sealPair,
   spendAndIssue,
   spendAndIssueGrouped,
   type TokenResponse,
@@ -32,19 +34,24 @@ export async function refreshTokenGrant(
   // RFC 6749 section 6: a scope narrower than the grant is allowed; we do not support narrowing.
   if (params.has('scope')) throw new OAuthError('invalid_scope', 'scope cannot be changed on refresh');
   // RFC 8707 section 2.2: the resource may be repeated, never changed.
-  const wanted = params.has('resource') ? parseResource(ctx.config, params.get('resource') as string) : null;
+  const wanted = tokenRequestResource(ctx.config, client, params) ?? null;
   const tokenHash = hashSecret(token);
   const now = ctx.clock.now();
+  const agent = client.developer_id === null;
+  const pair = newTokenPair();
 
   // OAuth 2.1 section 4.3.1 and RFC 9700 section 4.14.2: spend and rotate in one compare-and-swap.
-  // The happy path is this one statement; everything below only explains a failure.
+  // The happy path is this one statement; everything below only explains a failure. An agent's
+  // spent token keeps the new pair sealed for the grace.
   const issued = await spendAndIssue(
     ctx,
-    sql`UPDATE oauth_tokens SET used_at = ${now}
+    sql`UPDATE oauth_tokens SET used_at = ${now}, reissue_sealed = ${agent ? sealPair(ctx, pair, now) : null}
       WHERE token_hash = ${tokenHash} AND kind = 'refresh' AND app_id = ${client.id}
         AND used_at IS NULL AND revoked_at IS NULL AND expires_at > ${now}
-        AND ${approverStillMember('oauth_tokens')} AND resource = COALESCE(${wanted}::text, resource)
+        AND ${approverStillMember('oauth_tokens')} AND ${agentRulesHold('oauth_tokens', sql`${agent}`)}
+        AND resource = COALESCE(${wanted}::text, resource)
       RETURNING app_id, installation_id, user_id, scopes, resource`,
+    pair,
   );
   if (issued) return issued;
 
@@ -60,22 +67,13 @@ export async function refreshTokenGrant(
       `the refresh token was issued for ${resourceUrl(ctx.config, row.resource)}`,
     );
   }
-  // CONTRACT.md (Agents): the same client presenting a token it spent moments ago (two of its
-  // processes refreshing at once) gets a working pair; the token stays spent, its window unchanged.
-  if (ours && row.used_at && now.getTime() - row.used_at.getTime() <= REFRESH_RACE_WINDOW_MS) {
-    const again = await spendAndIssue(
-      ctx,
-      sql`UPDATE oauth_tokens SET used_at = used_at
-        WHERE token_hash = ${tokenHash} AND kind = 'refresh' AND app_id = ${client.id}
-          AND used_at >= ${addMs(now, -REFRESH_RACE_WINDOW_MS)} AND revoked_at IS NULL AND expires_at > ${now}
-          AND ${approverStillMember('oauth_tokens')}
-        RETURNING app_id, installation_id, user_id, scopes, resource`,
-    );
+  if (ours && row.used_at) {
+    // CONTRACT.md (Agents): an agent client presenting a token it spent moments ago (two of its
+    // processes refreshing at once) gets the very pair that use minted, however often it asks.
+    const again = await reissuedPair(ctx, tokenHash, client);
     if (again) return again;
-  }
-  // Spec 3.4 and RFC 9700 section 4.14.2: a spent refresh token presented again by its own client
-  // revokes every token of the installation (the person must approve again).
-  if (row && row.kind === 'refresh' && row.app_id === client.id && row.used_at && !row.revoked_at) {
+    // Spec 3.4 and RFC 9700 section 4.14.2: any other second use of a spent refresh token revokes
+    // every token of the installation (the person must approve again).
     await revokeForReuse(ctx, row.installation_id, client.id, 'refresh_token');
     throw invalidGrant(true);
   }
