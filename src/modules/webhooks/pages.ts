@@ -5,15 +5,10 @@ import { type DashboardView, dashboardPage, dashboardView, storeView } from '../
 import { html } from '../../web/html.ts';
 import { sendPage } from '../../web/layout.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus, getDelivery, listDeliveries } from './deliveries.ts';
-import {
-  createEndpoint,
-  type DeliveryControlsInput,
-  getEndpoint,
-  listEndpoints,
-  revealSecret,
-  rotateSecret,
-  updateEndpoint,
-} from './endpoints.ts';
+import { createEndpoint } from './endpoint-create.ts';
+import { revealSecret, rotateSecret } from './endpoint-secrets.ts';
+import { updateEndpoint } from './endpoint-update.ts';
+import { type DeliveryControlsInput, getEndpoint, listEndpoints } from './endpoints.ts';
 import { doneFlash, ENDPOINT_ACTIONS } from './pages-actions.ts';
 import {
   deliveryPage,

@@ -4,15 +4,10 @@ import type { AppContext } from '../../context.ts';
 import { errorResponses, Page, PageQuery } from '../../http/schemas.ts';
 import { requireAccess } from '../accounts/access.ts';
 import { getDelivery, listDeliveries } from './deliveries.ts';
-import {
-  createEndpoint,
-  deleteEndpoint,
-  getEndpoint,
-  listEndpoints,
-  revealSecret,
-  rotateSecret,
-  updateEndpoint,
-} from './endpoints.ts';
+import { createEndpoint } from './endpoint-create.ts';
+import { revealSecret, rotateSecret } from './endpoint-secrets.ts';
+import { updateEndpoint } from './endpoint-update.ts';
+import { deleteEndpoint, getEndpoint, listEndpoints } from './endpoints.ts';
 import { listEventTypes } from './event-types.ts';
 import { replayDelivery, replayFailed } from './replay.ts';
 import {
