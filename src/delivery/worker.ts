@@ -3,12 +3,13 @@ import { isDatabaseUnavailable } from '../db/database.ts';
 import { randomBase62 } from '../lib/ids.ts';
 import type { ClaimedRow } from './claim.ts';
 import type { DeliveryContext } from './context.ts';
+import { Destinations } from './destinations/index.ts';
 import { onLocalWake, WAKE_CHANNEL, wakeTag } from './fanout.ts';
 import { QueueStatistics } from './queue-statistics.ts';
 import { type FinishedAttempt, metricKind } from './record.ts';
 import { AttemptRecorder } from './recorder.ts';
 import { pauseOf } from './schedule.ts';
-import { DEADLINE_MS, guardedAgent, sendMessage, type Transport } from './sender.ts';
+import { DEADLINE_MS, guardedAgent, type Transport } from './sender.ts';
 import { SendSlots } from './slots.ts';
 import { attemptRow, outcomeOf } from './worker-attempt.ts';
 import { ClaimRounds } from './worker-claims.ts';
@@ -66,8 +67,9 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
     ? null
     : // A target that answers fast may earn every slot (slots.ts): as many connections.
       guardedAgent(ctx, { deadlineMs, connectionsPerOrigin: maxInFlight });
-  const transport: Transport =
-    options.transport ?? ((_targetId, message) => sendMessage(agent as Agent, message, { deadlineMs }));
+  // HTTPS through the agent, brokers through a connection per destination (destinations/).
+  const destinations = agent ? new Destinations(ctx, agent, deadlineMs) : null;
+  const transport: Transport = options.transport ?? (destinations as Destinations).transport;
   const recorder = new AttemptRecorder(ctx, {
     ...(options.jitter ? { jitter: options.jitter } : {}),
     onRecorded(attempts) {
@@ -330,6 +332,7 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
         ctx.log.warn({ err }, 'releasing claims failed'),
       );
       await Promise.race([released, bounded(2000)]);
+      if (destinations) await Promise.race([destinations.close(), bounded(1000)]);
       if (agent) await Promise.race([agent.destroy().catch(() => {}), bounded(1000)]);
     },
   };

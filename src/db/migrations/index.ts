@@ -36,6 +36,7 @@ import * as subscriptionFanOutByTenant from './0063_subscription_fanout_by_tenan
 import * as orderedSubscriptions from './0064_ordered_subscriptions.ts';
 import * as firstAttemptInDelivery from './0065_first_attempt_in_delivery.ts';
 import * as claimCostPerRow from './0066_claim_cost_per_row.ts';
+import * as destinations from './0070_destinations.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -76,4 +77,5 @@ export const migrations: Record<string, Migration> = {
   '0064_ordered_subscriptions': orderedSubscriptions,
   '0065_first_attempt_in_delivery': firstAttemptInDelivery,
   '0066_claim_cost_per_row': claimCostPerRow,
+  '0070_destinations': destinations,
 };

@@ -1,11 +1,11 @@
 import type { AppContext, Trx } from '../../context.ts';
-import { assertUrlAllowed } from '../../delivery/guard.ts';
 import type { WebhookEndpointsTable } from '../../delivery/tables.ts';
 import { newSigningSecret } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { requireScope, type TenantAccess } from '../accounts/access.ts';
 import { checkCustomHeaders, checkOrdering, checkRateLimit, sealHeaders } from './controls.ts';
+import { destinationColumns } from './endpoint-destination.ts';
 import {
   type CreateEndpointInput,
   checkEventTypes,
@@ -103,8 +103,7 @@ export async function createEndpoint(
   requireScope(access, 'webhooks:write');
   const eventTypes = checkEventTypes(input.event_types);
   const filter = filterColumns(input.filter, eventTypes);
-  const url = input.url.trim();
-  await assertUrlAllowed(ctx, url);
+  const { url, destination_sealed } = await destinationColumns(ctx, input);
   const created = newEndpointRow(ctx, access, {
     kind: 'endpoint',
     url,
@@ -112,7 +111,7 @@ export async function createEndpoint(
     eventTypes,
     controls: input,
   });
-  const row: WebhookEndpointsTable = { ...created.row, ...filter };
+  const row: WebhookEndpointsTable = { ...created.row, ...filter, destination_sealed };
   const { secret } = created;
   await ctx.db.transaction().execute(async (trx) => {
     await assertBelowLimit(trx, access);

@@ -1,5 +1,4 @@
 import type { AppContext } from '../../context.ts';
-import { assertUrlAllowed } from '../../delivery/guard.ts';
 import { disableEndpoint, enableEndpoint } from '../../delivery/lifecycle.ts';
 import { applyOrdering } from '../../delivery/ordering.ts';
 import { metricKind } from '../../delivery/record.ts';
@@ -12,6 +11,7 @@ import {
   openHeaders,
   sealHeaders,
 } from './controls.ts';
+import { destinationColumns } from './endpoint-destination.ts';
 import {
   checkEventTypes,
   cleanDescription,
@@ -35,10 +35,14 @@ export async function updateEndpoint(
   input: UpdateEndpointInput,
 ): Promise<WebhookEndpoint> {
   requireScope(access, 'webhooks:write');
-  await findVisibleEndpoint(ctx.db, access, id);
+  const before = await findVisibleEndpoint(ctx.db, access, id);
   const eventTypes = input.event_types === undefined ? undefined : checkEventTypes(input.event_types);
-  const url = input.url?.trim();
-  if (url !== undefined) await assertUrlAllowed(ctx, url);
+  // A new URL or destination replaces the old one whole (checked, and its address guarded, here).
+  const target =
+    input.url !== undefined || input.destination !== undefined
+      ? await destinationColumns(ctx, input, before)
+      : undefined;
+  const url = target?.url;
   const rateLimit = input.rate_limit === undefined ? undefined : checkRateLimit(input.rate_limit);
   const ordering = input.ordering === undefined ? undefined : checkOrdering(input.ordering);
   const now = ctx.clock.now();
@@ -65,7 +69,7 @@ export async function updateEndpoint(
     return trx
       .updateTable('webhook_endpoints')
       .set({
-        ...(url !== undefined ? { url } : {}),
+        ...(target !== undefined ? target : {}),
         ...(eventTypes !== undefined ? { event_types: JSON.stringify(eventTypes) } : {}),
         ...(input.description !== undefined ? { description: cleanDescription(input.description) } : {}),
         ...(rateLimit !== undefined ? { rate_limit: rateLimit } : {}),

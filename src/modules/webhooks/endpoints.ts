@@ -1,6 +1,7 @@
 import type { AppContext, Trx } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { newestFirst } from '../../db/paging.ts';
+import type { Destination, DestinationInput } from '../../delivery/destinations/spec.ts';
 import type { WebhookEndpointsTable } from '../../delivery/tables.ts';
 import { AppError, validationError } from '../../lib/errors.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
@@ -12,12 +13,15 @@ import {
   NOT_HELD,
 } from '../oauth/installation-grants.ts';
 import { type Ordering, openHeaders, presentHeaders } from './controls.ts';
+import { presentDestination } from './endpoint-destination.ts';
 import { eventDefinition, isEventType } from './event-types.ts';
 import { compileFilter } from './filter.ts';
 
 export interface WebhookEndpoint {
   id: string;
   url: string;
+  /** Where messages go (CONTRACT.md "Destinations"); a broker URL's password masked. */
+  destination: Destination;
   description: string | null;
   event_types: string[];
   livemode: boolean;
@@ -54,7 +58,9 @@ export interface DeliveryControlsInput {
 }
 
 export interface CreateEndpointInput extends DeliveryControlsInput {
-  url: string;
+  /** An https URL; or `destination` (one of the two). */
+  url?: string;
+  destination?: DestinationInput;
   event_types: string[];
   description?: string | null;
   filter?: object | null;
@@ -62,6 +68,8 @@ export interface CreateEndpointInput extends DeliveryControlsInput {
 
 export interface UpdateEndpointInput extends DeliveryControlsInput {
   url?: string;
+  /** Replaces the destination as a whole. */
+  destination?: DestinationInput;
   event_types?: string[];
   description?: string | null;
   enabled?: boolean;
@@ -99,6 +107,7 @@ export function presentEndpoint(
   return {
     id: row.id,
     url: row.url,
+    destination: presentDestination(ctx, row),
     description: row.description,
     event_types: eventTypesOf(row),
     livemode: row.livemode,

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
+import { closeSenders } from '../../delivery/attempt.ts';
 import { errorResponses, Page, PageQuery } from '../../http/schemas.ts';
 import { requireAccess } from '../accounts/access.ts';
 import { getDelivery, listDeliveries } from './deliveries.ts';
@@ -42,6 +43,8 @@ const write = (request: { principal: Parameters<typeof requireAccess>[0] }) =>
 export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
     const byId = { params: EndpointIdParams, tags };
+    // Broker connections opened by test sends and replays close with the server.
+    app.addHook('onClose', async () => closeSenders(ctx));
 
     app.post(
       '/v1/webhook-endpoints',

@@ -1,0 +1,142 @@
+import amqp from 'amqplib';
+import type { BrokerAddress } from './guard.ts';
+import { BrokerFailure, type BrokerKind, type BrokerLink, type BrokerMessage, withDeadline } from './kind.ts';
+import { addressFor, type RabbitMqDestination } from './spec.ts';
+
+/**
+ * The AMQP 0-9-1 reply text of a refusal, without what precedes it: amqplib's messages read
+ * `Channel closed by server: 404 (NOT-FOUND) with message "NOT_FOUND - no exchange 'x' in vhost 'v'"`.
+ */
+function brokerReason(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  const quoted = /with message "(.*)"/.exec(text);
+  return (quoted?.[1] ?? text).slice(0, 500);
+}
+
+/** What a connection's failure says, as an attempt's code. */
+function connectFailure(error: unknown): BrokerFailure {
+  if (error instanceof BrokerFailure) return error;
+  const reason = brokerReason(error);
+  if (/ACCESS.REFUSED|403|auth/i.test(reason)) return new BrokerFailure('auth_failed', reason);
+  // A vhost that is not there (or not the user's): the broker refused.
+  if (/NOT.ALLOWED|530|vhost/i.test(reason)) return new BrokerFailure('broker_refused', reason);
+  const code = String((error as { code?: unknown }).code ?? '');
+  if (code === 'ETIMEDOUT' || /ETIMEDOUT/.test(reason))
+    return new BrokerFailure('timeout', 'connecting to the broker timed out');
+  if (/^ERR_TLS|^ERR_SSL|CERT/.test(code)) return new BrokerFailure('tls_failed', 'the TLS handshake failed');
+  return new BrokerFailure('connection_failed', `the broker could not be reached (${code || 'closed'})`);
+}
+
+/**
+ * RabbitMQ (decision 0072): one connection and one confirm channel per destination. A message is
+ * published `mandatory` and persistent, with `message_id` the webhook-id and the Standard Webhooks
+ * headers as AMQP headers; it counts only once the broker confirms it (basic.ack). A message the
+ * exchange routed nowhere comes back (basic.return) before its confirmation: `broker_unroutable`.
+ * A refusal that closes the channel (an exchange that is not there) closes the link, and the next
+ * message connects again.
+ */
+export const rabbitMqKind: BrokerKind<RabbitMqDestination> = {
+  type: 'rabbitmq',
+  async connect(destination, address: BrokerAddress, deadlineMs) {
+    const url = new URL(destination.url);
+    const vhost = decodeURIComponent(url.pathname.replace(/^\//, '')) || '/';
+    const tls = url.protocol === 'amqps:';
+    let connection: amqp.ChannelModel;
+    try {
+      connection = await withDeadline(
+        amqp.connect(
+          {
+            protocol: tls ? 'amqps' : 'amqp',
+            hostname: address.address,
+            port: address.port,
+            username: decodeURIComponent(url.username) || 'guest',
+            password: decodeURIComponent(url.password) || 'guest',
+            vhost,
+            heartbeat: 30,
+          },
+          { timeout: deadlineMs, ...(tls ? { servername: address.host } : {}) },
+        ),
+        deadlineMs,
+        (late) => void late.then((c) => c.close()).catch(() => {}),
+      );
+    } catch (error) {
+      throw connectFailure(error);
+    }
+    let closed = false;
+    let closeReason = 'the broker closed the connection';
+    const channel = await connection.createConfirmChannel().catch(async (error: unknown) => {
+      await connection.close().catch(() => {});
+      throw connectFailure(error);
+    });
+    const returned = new Set<string>();
+    const pending = new Set<(error: BrokerFailure) => void>();
+    const fail = (reason: string) => {
+      if (closed) return;
+      closed = true;
+      closeReason = reason;
+      for (const reject of pending) reject(new BrokerFailure('broker_refused', reason));
+      pending.clear();
+      void connection.close().catch(() => {});
+    };
+    connection.on('error', (error: unknown) => fail(brokerReason(error)));
+    connection.on('close', (error?: unknown) => fail(error ? brokerReason(error) : closeReason));
+    channel.on('error', (error: unknown) => fail(brokerReason(error)));
+    channel.on('close', () => fail(closeReason));
+    channel.on('return', (message: amqp.Message) => {
+      const id = message.properties.messageId;
+      if (typeof id === 'string') returned.add(id);
+    });
+
+    const link: BrokerLink = {
+      get closed() {
+        return closed;
+      },
+      publish(message: BrokerMessage, publishDeadlineMs: number) {
+        if (closed) return Promise.reject(new BrokerFailure('broker_refused', closeReason));
+        return new Promise<void>((resolve, reject) => {
+          const settle = (error: BrokerFailure | null) => {
+            clearTimeout(timer);
+            pending.delete(onClose);
+            if (error) reject(error);
+            else resolve();
+          };
+          const onClose = (error: BrokerFailure) => settle(error);
+          const timer = setTimeout(
+            () => settle(new BrokerFailure('timeout', 'the broker did not confirm in time')),
+            publishDeadlineMs,
+          );
+          pending.add(onClose);
+          channel.publish(
+            destination.exchange,
+            addressFor(destination.routing_key, message.eventType),
+            message.body,
+            {
+              mandatory: true,
+              persistent: true,
+              contentType: 'application/json',
+              messageId: message.messageId,
+              headers: message.headers,
+            },
+            (error: unknown) => {
+              if (error) return settle(new BrokerFailure('broker_refused', brokerReason(error)));
+              if (returned.delete(message.messageId)) {
+                return settle(
+                  new BrokerFailure(
+                    'broker_unroutable',
+                    `NO_ROUTE - exchange '${destination.exchange}' routed the message to no queue`,
+                  ),
+                );
+              }
+              settle(null);
+            },
+          );
+        });
+      },
+      async close() {
+        closed = true;
+        await connection.close().catch(() => {});
+      },
+    };
+    return link;
+  },
+};
