@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { AppContext } from '../../context.ts';
+import { maskedBrokerUrl } from '../../delivery/destinations/spec.ts';
 import { AppError, type FieldError } from '../../lib/errors.ts';
 import { type DashboardView, dashboardPage, dashboardView, storeView } from '../../web/dashboard.ts';
 import { html } from '../../web/html.ts';
@@ -145,6 +146,10 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
       const body = request.body ?? {};
       const form: EndpointForm = {
         url: text(body, 'url'),
+        kind: text(body, 'destination_type') || 'https',
+        exchange: text(body, 'exchange'),
+        routing_key: text(body, 'routing_key'),
+        subject: text(body, 'subject'),
         description: text(body, 'description').slice(0, 500),
         event_types: list(body, 'event_types'),
         livemode:
@@ -154,7 +159,17 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
       const access = { ...view.access, livemode: form.livemode };
       try {
         const created = await createEndpoint(ctx, access, {
-          url: form.url,
+          ...(form.kind === 'https'
+            ? { url: form.url }
+            : {
+                destination: {
+                  type: form.kind,
+                  url: form.url,
+                  ...(form.kind === 'rabbitmq'
+                    ? { exchange: form.exchange, routing_key: form.routing_key }
+                    : { subject: form.subject }),
+                },
+              }),
           event_types: form.event_types,
           description: form.description,
         });
@@ -180,10 +195,12 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
         );
       } catch (error) {
         const flash = flashOf(error);
+        // A broker URL's password is never echoed: the form comes back with it masked.
+        const shown = form.kind === 'https' ? form : { ...form, url: maskedBrokerUrl(form.url) };
         const page = dashboardPage(
           view,
           { title: 'Add an endpoint', path: LIST, flash },
-          newEndpointForm(view.csrf, form),
+          newEndpointForm(view.csrf, shown),
         );
         return sendPage(reply, page, flash.status);
       }
