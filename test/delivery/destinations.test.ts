@@ -1,3 +1,4 @@
+import { createServer, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -417,5 +418,47 @@ describe.skipIf(jetStreamMissing !== null)('a NATS JetStream destination (issue 
     const sent = await testSend(w, company, endpoint.id);
     expect(sent).toMatchObject({ status_code: null, error: 'broker_refused' });
     expect(sent.response_body).toContain('no stream listens to the subject waybill.nobody.listens');
+  });
+});
+
+describe('a broker that accepts the connection and never answers', () => {
+  let w: TestWaybill;
+  beforeAll(async () => {
+    w = await startWaybill();
+  });
+  afterAll(async () => {
+    await w?.close();
+  });
+
+  it('costs the worker one deadline, as a dead HTTP receiver does: the attempt fails as a timeout and is retried', async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as { port: number };
+    try {
+      const company = await createCompany(w);
+      for (const destination of [
+        { type: 'rabbitmq', url: `amqp://u:secret-pw@127.0.0.1:${port}/v`, exchange: 'x', routing_key: 'y' },
+        { type: 'nats', url: `nats://127.0.0.1:${port}`, subject: 'waybill.silent' },
+      ]) {
+        const endpoint = await createDestinationEndpoint(w, company, destination, {}, company.liveToken);
+        await createShipment(w, company.liveToken);
+        const worker = testWorker(w, { deadlineMs: 300 });
+        try {
+          await worker.tick();
+        } finally {
+          await worker.stop();
+        }
+        const [delivery] = await deliveriesOf(w, endpoint.id);
+        expect(delivery).toMatchObject({ status: 'pending', attempt_count: 1 });
+        const [attempt] = await attemptsOf(w, delivery?.id as string);
+        expect(attempt).toMatchObject({ status_code: null, error: 'timeout' });
+        await call(w, 'DELETE', `/v1/webhook-endpoints/${endpoint.id}`, { token: company.liveToken });
+      }
+      expect(sockets.length).toBeGreaterThanOrEqual(2);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
   });
 });
