@@ -41,33 +41,41 @@ export const rabbitMqKind: BrokerKind<RabbitMqDestination> = {
     const url = new URL(destination.url);
     const vhost = decodeURIComponent(url.pathname.replace(/^\//, '')) || '/';
     const tls = url.protocol === 'amqps:';
-    let connection: amqp.ChannelModel;
+    // The connection and its confirm channel within one deadline, however the broker behaves.
+    const opening = amqp
+      .connect(
+        {
+          protocol: tls ? 'amqps' : 'amqp',
+          hostname: address.address,
+          port: address.port,
+          username: decodeURIComponent(url.username) || 'guest',
+          password: decodeURIComponent(url.password) || 'guest',
+          vhost,
+          heartbeat: 30,
+        },
+        { timeout: deadlineMs, ...(tls ? { servername: address.host } : {}) },
+      )
+      .then(async (connection) => {
+        // Until the link listens below, an error only closes it (never an unhandled 'error').
+        connection.on('error', () => {});
+        try {
+          return { connection, channel: await connection.createConfirmChannel() };
+        } catch (error) {
+          await connection.close().catch(() => {});
+          throw error;
+        }
+      });
+    let opened: { connection: amqp.ChannelModel; channel: amqp.ConfirmChannel };
     try {
-      connection = await withDeadline(
-        amqp.connect(
-          {
-            protocol: tls ? 'amqps' : 'amqp',
-            hostname: address.address,
-            port: address.port,
-            username: decodeURIComponent(url.username) || 'guest',
-            password: decodeURIComponent(url.password) || 'guest',
-            vhost,
-            heartbeat: 30,
-          },
-          { timeout: deadlineMs, ...(tls ? { servername: address.host } : {}) },
-        ),
-        deadlineMs,
-        (late) => void late.then((c) => c.close()).catch(() => {}),
-      );
+      opened = await withDeadline(opening, deadlineMs, (late) => {
+        void late.then((o) => o.connection.close()).catch(() => {});
+      });
     } catch (error) {
       throw connectFailure(error);
     }
+    const { connection, channel } = opened;
     let closed = false;
     let closeReason = 'the broker closed the connection';
-    const channel = await connection.createConfirmChannel().catch(async (error: unknown) => {
-      await connection.close().catch(() => {});
-      throw connectFailure(error);
-    });
     const returned = new Set<string>();
     const pending = new Set<(error: BrokerFailure) => void>();
     const fail = (reason: string) => {
