@@ -1,6 +1,7 @@
 import type { Agent } from 'undici';
 import { AppError } from '../lib/errors.ts';
 import type { DeliveryContext, EndpointNews } from './context.ts';
+import { Destinations } from './destinations/index.ts';
 import { buildMessage, deliveryPayload, storedHeaders, withEchoesMasked } from './message.ts';
 import { type FinishedAttempt, recordAttempts, type Trigger } from './record.ts';
 import {
@@ -10,7 +11,6 @@ import {
   responseText,
   type SendError,
   type SenderOptions,
-  sendMessage,
 } from './sender.ts';
 
 export interface AttemptOutcome {
@@ -22,19 +22,35 @@ export interface AttemptOutcome {
 }
 
 /** One keep-alive agent per context for attempts made outside the worker (replays and test sends). */
-const agents = new WeakMap<DeliveryContext, { agent: Agent; options: SenderOptions }>();
+interface Sender {
+  agent: Agent;
+  options: SenderOptions;
+  /** HTTPS through the agent, brokers through kept connections (destinations/). */
+  destinations: Destinations;
+}
+const agents = new WeakMap<DeliveryContext, Sender>();
 
-export function setSenderOptions(ctx: DeliveryContext, options: SenderOptions): void {
-  agents.set(ctx, { agent: guardedAgent(ctx, options), options });
+function newSender(ctx: DeliveryContext, options: SenderOptions): Sender {
+  const agent = guardedAgent(ctx, options);
+  return { agent, options, destinations: new Destinations(ctx, agent, options.deadlineMs ?? DEADLINE_MS) };
 }
 
-function senderFor(ctx: DeliveryContext): { agent: Agent; options: SenderOptions } {
+export function setSenderOptions(ctx: DeliveryContext, options: SenderOptions): void {
+  agents.set(ctx, newSender(ctx, options));
+}
+
+function senderFor(ctx: DeliveryContext): Sender {
   let sender = agents.get(ctx);
   if (!sender) {
-    sender = { agent: guardedAgent(ctx), options: {} };
+    sender = newSender(ctx, {});
     agents.set(ctx, sender);
   }
   return sender;
+}
+
+/** Closes the broker connections that replays and test sends opened (the process stops). */
+export async function closeSenders(ctx: DeliveryContext): Promise<void> {
+  await agents.get(ctx)?.destinations.close();
 }
 
 /** Hands what a record changed about endpoints to the capabilities' hooks, after its commit. */
@@ -86,7 +102,7 @@ export async function attemptDelivery(
     message,
     row.kind === 'listener'
       ? await listenerTransport(ctx)(row.endpoint_id, message, sender.options.deadlineMs ?? DEADLINE_MS)
-      : await sendMessage(sender.agent, message, sender.options),
+      : await sender.destinations.send(message, sender.options.deadlineMs ?? DEADLINE_MS),
   );
   const finished: FinishedAttempt = {
     delivery: row,

@@ -247,12 +247,24 @@ export async function resolveChecked(
   plainHttp: boolean,
   port?: string | number | null,
 ): Promise<string[]> {
+  return resolveCheckedAddresses(ctx, host, needsAllowlist(plainHttp ? 'http:' : 'https:', port));
+}
+
+/**
+ * resolveChecked for any protocol (a broker's too): `restricted` demands that every address be in
+ * the allowlist (a port or scheme that a public receiver has no need of).
+ */
+export async function resolveCheckedAddresses(
+  ctx: DeliveryContext,
+  host: string,
+  restricted: boolean,
+  restrictedWhy = HTTPS_443,
+): Promise<string[]> {
   const name = bareHost(host);
   if (METADATA_NAMES.has(name)) throw new GuardRefusal('address', 'cloud metadata hosts are not allowed');
   const addresses = await resolveName(ctx, name);
   if (addresses.length === 0) throw new GuardRefusal('dns', `the host name ${name} does not resolve`);
   const allow = ctx.config.webhookAllowPrivate;
-  const restricted = needsAllowlist(plainHttp ? 'http:' : 'https:', port);
   for (const address of addresses) {
     const verdict = classifyAddress(address, allow);
     if (verdict === 'refused') {
@@ -261,7 +273,7 @@ export async function resolveChecked(
         'the host resolves to a private, loopback, link-local, reserved, special-purpose or metadata address',
       );
     }
-    if (restricted && verdict !== 'allowlisted') throw new GuardRefusal('address', HTTPS_443);
+    if (restricted && verdict !== 'allowlisted') throw new GuardRefusal('address', restrictedWhy);
   }
   return addresses;
 }

@@ -2,9 +2,9 @@ import type { Readable } from 'node:stream';
 import { Agent, buildConnector, request } from 'undici';
 import type { DeliveryContext } from './context.ts';
 import { checkConnection, GuardRefusal } from './guard.ts';
+import type { SendError } from './tables.ts';
 
-/** What a tenant may see about an attempt that got no answer: our codes, never socket messages. */
-export type SendError = 'timeout' | 'connection_failed' | 'dns_failed' | 'address_not_allowed' | 'tls_failed';
+export type { SendError };
 
 export interface SendResult {
   status_code: number | null;
@@ -204,11 +204,11 @@ export function responseText(head: Uint8Array | null): string | null {
   return head === null ? null : Buffer.from(head.buffer, head.byteOffset, head.byteLength).toString('utf8');
 }
 
+/**
+ * A 2xx answer, or a broker's confirmation: a broker attempt has no status code, and no error
+ * when the broker took the message (destinations/); an HTTP attempt without an answer always has one.
+ */
 export function isSuccess(result: SendResult): boolean {
-  return (
-    result.error === null &&
-    result.status_code !== null &&
-    result.status_code >= 200 &&
-    result.status_code < 300
-  );
+  if (result.error !== null) return false;
+  return result.status_code === null || (result.status_code >= 200 && result.status_code < 300);
 }

@@ -1,4 +1,18 @@
 /**
+ * What a tenant may see about an attempt that got no answer: our codes, never socket messages. A
+ * broker's refusal (destinations/) carries the broker's reason in the response body.
+ */
+export type SendError =
+  | 'timeout'
+  | 'connection_failed'
+  | 'dns_failed'
+  | 'address_not_allowed'
+  | 'tls_failed'
+  | 'broker_refused'
+  | 'broker_unroutable'
+  | 'auth_failed';
+
+/**
  * What a target is: a company's, merchant's or installation's endpoint, an app's events URL, or a
  * `waybill listen` command connected from a developer's machine (modules/listeners).
  */
@@ -49,6 +63,11 @@ export interface WebhookEndpointsTable {
   ordering: 'none' | 'per_shipment';
   /** The custom headers, a JSON object of names and values, sealed (lib/crypto SecretBox); null: none. */
   headers_sealed: string | null;
+  /**
+   * A broker destination (issue 43, migration 0070), sealed whole: type, URL with credentials,
+   * exchange and routing key or subject; null (or absent) for https.
+   */
+  destination_sealed?: string | null;
   /** Nothing is sent before this (a receiver's Retry-After on 429 or 503). */
   paused_until: Date | null;
   /** A listener's last sign of life; it is removed once this is older than the grace period. */
@@ -113,7 +132,7 @@ export interface WebhookAttemptsTable {
   attempted_at: Date;
   duration_ms: number;
   status_code: number | null;
-  error: 'timeout' | 'connection_failed' | 'dns_failed' | 'address_not_allowed' | 'tls_failed' | null;
+  error: SendError | null;
   /** The first 4 KB of the answer as received (bytea). */
   response_body: Uint8Array | null;
   trigger: 'scheduled' | 'replay' | 'test';

@@ -1,91 +1,22 @@
 import type { Agent } from 'undici';
 import { isDatabaseUnavailable } from '../db/database.ts';
 import { randomBase62 } from '../lib/ids.ts';
-import { type ClaimedRow, claimDue, endpointOf } from './claim.ts';
+import type { ClaimedRow } from './claim.ts';
 import type { DeliveryContext } from './context.ts';
+import { Destinations } from './destinations/index.ts';
 import { onLocalWake, WAKE_CHANNEL, wakeTag } from './fanout.ts';
-import { buildMessage, storedHeaders, withEchoesMasked } from './message.ts';
-import type { DeliveryOutcome } from './metrics.ts';
 import { QueueStatistics } from './queue-statistics.ts';
 import { type FinishedAttempt, metricKind } from './record.ts';
 import { AttemptRecorder } from './recorder.ts';
-import { type Jitter, MAX_ATTEMPTS, pauseOf } from './schedule.ts';
-import { DEADLINE_MS, guardedAgent, isSuccess, sendMessage, type Transport } from './sender.ts';
+import { pauseOf } from './schedule.ts';
+import { DEADLINE_MS, guardedAgent, type Transport } from './sender.ts';
 import { SendSlots } from './slots.ts';
+import { attemptRow, outcomeOf } from './worker-attempt.ts';
+import { ClaimRounds } from './worker-claims.ts';
+import { HeldRows } from './worker-timers.ts';
+import type { DeliveryWorker, WorkerCounts, WorkerOptions } from './worker-types.ts';
 
-export interface WorkerOptions {
-  /** Poll interval in real milliseconds, the fallback when a wake-up is missed; 0 turns it off. */
-  pollMs?: number;
-  /** Requests in flight in this process. */
-  maxInFlight?: number;
-  /** Requests in flight to a target at first and to one that answers slowly (slots.ts adapts it). */
-  perEndpoint?: number;
-  /** Rows claimed at most per claim. */
-  batchSize?: number;
-  /** How long a claim is ours; must outlast the deadline, or a slow attempt would be claimed twice. */
-  leaseMs?: number;
-  /** The deadline of one attempt (connect to last byte read). */
-  deadlineMs?: number;
-  /** Listen for wake-ups (LISTEN/NOTIFY and in-process); tests that drive `tick` may turn it off. */
-  listen?: boolean;
-  jitter?: Jitter;
-  /** Called with each batch of attempts once written (metrics). */
-  onRecorded?: (attempts: readonly FinishedAttempt[]) => void;
-  /**
-   * Only these targets, read at each claim (a listener hub's connected listeners); without it,
-   * every target but listeners. An empty list claims nothing.
-   */
-  targets?: () => readonly string[];
-  /** How a message reaches its target; without it, an HTTP POST through the guard. */
-  transport?: Transport;
-  /** How long an in-process wake-up waits for others to claim with it (default: 10 ms on PGlite, else 0). */
-  wakeDelayMs?: number;
-}
-
-/** What a worker did since it started: its statements per delivery, for profiles and benchmarks. */
-export interface WorkerCounts {
-  /** Claims made, those that came back empty, and the rows they took. */
-  claims: number;
-  emptyClaims: number;
-  claimedRows: number;
-  /** Wake-ups: a notification from another process, or this process's own fan-out. */
-  wakeUps: number;
-  /** Notifications let pass (this worker's last claims on notifications found nothing). */
-  wakeUpsLetPass: number;
-  /** Claimed rows given back unsent (late for a rate limit's send time, a lease about to end). */
-  givenBack: number;
-  /** Batches of attempts written, and the attempts in them. */
-  recordBatches: number;
-  recordedAttempts: number;
-}
-
-export interface DeliveryWorker {
-  readonly id: string;
-  counts(): WorkerCounts;
-  /** Claims and sends everything due now, and returns once all of it is recorded: for tests. */
-  tick(): Promise<number>;
-  wake(): void;
-  /** When the claim loop last turned with the database answering (readiness), or null. */
-  heartbeat(): Date | null;
-  /** Requests in flight now. */
-  inFlight(): number;
-  /**
-   * Settles once the first claim is done and the first of the requests it started is answered (at
-   * once when it claimed nothing): from then on the process may hold its event loop (loading the
-   * API) without holding back the first delivery.
-   */
-  readonly started: Promise<void>;
-  /** Stops claiming and waits (bounded) for the requests in flight and their records. */
-  stop(): Promise<void>;
-}
-
-/** What an attempt did to its delivery, for the deliveries counter. */
-function outcomeOf(attempt: FinishedAttempt): DeliveryOutcome {
-  if (isSuccess(attempt.result)) return 'succeeded';
-  const gone = attempt.result.status_code === 410 && attempt.targetKind !== 'app_events';
-  if (gone || attempt.delivery.attempt_count + 1 >= MAX_ATTEMPTS) return 'failed';
-  return 'failed_attempt';
-}
+export type { DeliveryWorker, WorkerCounts, WorkerOptions } from './worker-types.ts';
 
 /**
  * A rate-limited endpoint's message goes at its send time (the claim's, decision 0027) or within
@@ -93,8 +24,6 @@ function outcomeOf(attempt: FinishedAttempt): DeliveryOutcome {
  * behind the next worker's message and break the limit.
  */
 const LATE_MS = 15;
-/** The claim gives send times up to a second ahead: claim again for limited endpoints halfway. */
-const RATE_RECLAIM_MS = 500;
 /**
  * A message in a shipment's line starts only if its lease outlasts the request by this much: the
  * next message of its shipment is claimable once the lease is over, and must not meet it in flight.
@@ -138,8 +67,9 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
     ? null
     : // A target that answers fast may earn every slot (slots.ts): as many connections.
       guardedAgent(ctx, { deadlineMs, connectionsPerOrigin: maxInFlight });
-  const transport: Transport =
-    options.transport ?? ((_targetId, message) => sendMessage(agent as Agent, message, { deadlineMs }));
+  // HTTPS through the agent, brokers through a connection per destination (destinations/).
+  const destinations = agent ? new Destinations(ctx, agent, deadlineMs) : null;
+  const transport: Transport = options.transport ?? (destinations as Destinations).transport;
   const recorder = new AttemptRecorder(ctx, {
     ...(options.jitter ? { jitter: options.jitter } : {}),
     onRecorded(attempts) {
@@ -169,102 +99,32 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
   let claimRetryMs = CLAIM_RETRY_FIRST_MS;
   let claimPausedUntil = 0;
   const sending = new Set<Promise<void>>();
-  /** Writes to the queue outside the claim (rows put off until a pause ends), awaited by settle. */
-  const writing = new Set<Promise<void>>();
-  /**
-   * Targets whose receiver asked for a pause (Retry-After), until when (clock time): known here at
-   * once, before the record that writes paused_until for every worker is committed.
-   */
-  const paused = new Map<string, number>();
-  /** When each held rate-limited row is due, in performance.now() time. */
-  const dueAt = new WeakMap<ClaimedRow, number>();
-  /** When the lease of each held row in a shipment's line ends, in performance.now() time. */
-  const leaseEndsAt = new WeakMap<ClaimedRow, number>();
-  /** Rate-limited rows waiting for their send time, by the timer that will enqueue them. */
-  const timed = new Map<NodeJS.Timeout, { rows: ClaimedRow[]; done: () => void; promise: Promise<void> }>();
-  let reclaimTimer: NodeJS.Timeout | null = null;
-
-  /** Holds rate-limited rows until their send time, then hands them to the slots. */
-  function holdUntilDue(rows: readonly ClaimedRow[], now: Date, realNow: number): void {
-    const groups = new Map<number, ClaimedRow[]>();
-    for (const row of rows) {
-      const due = realNow + (new Date(row.send_at as Date).getTime() - now.getTime());
-      dueAt.set(row, due);
-      const at = Math.ceil(due);
-      groups.set(at, [...(groups.get(at) ?? []), row]);
-    }
-    for (const [at, group] of groups) {
-      let done = () => {};
-      const promise = new Promise<void>((resolve) => {
-        done = resolve;
-      });
-      const timer = setTimeout(
-        () => {
-          timed.delete(timer);
-          // Its receiver may have asked for a pause meanwhile.
-          const now = ctx.clock.now();
-          const held = group.filter((row) => pausedHere(row.endpoint_id, now));
-          for (const row of held) putOff([row.id], new Date(paused.get(row.endpoint_id) as number));
-          slots.enqueue(held.length === 0 ? group : group.filter((row) => !held.includes(row)));
-          dispatch();
-          done();
-        },
-        Math.max(0, at - performance.now()),
-      );
-      timed.set(timer, { rows: group, done, promise });
-    }
-    if (!reclaimTimer && !stopping) {
-      reclaimTimer = setTimeout(() => {
-        reclaimTimer = null;
-        void pump();
-      }, RATE_RECLAIM_MS);
-      reclaimTimer.unref();
-    }
-  }
-
-  /**
-   * Moves the lease of rows this worker holds: null gives them back to the queue at once, a time
-   * keeps them from every worker until then. Written in the background; a failure leaves the
-   * lease to expire.
-   */
-  function setLease(ids: readonly string[], lockedUntil: Date | null, what: string): void {
-    if (ids.length === 0) return;
-    const task = ctx.db
-      .updateTable('webhook_queue')
-      .set(lockedUntil ? { locked_until: lockedUntil } : { locked_by: null, locked_until: null })
-      .where('delivery_id', 'in', ids)
-      .where('locked_by', '=', id)
-      .execute()
-      .then(
-        () => {},
-        (err: unknown) => ctx.log.warn({ err }, `${what} failed; their leases will expire`),
-      )
-      .finally(() => writing.delete(task));
-    writing.add(task);
-  }
-
-  /** Gives claimed rows back to the queue at once (their lease ends). */
-  function giveBack(ids: readonly string[]): void {
-    counts.givenBack += ids.length;
-    setLease(ids, null, 'giving back late deliveries');
-  }
-
-  function pausedHere(targetId: string, now: Date): boolean {
-    const until = paused.get(targetId);
-    if (until === undefined) return false;
-    if (until > now.getTime()) return true;
-    paused.delete(targetId);
-    return false;
-  }
-
-  /**
-   * Rows claimed for a paused target are not sent: their lease is moved to the pause's end, so
-   * that no worker claims them before then (and they use none of their attempts meanwhile). A
-   * lease ends once it is past (locked_until < now) and a pause at its end: one millisecond less.
-   */
-  function putOff(ids: readonly string[], until: Date): void {
-    setLease(ids, new Date(until.getTime() - 1), 'putting off paused deliveries');
-  }
+  const held = new HeldRows(ctx, {
+    workerId: id,
+    slots,
+    stopping: () => stopping,
+    dispatch,
+    pump: () => void pump(),
+    gaveBack(count) {
+      counts.givenBack += count;
+    },
+  });
+  const { paused } = held;
+  const claims = new ClaimRounds(
+    ctx,
+    {
+      workerId: id,
+      slots,
+      held,
+      counts,
+      statistics,
+      ...(options.targets ? { targets: options.targets } : {}),
+      stopping: () => stopping,
+      dispatch,
+    },
+    { batchSize, maxHeld, minClaim, leaseMs },
+  );
+  const { capped } = claims;
 
   function dispatch(): void {
     // Stopping: nothing new starts (a claim answered after the stop began must not send to a
@@ -274,31 +134,14 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
   }
 
   async function attempt(row: ClaimedRow): Promise<FinishedAttempt | null> {
-    const due = dueAt.get(row);
+    const due = held.dueAt.get(row);
     // Too late for its send time: given back, to be claimed again with a new one.
     if (due !== undefined && performance.now() > due + LATE_MS) return null;
     // Its lease would end in flight: given back, to be claimed again with a lease of its own.
-    const leaseEnd = leaseEndsAt.get(row);
+    const leaseEnd = held.leaseEndsAt.get(row);
     if (leaseEnd !== undefined && performance.now() + deadlineMs + LINE_LEASE_MARGIN_MS > leaseEnd)
       return null;
-    const now = ctx.clock.now();
-    const message = buildMessage(ctx, row, endpointOf(row), now);
-    const kind = metricKind(row.kind);
-    ctx.metrics.sendStarted(kind);
-    const result = withEchoesMasked(
-      message,
-      await transport(row.endpoint_id, message, deadlineMs).finally(() => ctx.metrics.sendFinished(kind)),
-    );
-    ctx.metrics.attemptDuration(result.duration_ms / 1000, kind);
-    return {
-      delivery: row,
-      endpointFailing: row.failing_since !== null,
-      targetKind: row.kind,
-      trigger: 'scheduled',
-      attemptedAt: now,
-      headers: storedHeaders(message),
-      result,
-    };
+    return attemptRow(ctx, row, transport, deadlineMs);
   }
 
   function send(row: ClaimedRow): void {
@@ -306,7 +149,7 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
     const task = attempt(row)
       .then((finished) => {
         if (!finished) {
-          giveBack([row.id]);
+          held.giveBack([row.id]);
           return;
         }
         took = { durationMs: finished.result.duration_ms, timedOut: finished.result.error === 'timeout' };
@@ -316,7 +159,7 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
         if (pause) {
           paused.set(row.endpoint_id, Math.max(pause.getTime(), paused.get(row.endpoint_id) ?? 0));
           capped.delete(row.endpoint_id);
-          putOff(slots.dropQueue(row.endpoint_id), new Date(paused.get(row.endpoint_id) as number));
+          held.putOff(slots.dropQueue(row.endpoint_id), new Date(paused.get(row.endpoint_id) as number));
         }
         recorder.add(finished);
       })
@@ -333,100 +176,11 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
     sending.add(task);
   }
 
-  /** Where the next claim's walk over the targets starts (claim.ts): targets take turns. */
-  let cursor = '';
-  /** Targets whose last claim took all the room they had: they may have more due. */
-  const capped = new Set<string>();
-
-  /** After a claim: which targets it took all it could for (their room, or the claim's limit). */
-  function noteCapped(rows: readonly ClaimedRow[], room: ReadonlyMap<string, number>, limit: number): void {
-    const taken = new Map<string, number>();
-    for (const row of rows) taken.set(row.endpoint_id, (taken.get(row.endpoint_id) ?? 0) + 1);
-    // The claim serves targets in turn: when its limit cut it short, only the last one served may
-    // have been cut. (Marking every target of a full claim made each send to 64 targets with one
-    // row each start a claim that came back empty: issue 25.)
-    const cut = rows.length >= limit ? rows.at(-1)?.endpoint_id : undefined;
-    for (const [targetId, count] of taken) {
-      if (targetId === cut || count >= (room.get(targetId) ?? slots.heldForNewTarget)) capped.add(targetId);
-      else capped.delete(targetId);
-    }
-    // Bounded: a target left out is claimed for by the next wake-up or poll.
-    if (capped.size > 10_000) capped.clear();
-  }
-
   async function claimLoop(): Promise<number> {
     let total = 0;
     do {
       claimAgain = false;
-      // Where a run of claims that each took all there was where they went began, and whether it
-      // has gone past the last target since: once round, the round is over.
-      let coverFrom: string | null = null;
-      let wrapped = false;
-      while (!stopping && slots.held < maxHeld) {
-        // Claims come in batches: a claim for a row or two as each send ends costs a statement
-        // per delivery (on PGlite, where statements queue behind each other, ten times slower).
-        if (slots.held > 0 && maxHeld - slots.held < minClaim) break;
-        const targets = options.targets?.();
-        if (targets?.length === 0) break;
-        const now = ctx.clock.now();
-        const limit = Math.min(batchSize, maxHeld - slots.held);
-        const from = cursor;
-        const room = slots.room();
-        const claimedAtReal = performance.now();
-        const { rows, next, walkedTo } = await claimDue(ctx.db, {
-          ...(targets ? { targets } : {}),
-          workerId: id,
-          now,
-          leaseUntil: new Date(now.getTime() + leaseMs),
-          limit,
-          perEndpoint: slots.heldForNewTarget,
-          room,
-          after: from,
-        });
-        cursor = next;
-        counts.claims += 1;
-        counts.claimedRows += rows.length;
-        if (rows.length === 0) counts.emptyClaims += 1;
-        noteCapped(rows, room, limit);
-        for (const row of rows) if (row.in_line) leaseEndsAt.set(row, claimedAtReal + leaseMs);
-        if (paused.size === 0 && !rows.some((row) => row.send_at)) slots.enqueue(rows);
-        else {
-          const heldBack = new Map<string, string[]>();
-          const sendable: ClaimedRow[] = [];
-          const limited: ClaimedRow[] = [];
-          for (const row of rows) {
-            if (pausedHere(row.endpoint_id, now))
-              heldBack.set(row.endpoint_id, [...(heldBack.get(row.endpoint_id) ?? []), row.id]);
-            else if (row.send_at) limited.push(row);
-            else sendable.push(row);
-          }
-          for (const [targetId, ids] of heldBack) putOff(ids, new Date(paused.get(targetId) as number));
-          slots.enqueue(sendable);
-          if (limited.length > 0) holdUntilDue(limited, now, claimedAtReal);
-        }
-        dispatch();
-        // A claim that came back well filled: there is a backlog, and the plan must be the right one.
-        if (rows.length >= Math.min(limit, 16)) statistics.backlogSeen();
-        total += rows.length;
-        // A full claim may have left rows where its walk went, unless its limit fell on the walk's
-        // last target (which is then claimed for as it sends): go on, and count the round afresh.
-        if (rows.length >= limit && rows.at(-1)?.endpoint_id !== walkedTo) {
-          coverFrom = null;
-          continue;
-        }
-        // This walk took all its targets' room would (a target held back by its room is claimed
-        // for as it sends): go on round the targets, and stop once round. A claim that stopped
-        // at a wrap to confirm, empty, what the claims before it had just taken cost a statement
-        // per round (issue 25).
-        if (coverFrom === null) {
-          coverFrom = from;
-          wrapped = false;
-        }
-        if (next === '') {
-          if (wrapped || coverFrom === '') break;
-          wrapped = true;
-        } else if (wrapped && next >= coverFrom) break;
-      }
+      total += await claims.round();
     } while (claimAgain && !stopping);
     lastTurn = ctx.clock.now();
     return total;
@@ -462,8 +216,8 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
   }
 
   async function settle(): Promise<void> {
-    while (sending.size > 0 || recorder.busy || claiming || writing.size > 0 || timed.size > 0) {
-      await Promise.all([...sending, ...writing, ...[...timed.values()].map((t) => t.promise)]);
+    while (sending.size > 0 || recorder.busy || claiming || held.writing.size > 0 || held.timedCount > 0) {
+      await Promise.all([...sending, ...held.writing, ...held.timedSettled()]);
       if (claiming) await claiming;
       await recorder.flush();
     }
@@ -471,13 +225,7 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
 
   /** Gives back claimed rows not sent, so that another worker need not wait for the lease. */
   async function releaseQueued(): Promise<void> {
-    const ids = slots.drainQueued();
-    for (const [timer, group] of timed) {
-      clearTimeout(timer);
-      ids.push(...group.rows.map((row) => row.id));
-      group.done();
-    }
-    timed.clear();
+    const ids = [...slots.drainQueued(), ...held.takeTimed()];
     if (ids.length === 0) return;
     await ctx.db
       .updateTable('webhook_queue')
@@ -573,7 +321,7 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
       stopping = true;
       ctx.health.workerHeartbeat = null;
       if (wakeTimer) clearTimeout(wakeTimer);
-      if (reclaimTimer) clearTimeout(reclaimTimer);
+      held.stopReclaiming();
       if (timer) clearInterval(timer);
       const bounded = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
       for (const unsubscribe of unsubscribes.splice(0)) await Promise.race([unsubscribe(), bounded(1000)]);
@@ -584,6 +332,7 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
         ctx.log.warn({ err }, 'releasing claims failed'),
       );
       await Promise.race([released, bounded(2000)]);
+      if (destinations) await Promise.race([destinations.close(), bounded(1000)]);
       if (agent) await Promise.race([agent.destroy().catch(() => {}), bounded(1000)]);
     },
   };

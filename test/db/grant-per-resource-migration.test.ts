@@ -2,7 +2,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { Kysely, sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import { describe, expect, it } from 'vitest';
-import { SerializedPGliteDialect } from '../../src/db/database.ts';
+import { SerializedPGliteDialect } from '../../src/db/drivers.ts';
 import { migrations } from '../../src/db/migrations/index.ts';
 import { engine } from '../support/harness.ts';
 

@@ -30,7 +30,7 @@ const MUTED = "ALTER TABLE installations ADD COLUMN muted_event_types jsonb NOT 
 const TARGETS_INDEX = `CREATE UNIQUE INDEX webhook_endpoints_subscriptions
   ON webhook_endpoints (installation_id, subscription_index, livemode) WHERE kind = 'subscription'`;
 
-const TARGETS_VIEW = `CREATE OR REPLACE VIEW delivery_targets AS
+export const TARGETS_VIEW = `CREATE OR REPLACE VIEW delivery_targets AS
   SELECT e.id, e.kind, e.app_id, e.enabled, e.held, e.failing_since,
     CASE WHEN e.kind = 'app_events' THEN COALESCE(a.events_url, e.url) ELSE e.url END AS url,
     COALESCE(a.events_secret_sealed, e.secret_sealed) AS secret_sealed,

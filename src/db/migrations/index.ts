@@ -38,6 +38,7 @@ import * as firstAttemptInDelivery from './0065_first_attempt_in_delivery.ts';
 import * as claimCostPerRow from './0066_claim_cost_per_row.ts';
 import * as grantPerResource from './0067_grant_per_resource.ts';
 import * as refreshReplay from './0068_refresh_replay.ts';
+import * as destinations from './0070_destinations.ts';
 import * as agentClientLimits from './0073_agent_client_limits.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
@@ -81,5 +82,6 @@ export const migrations: Record<string, Migration> = {
   '0066_claim_cost_per_row': claimCostPerRow,
   '0067_grant_per_resource': grantPerResource,
   '0068_refresh_replay': refreshReplay,
+  '0070_destinations': destinations,
   '0073_agent_client_limits': agentClientLimits,
 };

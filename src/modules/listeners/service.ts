@@ -5,10 +5,10 @@ import { addMs, MINUTE } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { Principal, TenantAccess } from '../accounts/access.ts';
 import { requireScope } from '../accounts/access.ts';
+import { newEndpointRow } from '../webhooks/endpoint-create.ts';
 import {
   checkEventTypes,
   findVisibleEndpoint,
-  newEndpointRow,
   presentEndpoint,
   type WebhookEndpoint,
 } from '../webhooks/endpoints.ts';

@@ -1,15 +1,9 @@
 import type { AppContext, Trx } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { newestFirst } from '../../db/paging.ts';
-import { assertUrlAllowed } from '../../delivery/guard.ts';
-import { disableEndpoint, enableEndpoint } from '../../delivery/lifecycle.ts';
-import { applyOrdering } from '../../delivery/ordering.ts';
-import { metricKind } from '../../delivery/record.ts';
+import type { Destination, DestinationInput } from '../../delivery/destinations/spec.ts';
 import type { WebhookEndpointsTable } from '../../delivery/tables.ts';
-import { addMs, DAY } from '../../lib/clock.ts';
-import { newSigningSecret } from '../../lib/crypto.ts';
 import { AppError, validationError } from '../../lib/errors.ts';
-import { newId } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { canSee, requireScope, type TenantAccess } from '../accounts/access.ts';
 import {
@@ -18,27 +12,16 @@ import {
   type HeldReason,
   NOT_HELD,
 } from '../oauth/installation-grants.ts';
-import {
-  checkCustomHeaders,
-  checkOrdering,
-  checkRateLimit,
-  headersRequired,
-  type Ordering,
-  openHeaders,
-  presentHeaders,
-  sealHeaders,
-} from './controls.ts';
+import { type Ordering, openHeaders, presentHeaders } from './controls.ts';
+import { presentDestination } from './endpoint-destination.ts';
 import { eventDefinition, isEventType } from './event-types.ts';
 import { compileFilter } from './filter.ts';
-
-/** Spec section 8: up to 5 per company or merchant, up to 5 per app installation (each mode apart). */
-export const ENDPOINT_LIMIT = 5;
-/** Spec section 8: after a rotation the previous secret signs too for 24 h. */
-export const ROTATION_OVERLAP_MS = DAY;
 
 export interface WebhookEndpoint {
   id: string;
   url: string;
+  /** Where messages go (CONTRACT.md "Destinations"); a broker URL's password masked. */
+  destination: Destination;
   description: string | null;
   event_types: string[];
   livemode: boolean;
@@ -75,7 +58,9 @@ export interface DeliveryControlsInput {
 }
 
 export interface CreateEndpointInput extends DeliveryControlsInput {
-  url: string;
+  /** An https URL; or `destination` (one of the two). */
+  url?: string;
+  destination?: DestinationInput;
   event_types: string[];
   description?: string | null;
   filter?: object | null;
@@ -83,6 +68,8 @@ export interface CreateEndpointInput extends DeliveryControlsInput {
 
 export interface UpdateEndpointInput extends DeliveryControlsInput {
   url?: string;
+  /** Replaces the destination as a whole. */
+  destination?: DestinationInput;
   event_types?: string[];
   description?: string | null;
   enabled?: boolean;
@@ -91,7 +78,7 @@ export interface UpdateEndpointInput extends DeliveryControlsInput {
 }
 
 /** The filter's columns, checked and compiled against the endpoint's types (filter.ts); none for null. */
-function filterColumns(filter: unknown, eventTypes: readonly string[]) {
+export function filterColumns(filter: unknown, eventTypes: readonly string[]) {
   const compiled = compileFilter(filter, eventTypes, '/filter');
   return compiled
     ? {
@@ -102,7 +89,7 @@ function filterColumns(filter: unknown, eventTypes: readonly string[]) {
     : { filter: null, filter_path: null, filter_vars: null };
 }
 
-function storedFilter(row: Pick<WebhookEndpointsTable, 'filter'>): Record<string, unknown> | null {
+export function storedFilter(row: Pick<WebhookEndpointsTable, 'filter'>): Record<string, unknown> | null {
   const value = typeof row.filter === 'string' ? JSON.parse(row.filter) : row.filter;
   return value && typeof value === 'object' ? (value as Record<string, unknown>) : null;
 }
@@ -120,6 +107,7 @@ export function presentEndpoint(
   return {
     id: row.id,
     url: row.url,
+    destination: presentDestination(ctx, row),
     description: row.description,
     event_types: eventTypesOf(row),
     livemode: row.livemode,
@@ -152,7 +140,7 @@ export async function presentEndpoints(
   return rows.map((row) => presentEndpoint(ctx, row, states.get(row.id)));
 }
 
-async function presentOne(ctx: AppContext, row: WebhookEndpointsTable): Promise<WebhookEndpoint> {
+export async function presentOne(ctx: AppContext, row: WebhookEndpointsTable): Promise<WebhookEndpoint> {
   const [presented] = await presentEndpoints(ctx, [row]);
   return presented as WebhookEndpoint;
 }
@@ -210,111 +198,9 @@ export function checkEventTypes(types: readonly string[]): string[] {
   return [...types];
 }
 
-function cleanDescription(description: string | null | undefined): string | null {
+export function cleanDescription(description: string | null | undefined): string | null {
   const text = description?.trim() ?? '';
   return text === '' ? null : text;
-}
-
-/**
- * Counts the endpoints of the caller's owner (installation, merchant or company) and mode under a
- * lock on the company row, so concurrent creations cannot pass the limit together.
- */
-async function assertBelowLimit(trx: Trx, access: TenantAccess): Promise<void> {
-  await trx.selectFrom('companies').select('id').where('id', '=', access.tenantId).forUpdate().execute();
-  let query = trx
-    .selectFrom('webhook_endpoints')
-    .select((eb) => eb.fn.countAll<string>().as('count'))
-    .where('tenant_id', '=', access.tenantId)
-    .where('livemode', '=', access.livemode)
-    // Listeners come and go with their command; they have a limit of their own.
-    .where('kind', '<>', 'listener');
-  if (access.installationId) query = query.where('installation_id', '=', access.installationId);
-  else {
-    query = query.where('installation_id', 'is', null);
-    query = access.customerAccountId
-      ? query.where('customer_account_id', '=', access.customerAccountId)
-      : query.where('customer_account_id', 'is', null);
-  }
-  const { count } = await query.executeTakeFirstOrThrow();
-  if (Number(count) >= ENDPOINT_LIMIT) {
-    throw new AppError(
-      'webhook_endpoint.limit_reached',
-      `At most ${ENDPOINT_LIMIT} ${access.livemode ? 'live' : 'test'} endpoints here; delete one first`,
-      { limit: ENDPOINT_LIMIT },
-    );
-  }
-}
-
-/** A new endpoint row of the caller's company, mode and scope, with a new signing secret. */
-export function newEndpointRow(
-  ctx: AppContext,
-  access: TenantAccess,
-  fields: {
-    kind: 'endpoint' | 'listener';
-    url: string;
-    description: string | null;
-    eventTypes: string[];
-    controls?: DeliveryControlsInput;
-  },
-): { row: WebhookEndpointsTable; secret: string } {
-  const secret = newSigningSecret();
-  const now = ctx.clock.now();
-  const row: WebhookEndpointsTable = {
-    id: newId('we'),
-    tenant_id: access.tenantId,
-    customer_account_id: access.customerAccountId,
-    installation_id: access.installationId,
-    livemode: access.livemode,
-    url: fields.url,
-    description: fields.description,
-    event_types: JSON.stringify(fields.eventTypes),
-    enabled: true,
-    disabled_reason: null,
-    secret_sealed: ctx.secrets.seal(secret),
-    previous_secret_sealed: null,
-    previous_secret_expires_at: null,
-    failing_since: null,
-    failing_noticed_at: null,
-    kind: fields.kind,
-    listener_seen_at: fields.kind === 'listener' ? now : null,
-    app_id: null,
-    held: false,
-    rate_limit: checkRateLimit(fields.controls?.rate_limit ?? null),
-    ordering: checkOrdering(fields.controls?.ordering ?? 'none'),
-    headers_sealed: sealHeaders(ctx.secrets, checkCustomHeaders(fields.controls?.headers ?? null, null)),
-    paused_until: null,
-    created_by: access.userId,
-    created_at: now,
-    updated_at: now,
-  };
-  return { row, secret };
-}
-
-/** Creates an endpoint in the caller's mode and scope; the only answer that carries the secret unasked. */
-export async function createEndpoint(
-  ctx: AppContext,
-  access: TenantAccess,
-  input: CreateEndpointInput,
-): Promise<WebhookEndpoint & { secret: string }> {
-  requireScope(access, 'webhooks:write');
-  const eventTypes = checkEventTypes(input.event_types);
-  const filter = filterColumns(input.filter, eventTypes);
-  const url = input.url.trim();
-  await assertUrlAllowed(ctx, url);
-  const created = newEndpointRow(ctx, access, {
-    kind: 'endpoint',
-    url,
-    description: cleanDescription(input.description),
-    eventTypes,
-    controls: input,
-  });
-  const row: WebhookEndpointsTable = { ...created.row, ...filter };
-  const { secret } = created;
-  await ctx.db.transaction().execute(async (trx) => {
-    await assertBelowLimit(trx, access);
-    await trx.insertInto('webhook_endpoints').values(row).execute();
-  });
-  return { ...(await presentOne(ctx, row)), secret };
 }
 
 export async function listEndpoints(
@@ -343,106 +229,9 @@ export async function getEndpoint(
   return presentOne(ctx, await findVisibleEndpoint(ctx.db, access, id));
 }
 
-/**
- * PATCH: url and types are checked before anything changes; enabling clears the disable reason,
- * disabling records `manual` and cancels what waits (lifecycle.ts, shared with the worker's disables).
- */
-export async function updateEndpoint(
-  ctx: AppContext,
-  access: TenantAccess,
-  id: string,
-  input: UpdateEndpointInput,
-): Promise<WebhookEndpoint> {
-  requireScope(access, 'webhooks:write');
-  await findVisibleEndpoint(ctx.db, access, id);
-  const eventTypes = input.event_types === undefined ? undefined : checkEventTypes(input.event_types);
-  const url = input.url?.trim();
-  if (url !== undefined) await assertUrlAllowed(ctx, url);
-  const rateLimit = input.rate_limit === undefined ? undefined : checkRateLimit(input.rate_limit);
-  const ordering = input.ordering === undefined ? undefined : checkOrdering(input.ordering);
-  const now = ctx.clock.now();
-  let cancelled: number | null = null;
-  const row = await ctx.db.transaction().execute(async (trx) => {
-    const current = await findVisibleEndpoint(trx, access, id, { forUpdate: true });
-    const stored = openHeaders(ctx.secrets, current);
-    const newUrl = url !== undefined && url !== current.url;
-    if (newUrl && stored !== null && input.headers === undefined) throw headersRequired();
-    const headers =
-      input.headers === undefined ? undefined : checkCustomHeaders(input.headers, stored, { newUrl });
-    // The filter is checked against the types the endpoint will have: new types keep the old
-    // filter only if its paths are in their schemas too.
-    const filter =
-      input.filter !== undefined || eventTypes !== undefined
-        ? filterColumns(
-            input.filter !== undefined ? input.filter : storedFilter(current),
-            eventTypes ?? eventTypesOf(current),
-          )
-        : undefined;
-    if (input.enabled === false && current.enabled) cancelled = await disableEndpoint(trx, id, 'manual', now);
-    if (input.enabled === true && !current.enabled) await enableEndpoint(trx, id, now);
-    if (ordering !== undefined && ordering !== current.ordering) await applyOrdering(trx, id, ordering);
-    return trx
-      .updateTable('webhook_endpoints')
-      .set({
-        ...(url !== undefined ? { url } : {}),
-        ...(eventTypes !== undefined ? { event_types: JSON.stringify(eventTypes) } : {}),
-        ...(input.description !== undefined ? { description: cleanDescription(input.description) } : {}),
-        ...(rateLimit !== undefined ? { rate_limit: rateLimit } : {}),
-        ...(ordering !== undefined ? { ordering } : {}),
-        ...(headers !== undefined ? { headers_sealed: sealHeaders(ctx.secrets, headers) } : {}),
-        ...(filter ?? {}),
-        updated_at: now,
-      })
-      .where('id', '=', id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-  });
-  if (cancelled !== null) ctx.metrics.deliveryOutcome(metricKind(row.kind), 'cancelled', cancelled);
-  return presentOne(ctx, row);
-}
-
 export async function deleteEndpoint(ctx: AppContext, access: TenantAccess, id: string): Promise<void> {
   requireScope(access, 'webhooks:write');
   await findVisibleEndpoint(ctx.db, access, id);
   // Its deliveries and attempts go with it (ON DELETE CASCADE).
   await ctx.db.deleteFrom('webhook_endpoints').where('id', '=', id).execute();
-}
-
-/**
- * The dashboard's reveal. A signing secret lets its holder forge messages to the receiver, so
- * revealing it needs webhooks:write, like changing it.
- */
-export async function revealSecret(
-  ctx: AppContext,
-  access: TenantAccess,
-  id: string,
-): Promise<{ secret: string }> {
-  requireScope(access, 'webhooks:write');
-  const row = await findVisibleEndpoint(ctx.db, access, id);
-  return { secret: ctx.secrets.open(row.secret_sealed) };
-}
-
-/** A new secret; the one it replaces keeps signing for 24 h so receivers can switch without a gap. */
-export async function rotateSecret(
-  ctx: AppContext,
-  access: TenantAccess,
-  id: string,
-): Promise<{ secret: string }> {
-  requireScope(access, 'webhooks:write');
-  const secret = newSigningSecret();
-  const now = ctx.clock.now();
-  await ctx.db.transaction().execute(async (trx) => {
-    const current = await findVisibleEndpoint(trx, access, id, { forUpdate: true });
-    await trx
-      .updateTable('webhook_endpoints')
-      .set({
-        secret_sealed: ctx.secrets.seal(secret),
-        previous_secret_sealed: current.secret_sealed,
-        previous_secret_expires_at: addMs(now, ROTATION_OVERLAP_MS),
-        updated_at: now,
-      })
-      .where('id', '=', id)
-      .execute();
-  });
-  return { secret };
 }

@@ -1,6 +1,7 @@
 import type { AppContext } from '../../context.ts';
 import type { TenantAccess } from '../accounts/access.ts';
-import { deleteEndpoint, updateEndpoint } from './endpoints.ts';
+import { updateEndpoint } from './endpoint-update.ts';
+import { deleteEndpoint } from './endpoints.ts';
 import { enableAndReplay } from './replay.ts';
 
 type EndpointAction = (

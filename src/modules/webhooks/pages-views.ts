@@ -85,16 +85,56 @@ ${endpoints.next_cursor ? html`<p><a href="/dashboard/webhooks?cursor=${endpoint
 
 export interface EndpointForm {
   url: string;
+  /** The destination kind (`https`, `rabbitmq`, `nats`) and a broker's exchange, routing key or subject. */
+  kind?: string;
+  exchange?: string;
+  routing_key?: string;
+  subject?: string;
   description: string;
   event_types: string[];
   livemode: boolean;
+}
+
+const DESTINATION_KINDS: ReadonlyArray<[string, string]> = [
+  ['https', 'HTTPS (webhook)'],
+  ['rabbitmq', 'RabbitMQ exchange'],
+  ['nats', 'NATS JetStream subject'],
+];
+
+/** What an attempt got: the HTTP status, the error, or a broker's confirmation (no status, no error). */
+export function answerLabel(attempt: { status_code: number | null; error: string | null }): string {
+  if (attempt.status_code !== null) return `HTTP ${attempt.status_code}`;
+  return attempt.error ?? 'confirmed by the broker';
+}
+
+/** Where an endpoint's messages go, as its page says it: a broker's password is masked already. */
+function destinationLine(endpoint: WebhookEndpoint): SafeHtml {
+  const d = endpoint.destination;
+  if (d.type === 'https') return html`<p><code>${endpoint.url}</code></p>`;
+  const where =
+    d.type === 'rabbitmq'
+      ? html`exchange <code>${d.exchange ?? ''}</code>, routing key <code>${d.routing_key ?? ''}</code>`
+      : html`subject <code>${d.subject ?? ''}</code>`;
+  return html`<p><span class="badge">${d.type === 'rabbitmq' ? 'RabbitMQ' : 'NATS JetStream'}</span> <code>${d.url}</code>, ${where}</p>`;
 }
 
 export function newEndpointForm(csrf: string, form: EndpointForm): SafeHtml {
   return html`<h1>Add a webhook endpoint</h1>
 <form class="stack card" method="post" action="/dashboard/webhooks">
 ${csrfField(csrf)}
-<label>URL (https) <input type="url" name="url" required maxlength="2048" value="${form.url}" placeholder="https://example.com/webhooks/waybill"></label>
+<fieldset><legend>Destination</legend>
+<label>Kind <select name="destination_type">
+${DESTINATION_KINDS.map(
+  ([value, label]) =>
+    html`<option value="${value}"${(form.kind ?? 'https') === value ? html` selected` : ''}>${label}</option>`,
+)}
+</select></label>
+<label>URL <input type="url" name="url" required maxlength="2048" value="${form.url}" placeholder="https://example.com/webhooks/waybill"></label>
+<p class="muted">HTTPS: a public https:// URL. RabbitMQ: amqps://user:password@host:5671/vhost, with an exchange and a routing key. NATS: tls://user:password@host:4222, with a JetStream subject. <code>{event_type}</code> in a routing key or subject is the event's type.</p>
+<label>Exchange (RabbitMQ) <input name="exchange" maxlength="255" value="${form.exchange ?? ''}"></label>
+<label>Routing key (RabbitMQ) <input name="routing_key" maxlength="255" value="${form.routing_key ?? ''}" placeholder="shipments.{event_type}"></label>
+<label>Subject (NATS JetStream) <input name="subject" maxlength="255" value="${form.subject ?? ''}" placeholder="waybill.{event_type}"></label>
+</fieldset>
 <label>Description <input name="description" maxlength="500" value="${form.description}"></label>
 <fieldset><legend>Events</legend>
 ${EVENT_TYPES.map(
@@ -122,7 +162,9 @@ export interface EndpointHealthView {
 
 function testResult(result: TestSendResult): SafeHtml {
   const answer =
-    result.status_code === null ? `No answer (${result.error ?? 'error'})` : `HTTP ${result.status_code}`;
+    result.status_code === null && result.error !== null
+      ? `No answer (${result.error})`
+      : answerLabel(result);
   return html`<section class="card" aria-label="Test result">
 <h2>Test message sent</h2>
 <p><strong>${answer}</strong> in ${result.duration_ms} ms.
@@ -222,7 +264,7 @@ export function endpointPage(
   const base = `/dashboard/webhooks/${endpoint.id}`;
   return html`<h1>${endpoint.description ?? 'Webhook endpoint'}</h1>
 <section class="card">
-<p><code>${endpoint.url}</code></p>
+${destinationLine(endpoint)}
 <p>${statusBadge(endpoint)} <span class="badge">${endpoint.livemode ? 'Live' : 'Test'}</span></p>
 <p>Events: ${endpoint.event_types.join(', ')}</p>
 <div class="row">
@@ -268,7 +310,7 @@ export function deliveryPage(csrf: string, delivery: DeliveryDetail): SafeHtml {
   const attempts = delivery.attempts.map(
     (a) => html`<tr>
 <td>${a.attempted_at}</td><td>${a.trigger}</td>
-<td>${a.status_code ?? a.error ?? ''}</td><td>${a.duration_ms} ms</td>
+<td>${answerLabel(a)}</td><td>${a.duration_ms} ms</td>
 <td><pre>${printable(a.response_body)}</pre></td>
 </tr>`,
   );

@@ -1,19 +1,15 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { AppContext } from '../../context.ts';
+import { maskedBrokerUrl } from '../../delivery/destinations/spec.ts';
 import { AppError, type FieldError } from '../../lib/errors.ts';
 import { type DashboardView, dashboardPage, dashboardView, storeView } from '../../web/dashboard.ts';
 import { html } from '../../web/html.ts';
 import { sendPage } from '../../web/layout.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus, getDelivery, listDeliveries } from './deliveries.ts';
-import {
-  createEndpoint,
-  type DeliveryControlsInput,
-  getEndpoint,
-  listEndpoints,
-  revealSecret,
-  rotateSecret,
-  updateEndpoint,
-} from './endpoints.ts';
+import { createEndpoint } from './endpoint-create.ts';
+import { revealSecret, rotateSecret } from './endpoint-secrets.ts';
+import { updateEndpoint } from './endpoint-update.ts';
+import { type DeliveryControlsInput, getEndpoint, listEndpoints } from './endpoints.ts';
 import { doneFlash, ENDPOINT_ACTIONS } from './pages-actions.ts';
 import {
   deliveryPage,
@@ -150,6 +146,10 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
       const body = request.body ?? {};
       const form: EndpointForm = {
         url: text(body, 'url'),
+        kind: text(body, 'destination_type') || 'https',
+        exchange: text(body, 'exchange'),
+        routing_key: text(body, 'routing_key'),
+        subject: text(body, 'subject'),
         description: text(body, 'description').slice(0, 500),
         event_types: list(body, 'event_types'),
         livemode:
@@ -159,7 +159,17 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
       const access = { ...view.access, livemode: form.livemode };
       try {
         const created = await createEndpoint(ctx, access, {
-          url: form.url,
+          ...(form.kind === 'https'
+            ? { url: form.url }
+            : {
+                destination: {
+                  type: form.kind,
+                  url: form.url,
+                  ...(form.kind === 'rabbitmq'
+                    ? { exchange: form.exchange, routing_key: form.routing_key }
+                    : { subject: form.subject }),
+                },
+              }),
           event_types: form.event_types,
           description: form.description,
         });
@@ -185,10 +195,12 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
         );
       } catch (error) {
         const flash = flashOf(error);
+        // A broker URL's password is never echoed: the form comes back with it masked.
+        const shown = form.kind === 'https' ? form : { ...form, url: maskedBrokerUrl(form.url) };
         const page = dashboardPage(
           view,
           { title: 'Add an endpoint', path: LIST, flash },
-          newEndpointForm(view.csrf, form),
+          newEndpointForm(view.csrf, shown),
         );
         return sendPage(reply, page, flash.status);
       }

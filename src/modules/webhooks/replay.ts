@@ -9,7 +9,8 @@ import { requireScope, type TenantAccess } from '../accounts/access.ts';
 import { assertInstallationReceives, installationReceives } from '../oauth/installation-grants.ts';
 import { spendEndpointSend } from './budget.ts';
 import { type Attempt, type DeliveryStatus, findVisibleDelivery, getDelivery } from './deliveries.ts';
-import { findVisibleEndpoint, updateEndpoint } from './endpoints.ts';
+import { updateEndpoint } from './endpoint-update.ts';
+import { findVisibleEndpoint } from './endpoints.ts';
 
 /** Spec section 8: bulk replay takes the failed (and cancelled) deliveries of the last 7 days. */
 export const BULK_REPLAY_WINDOW_MS = 7 * DAY;

@@ -1,18 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
+import { closeSenders } from '../../delivery/attempt.ts';
 import { errorResponses, Page, PageQuery } from '../../http/schemas.ts';
 import { requireAccess } from '../accounts/access.ts';
 import { getDelivery, listDeliveries } from './deliveries.ts';
-import {
-  createEndpoint,
-  deleteEndpoint,
-  getEndpoint,
-  listEndpoints,
-  revealSecret,
-  rotateSecret,
-  updateEndpoint,
-} from './endpoints.ts';
+import { createEndpoint } from './endpoint-create.ts';
+import { revealSecret, rotateSecret } from './endpoint-secrets.ts';
+import { updateEndpoint } from './endpoint-update.ts';
+import { deleteEndpoint, getEndpoint, listEndpoints } from './endpoints.ts';
 import { listEventTypes } from './event-types.ts';
 import { replayDelivery, replayFailed } from './replay.ts';
 import {
@@ -47,6 +43,8 @@ const write = (request: { principal: Parameters<typeof requireAccess>[0] }) =>
 export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
     const byId = { params: EndpointIdParams, tags };
+    // Broker connections opened by test sends and replays close with the server.
+    app.addHook('onClose', async () => closeSenders(ctx));
 
     app.post(
       '/v1/webhook-endpoints',

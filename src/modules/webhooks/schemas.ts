@@ -51,11 +51,51 @@ const DeliveryControls = {
   headers: Type.Optional(Nullable(CustomHeaders)),
 };
 
+/** Checked by the service (destinations/spec.ts) so that each mistake has its path and its words. */
+const DestinationInput = Type.Object(
+  {
+    type: Type.String({ description: '`https` (the default), `rabbitmq` or `nats`', examples: ['rabbitmq'] }),
+    url: Type.Optional(
+      Type.String({
+        maxLength: 2048,
+        description:
+          'https://…, amqp[s]://user:pass@host:port/vhost or nats|tls://user:pass@host:port. Answers mask the password (****); a PATCH may send the masked URL back to keep the password, if the host stays',
+      }),
+    ),
+    exchange: Type.Optional(Type.String({ maxLength: 255, description: 'rabbitmq: the exchange' })),
+    routing_key: Type.Optional(
+      Type.String({
+        maxLength: 255,
+        description: 'rabbitmq: the routing key; `{event_type}` is the event type',
+      }),
+    ),
+    subject: Type.Optional(
+      Type.String({ maxLength: 255, description: 'nats: the JetStream subject; `{event_type}` allowed' }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description: 'Where messages go: an HTTPS URL (what `url` alone means) or a message broker',
+  },
+);
+
+const DestinationSchema = Type.Object(
+  {
+    type: Type.Union([Type.Literal('https'), Type.Literal('rabbitmq'), Type.Literal('nats')]),
+    url: Type.String({ description: "The URL; a broker URL's password masked (****)" }),
+    exchange: Type.Optional(Type.String()),
+    routing_key: Type.Optional(Type.String()),
+    subject: Type.Optional(Type.String()),
+  },
+  { description: 'Where messages go (CONTRACT.md "Destinations")' },
+);
+
 export const EndpointIdParams = Type.Object({ id: Id(64) }, { additionalProperties: false });
 
 export const CreateEndpointBody = Type.Object(
   {
-    url: Url,
+    url: Type.Optional(Url),
+    destination: Type.Optional(DestinationInput),
     event_types: EventTypeList,
     description: Type.Optional(Description),
     filter: Type.Optional(Nullable(EventFilterSchema)),
@@ -68,6 +108,7 @@ export const UpdateEndpointBody = Type.Object(
   {
     enabled: Type.Optional(Type.Boolean()),
     url: Type.Optional(Url),
+    destination: Type.Optional(DestinationInput),
     event_types: Type.Optional(EventTypeList),
     description: Type.Optional(Description),
     filter: Type.Optional(Nullable(EventFilterSchema, { description: 'null removes the filter' })),
@@ -79,7 +120,10 @@ export const UpdateEndpointBody = Type.Object(
 export const EndpointSchema = Type.Object(
   {
     id: Type.String(),
-    url: Type.String(),
+    url: Type.String({
+      description: "The HTTPS URL, or a broker destination's URL with its password masked",
+    }),
+    destination: DestinationSchema,
     description: Nullable(Type.String()),
     event_types: Type.Array(Type.String()),
     livemode: Type.Boolean(),
@@ -193,7 +237,8 @@ export const DeliverySchema = Type.Object(
 
 const AttemptError = Nullable(
   Type.String({
-    description: 'null, timeout, connection_failed, dns_failed, address_not_allowed or tls_failed',
+    description:
+      "null, timeout, connection_failed, dns_failed, address_not_allowed, tls_failed, or for a broker destination broker_refused, broker_unroutable or auth_failed (the broker's reason in response_body)",
   }),
 );
 

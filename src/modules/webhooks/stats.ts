@@ -82,7 +82,8 @@ export async function endpointStats(
   const from = windowStart(now, window);
   const inWindow = sql`endpoint_id = ${endpointId} AND ${attemptedBetween(from, now)}
     AND trigger IN (${sql.join(COUNTED_TRIGGERS)})`;
-  const succeededIf = sql`status_code BETWEEN 200 AND 299`;
+  // A broker's confirmation has no status code and no error (destinations, decision 0072).
+  const succeededIf = sql`(error IS NULL AND (status_code IS NULL OR status_code BETWEEN 200 AND 299))`;
 
   const totals = await sql<Totals>`
     SELECT count(*)::int AS attempts,
@@ -93,7 +94,7 @@ export async function endpointStats(
   const byHour = await sql<{ hour: number; succeeded: number; failed: number }>`
     SELECT floor(extract(epoch FROM attempted_at) / 3600)::int AS hour,
       count(*) FILTER (WHERE ${succeededIf})::int AS succeeded,
-      count(*) FILTER (WHERE NOT (${succeededIf}) OR status_code IS NULL)::int AS failed
+      count(*) FILTER (WHERE NOT (${succeededIf}))::int AS failed
     FROM webhook_attempt_log WHERE ${inWindow}
     GROUP BY 1`.execute(ctx.db);
   // Failures are always rows of their own (only a 2xx first attempt is kept in its delivery).
@@ -103,7 +104,7 @@ export async function endpointStats(
     .where('endpoint_id', '=', endpointId)
     .where('trigger', 'in', COUNTED_TRIGGERS as Array<'scheduled' | 'replay'>)
     .where((eb) =>
-      eb.or([eb('status_code', 'is', null), eb('status_code', '<', 200), eb('status_code', '>', 299)]),
+      eb.or([eb('error', 'is not', null), eb('status_code', '<', 200), eb('status_code', '>', 299)]),
     )
     .orderBy('attempted_at', 'desc')
     .limit(1)
@@ -174,7 +175,7 @@ export async function endpointsHealth(
   const now = ctx.clock.now();
   const { rows } = await sql<{ endpoint_id: string; attempts: number; succeeded: number }>`
     SELECT endpoint_id, count(*)::int AS attempts,
-      count(*) FILTER (WHERE status_code BETWEEN 200 AND 299)::int AS succeeded
+      count(*) FILTER (WHERE error IS NULL AND (status_code IS NULL OR status_code BETWEEN 200 AND 299))::int AS succeeded
     FROM webhook_attempt_log
     WHERE endpoint_id = ANY(${ids}::text[])
       AND ${attemptedBetween(windowStart(now, window), now)}

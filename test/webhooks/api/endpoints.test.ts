@@ -7,6 +7,7 @@ const ENDPOINT_FIELDS = [
   'created_at',
   'customer_account_id',
   'kind',
+  'destination',
   'description',
   'enabled',
   'disabled_reason',
