@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import sharp, { type Metadata } from 'sharp';
+import type { Metadata } from 'sharp';
 import type { AppContext, Trx } from '../../context.ts';
 import { AppError } from '../../lib/errors.ts';
+import { loadSharp } from '../../lib/sharp.ts';
 import { jsonArray } from '../apps/registry.ts';
 import { getApp } from '../apps/service.ts';
 import type { ListingMediaTable } from './tables.ts';
@@ -102,6 +103,7 @@ export async function checkImage(
     );
   }
   const maxPixels = kind === 'icon' ? ICON_MAX * ICON_MAX : SCREENSHOT_MAX_WIDTH * 1440;
+  const sharp = await loadSharp();
   let metadata: Metadata;
   try {
     metadata = await sharp(bytes, { limitInputPixels: maxPixels, failOn: 'warning' }).metadata();
