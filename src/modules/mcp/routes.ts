@@ -1,12 +1,5 @@
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import {
-  CallToolRequestSchema,
-  type CallToolResult,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
@@ -21,6 +14,16 @@ import { agentAccessOf } from './connections.ts';
 import { argumentErrors, TOOLS, TOOLS_BY_NAME } from './tools.ts';
 
 const SERVER_INFO = { name: 'waybill', title: 'Waybill', version: '1.0.0' };
+
+/**
+ * The MCP SDK (with zod, about 35 MB of memory) is loaded by the first /mcp request, not at start:
+ * most processes serve no agent (issue 41 item 4, idle memory).
+ */
+let sdkLoading: Promise<typeof import('./sdk.ts')> | null = null;
+const mcpSdk = () => {
+  sdkLoading ??= import('./sdk.ts');
+  return sdkLoading;
+};
 
 /** RFC 9728 section 3: where the metadata of `{base_url}/mcp` is. */
 export function resourceMetadataUrl(ctx: AppContext): string {
@@ -102,7 +105,11 @@ function refusal(error: AppError): CallToolResult {
 }
 
 /** One MCP server for one request (stateless): its tools act with the token's access only. */
-function serverFor(ctx: AppContext, access: TenantAccess): Server {
+function serverFor(
+  { Server, ListToolsRequestSchema, CallToolRequestSchema, McpError, ErrorCode }: typeof import('./sdk.ts'),
+  ctx: AppContext,
+  access: TenantAccess,
+): Server {
   const server = new Server(SERVER_INFO, {
     capabilities: { tools: {} },
     instructions:
@@ -225,9 +232,10 @@ export function mcpRoutes(ctx: AppContext): FastifyPluginAsync {
         );
       }
       await touch(ctx, access);
-      const server = serverFor(ctx, access);
+      const sdk = await mcpSdk();
+      const server = serverFor(sdk, ctx, access);
       // Stateless (any API process answers any request): no session id, one JSON answer per POST.
-      const transport = new StreamableHTTPServerTransport({
+      const transport = new sdk.StreamableHTTPServerTransport({
         sessionIdGenerator: undefined,
         enableJsonResponse: true,
       });
