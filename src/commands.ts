@@ -4,6 +4,7 @@ import { type Config, ConfigError, loadConfig } from './config.ts';
 import { openDatabase } from './db/database.ts';
 import { DatabaseUnreachable, describeDatabase, untilDatabaseAnswers } from './db/wait.ts';
 import { systemClock } from './lib/clock.ts';
+import { logFormatFor, prettyDestination } from './lib/log-format.ts';
 import { migrate, printDemo, runRoles } from './roles.ts';
 
 const USAGE = `Usage: waybill <command>
@@ -84,7 +85,11 @@ async function main(): Promise<void> {
     return;
   }
   const config = loadConfig();
-  const log = pino({ level: config.logLevel });
+  // JSON for machines; lines for people on a terminal, or when asked (WAYBILL_LOG_FORMAT).
+  const log =
+    logFormatFor(config.logFormat) === 'pretty'
+      ? pino({ level: config.logLevel }, prettyDestination())
+      : pino({ level: config.logLevel });
   logger = log;
   switch (command) {
     case 'serve':

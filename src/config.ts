@@ -28,6 +28,8 @@ export interface Config {
   /** Seed the demo on an empty database at start; on by default only for the embedded engine. */
   demo: boolean;
   logLevel: string;
+  /** WAYBILL_LOG_FORMAT: `json`, `pretty` (lines for people), or null: pretty on a terminal, else JSON. */
+  logFormat: 'json' | 'pretty' | null;
   /** Development conveniences are on when the web address is plain http on localhost. */
   secureCookies: boolean;
   /** Addresses or CIDRs of reverse proxies whose X-Forwarded-For is believed. */
@@ -134,6 +136,10 @@ export function loadConfig(env: Env = process.env, listeningPort?: number): Read
       .filter(Boolean),
   );
 
+  const logFormat = env.WAYBILL_LOG_FORMAT || null;
+  if (logFormat !== null && logFormat !== 'json' && logFormat !== 'pretty')
+    problems.push(`WAYBILL_LOG_FORMAT must be json or pretty (got "${logFormat}")`);
+
   const webhookAllowPrivate = (env.WAYBILL_WEBHOOK_ALLOW_PRIVATE ?? '')
     .split(',')
     .map((c) => c.trim())
@@ -207,6 +213,7 @@ export function loadConfig(env: Env = process.env, listeningPort?: number): Read
     webhookLeaseMs,
     demo: demoText === '1',
     logLevel: env.WAYBILL_LOG_LEVEL || 'info',
+    logFormat: logFormat as Config['logFormat'],
     secureCookies: webUrl.startsWith('https://'),
     trustProxy: Object.freeze(trustProxy),
     metricsPort,

@@ -12,11 +12,14 @@ import { parseArgs } from 'node:util';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { request } from 'undici';
 import { canonicalJson } from '../lib/canonical-json.ts';
+import { apiAddressProblem } from './api-address.ts';
 
 export const LOGIN_USAGE = `Usage: waybill login [--api <url>]
 
 Asks for your e-mail and password, signs in and keeps the session token in
-~/.config/waybill/credentials.json (mode 0600) for the app commands.`;
+~/.config/waybill/credentials.json (mode 0600) for the app commands, with the address it was made
+for: the app commands send it to that origin only. Plain http:// only to this machine
+(localhost, 127.0.0.1, ::1).`;
 
 export const APP_USAGE = `Usage: waybill app <command> [--api <url>]
 
@@ -29,7 +32,9 @@ Commands:
 
 The file names the app with app_id = "app_..." (or --app <id>). The credential is WAYBILL_TOKEN
 (a person's session token) or what \`waybill login\` stored; --api defaults to the address
-\`waybill login\` used, or http://localhost:3000.`;
+\`waybill login\` used, or http://localhost:3000. The stored session goes to the origin it was
+made for only (another --api: sign in there with \`waybill login --api <url>\`); plain http://
+only to this machine.`;
 
 const DEFAULT_API = 'http://localhost:3000';
 const DEFAULT_CONFIG = 'waybill.app.toml';
@@ -63,12 +68,22 @@ function storedCredentials(): Partial<Credentials> {
   }
 }
 
+/** The API's address, refused when a credential sent there would cross the network in plain http. */
 function apiOf(option: string | undefined, stored: Partial<Credentials>): string {
-  const api = (option ?? process.env.WAYBILL_API_URL ?? stored.api ?? DEFAULT_API).replace(/\/+$/, '');
-  if (!URL.canParse(api) || !/^https?:$/.test(new URL(api).protocol)) {
-    throw new CommandError('--api must be an http:// or https:// URL', 2);
-  }
+  const [given, source] =
+    option !== undefined
+      ? [option, '--api']
+      : process.env.WAYBILL_API_URL
+        ? [process.env.WAYBILL_API_URL, 'WAYBILL_API_URL']
+        : [stored.api ?? DEFAULT_API, 'the API address'];
+  const api = given.replace(/\/+$/, '');
+  const problem = apiAddressProblem(api, source);
+  if (problem) throw new CommandError(problem, 2);
   return api;
+}
+
+function originOf(api: unknown): string | null {
+  return typeof api === 'string' && URL.canParse(api) ? new URL(api).origin : null;
 }
 
 interface Answer {
@@ -243,12 +258,24 @@ function refusal(file: string | null, answer: Answer): CommandError {
   return new CommandError(lines.join('\n'));
 }
 
+/**
+ * The token and where it goes. WAYBILL_TOKEN is the person's own choice of token and address; the
+ * stored session goes only to the origin `waybill login` made it for (issue 39 item 7), whatever
+ * --api or WAYBILL_API_URL name.
+ */
 function credentialsFor(values: { api?: string | undefined }): Credentials {
   const stored = storedCredentials();
   const api = apiOf(values.api, stored);
-  const token = process.env.WAYBILL_TOKEN || stored.token;
-  if (!token) throw new CommandError('Not signed in: run `waybill login`, or set WAYBILL_TOKEN', 1);
-  return { api, token };
+  if (process.env.WAYBILL_TOKEN) return { api, token: process.env.WAYBILL_TOKEN };
+  if (!stored.token) throw new CommandError('Not signed in: run `waybill login`, or set WAYBILL_TOKEN', 1);
+  const madeFor = originOf(stored.api);
+  if (madeFor === null || madeFor !== originOf(api)) {
+    throw new CommandError(
+      `The stored session was made for ${madeFor ?? 'another address'}, not ${originOf(api)}, and is sent nowhere else.\nSign in there with: waybill login --api ${api}`,
+      1,
+    );
+  }
+  return { api, token: stored.token };
 }
 
 async function versionsOf(credentials: Credentials, appId: string): Promise<Answer['body'][]> {

@@ -10,6 +10,7 @@ import { request, WebSocket } from 'undici';
 // The engine's own reading of an answer: the first 4 KB, then the connection is dropped.
 import { readHead } from '../delivery/sender.ts';
 import type { MessageFrame, ResultFrame } from '../modules/listeners/protocol.ts';
+import { apiAddressProblem } from './api-address.ts';
 
 export const LISTEN_USAGE = `Usage: waybill listen --api <url> --forward-to <url> [--events a,b]   (key in WAYBILL_API_KEY)
 
@@ -56,6 +57,9 @@ function readOptions(args: string[]): Options {
     if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol))
       throw new CommandError(`${name} must be an http:// or https:// URL`);
   }
+  // The key goes to --api: plain http only on this machine (--forward-to carries no key of ours).
+  const problem = apiAddressProblem(api, '--api');
+  if (problem) throw new CommandError(problem);
   const events = values.events
     ?.split(',')
     .map((type) => type.trim())

@@ -193,6 +193,33 @@ describe('app versions', () => {
   });
 });
 
+const FILTER = { 'data.shipment.status': { in: ['delivered'] } };
+
+/** A published app's first subscription, through review (a submission naming the version); its manifest then. */
+async function subscribeThroughReview(appId: string, from: Json): Promise<Json> {
+  const subscribing = await postVersion(appId, {
+    manifest: {
+      ...from,
+      subscriptions: [{ event_types: ['shipment.delivered', 'shipment.status_changed'], url: receiver.url }],
+    },
+  });
+  expect(subscribing.body.changes.map((c: Json) => c.path)).toEqual(['/subscriptions/0']);
+  const refused = await release(appId, subscribing.body.id);
+  expect(refused.status).toBe(409);
+  expect(refused.body.fields).toEqual(['subscriptions/0']);
+  const scopes = from.scopes;
+  const decided = await submitAndDecide(
+    w,
+    developer,
+    reviewer,
+    appId,
+    { listing: listing(scopes), version_id: subscribing.body.id },
+    'approved',
+  );
+  expect(decided).toMatchObject({ status: 'approved', version_id: subscribing.body.id });
+  return subscribing.body.manifest;
+}
+
 describe('app versions of a published app', () => {
   it('a reviewed change goes through review: 409 on release, approval of the submission releases it', async () => {
     const app = await registerPublishable(w, developer, receiver.url);
@@ -201,15 +228,17 @@ describe('app versions of a published app', () => {
     expect(published.status).toBe('published');
     const active = (await versionsOf(app.id)).body.data[0];
 
-    // Subscriptions are not reviewed: a version changing only them releases at once.
-    const subscribing = await postVersion(app.id, {
+    // A subscription's filter and test flag are not reviewed: a version changing only them releases at once.
+    const subscribed = await subscribeThroughReview(app.id, active.manifest);
+    const filtered = await postVersion(app.id, {
       manifest: {
-        ...active.manifest,
-        subscriptions: [{ event_types: ['shipment.delivered'], url: receiver.url }],
+        ...subscribed,
+        subscriptions: [{ ...subscribed.subscriptions[0], filter: FILTER, test_events: true }],
       },
     });
-    expect(subscribing.body.changes.map((c: Json) => c.path)).toEqual(['/subscriptions/0']);
-    expect((await release(app.id, subscribing.body.id)).status).toBe(200);
+    expect(filtered.body.changes.map((c: Json) => c.path)).toEqual(['/subscriptions/0']);
+    expect((await release(app.id, filtered.body.id)).status).toBe(200);
+    const subscribing = filtered;
 
     const renamed = await postVersion(app.id, {
       manifest: { ...subscribing.body.manifest, name: 'Route Planner Pro' },
@@ -234,6 +263,53 @@ describe('app versions of a published app', () => {
     const versions = (await versionsOf(app.id)).body.data;
     expect(versions[0]).toMatchObject({ id: renamed.body.id, status: 'active' });
     expect(versions.filter((v: Json) => v.status === 'active')).toHaveLength(1);
+  });
+
+  it('a subscription goes where review saw it: a new URL host, other event types, one added or removed answer 409', async () => {
+    const app = await registerPublishable(w, developer, receiver.url);
+    await submitAndDecide(w, developer, reviewer, app.id, { listing: listing(app.scopes) }, 'approved');
+    const subscribed = await subscribeThroughReview(app.id, (await versionsOf(app.id)).body.data[0].manifest);
+    const [reviewed] = subscribed.subscriptions;
+    const elsewhere = receiver.url.replace('127.0.0.1', '127.0.0.2');
+    const cases: Array<[Json[], string[]]> = [
+      [[{ ...reviewed, url: elsewhere }], ['subscriptions/0/url']],
+      [
+        [{ ...reviewed, event_types: ['shipment.delivered', 'shipment.created'] }],
+        ['subscriptions/0/event_types'],
+      ],
+      [
+        [{ ...reviewed, url: elsewhere, event_types: ['shipment.created'] }],
+        ['subscriptions/0/url', 'subscriptions/0/event_types'],
+      ],
+      [[reviewed, { ...reviewed, filter: FILTER }], ['subscriptions/1']],
+      [[], ['subscriptions/0']],
+    ];
+    for (const [subscriptions, fields] of cases) {
+      const draft = await postVersion(app.id, { manifest: { ...subscribed, subscriptions } });
+      expect(draft.status, JSON.stringify(draft.body)).toBe(201);
+      const refused = await release(app.id, draft.body.id);
+      expect(refused.status, JSON.stringify(subscriptions)).toBe(409);
+      expect(refused.body.code).toBe('app.published_requires_review');
+      expect(refused.body.fields).toEqual(fields);
+    }
+    const active = (await versionsOf(app.id)).body.data.find((v: Json) => v.status === 'active');
+    expect(active.manifest.subscriptions).toEqual(subscribed.subscriptions);
+
+    // The same host on another path, the types in another order, a filter: released at once.
+    const samePlace = await postVersion(app.id, {
+      manifest: {
+        ...subscribed,
+        subscriptions: [
+          {
+            ...reviewed,
+            url: `${receiver.url}/v2`,
+            event_types: [...reviewed.event_types].reverse(),
+            filter: FILTER,
+          },
+        ],
+      },
+    });
+    expect((await release(app.id, samePlace.body.id)).status).toBe(200);
   });
 
   it('a submission names a version or values, not both', async () => {

@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -107,6 +109,91 @@ describe('waybill login', () => {
     const versions = await run(['app', 'versions', '--app', app.id]);
     expect(versions.code).toBe(0);
     expect(versions.stdout).toMatch(/^\s+1 {2}active/m);
+  });
+});
+
+describe('the stored session stays with the API it was made for', () => {
+  /** Another origin on this machine that answers like Waybill and records what it was sent. */
+  let other: Server;
+  let otherUrl: string;
+  const received: Array<string | undefined> = [];
+  beforeAll(async () => {
+    other = createServer((request, response) => {
+      received.push(request.headers.authorization);
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ data: [], next_cursor: null }));
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    otherUrl = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => other?.close(() => resolve())));
+
+  it('is never sent to another origin, named by --api or WAYBILL_API_URL', async () => {
+    const env = { XDG_CONFIG_HOME: join(home, 'origin') };
+    const login = await run(['login', '--api', w.url], { input: `${developer.email}\n${PASSWORD}\n`, env });
+    expect(login.code).toBe(0);
+    const app = await registerApp(w, developer);
+
+    const elsewhere = await run(['app', 'versions', '--app', app.id, '--api', otherUrl], { env });
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.stderr).toContain(`The stored session was made for ${w.url}, not ${otherUrl}`);
+    expect(elsewhere.stderr).toContain(`waybill login --api ${otherUrl}`);
+    const byVariable = await run(['app', 'versions', '--app', app.id], {
+      env: { ...env, WAYBILL_API_URL: `${otherUrl}/` },
+    });
+    expect(byVariable.code).toBe(1);
+    expect(byVariable.stderr).toContain(`waybill login --api ${otherUrl}`);
+    writeConfig('elsewhere.app.toml', toml(app.id));
+    const deploy = await run(['app', 'deploy', '--config', 'elsewhere.app.toml', '--api', otherUrl], { env });
+    expect(deploy.code).toBe(1);
+    expect(received).toEqual([]);
+
+    // Its own origin, named or not, still gets it.
+    const own = await run(['app', 'versions', '--app', app.id, '--api', `${w.url}/`], { env });
+    expect(own.stderr).toBe('');
+    expect(own.code).toBe(0);
+    expect(own.stdout).toMatch(/^\s+1 {2}active/m);
+
+    // WAYBILL_TOKEN is the person's own choice of token and address: it goes where they say.
+    const chosen = await run(['app', 'versions', '--app', app.id, '--api', otherUrl], {
+      env: { ...env, WAYBILL_TOKEN: 'ust_chosen' },
+    });
+    expect(chosen.code).toBe(0);
+    expect(received).toEqual(['Bearer ust_chosen']);
+  });
+
+  it('plain http only to this machine: login and every command refuse it for another host', async () => {
+    const env = { XDG_CONFIG_HOME: join(home, 'plain') };
+    const login = await run(['login', '--api', 'http://waybill.example'], {
+      input: `${developer.email}\n${PASSWORD}\n`,
+      env,
+    });
+    expect(login.code).toBe(2);
+    expect(login.stderr).toContain('--api must use https:// for waybill.example');
+    expect(login.stdout).not.toContain('Password');
+
+    const withToken = { ...env, WAYBILL_TOKEN: developer.token };
+    for (const args of [
+      ['app', 'versions', '--app', 'app_x', '--api', 'http://10.0.0.7:3000'],
+      ['app', 'release', '1', '--app', 'app_x', '--api', 'http://waybill.example'],
+    ]) {
+      const refused = await run(args, { env: withToken });
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(/--api must use https:\/\/ for (10\.0\.0\.7:3000|waybill\.example)/);
+    }
+    const byVariable = await run(['app', 'versions', '--app', 'app_x'], {
+      env: { ...withToken, WAYBILL_API_URL: 'http://waybill.example' },
+    });
+    expect(byVariable.code).toBe(2);
+    expect(byVariable.stderr).toContain('WAYBILL_API_URL must use https://');
+    const listen = await run(
+      ['listen', '--api', 'http://waybill.example', '--forward-to', 'http://127.0.0.1:1/'],
+      {
+        env: { ...env, WAYBILL_API_KEY: 'sk_test_x' },
+      },
+    );
+    expect(listen.code).toBe(2);
+    expect(listen.stderr).toContain('--api must use https:// for waybill.example');
   });
 });
 

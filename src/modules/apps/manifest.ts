@@ -1,6 +1,7 @@
+import { createRequire } from 'node:module';
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsImport from 'ajv-formats';
-import { stringify as stringifyToml } from 'smol-toml';
+import type * as SmolToml from 'smol-toml';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { assertUrlAllowed } from '../../delivery/guard.ts';
@@ -262,6 +263,8 @@ export function manifestChanges(before: Manifest | null, after: Manifest): Chang
  * fields; a field without a value (null) is left out, as TOML has no null.
  */
 export function manifestToml(appId: string, manifest: Manifest): string {
+  // The TOML writer is loaded when a page first shows a manifest, not at start (issue 41 item 4).
+  const { stringify: stringifyToml } = createRequire(import.meta.url)('smol-toml') as typeof SmolToml;
   const present = Object.entries(manifest).filter(([, value]) => value !== null);
   const subscriptions = manifest.subscriptions.map(({ filter, ...rest }) => ({
     ...rest,

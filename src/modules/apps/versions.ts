@@ -6,7 +6,7 @@ import { newId } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import type { Scope } from '../accounts/roles.ts';
 import type { AppsTable } from '../oauth/tables.ts';
-import { type Change, checkManifest, type Manifest, manifestChanges } from './manifest.ts';
+import { type Change, checkManifest, type Manifest, manifestChanges, type Subscription } from './manifest.ts';
 import { jsonArray, ownedAppRow } from './registry.ts';
 import { syncSubscriptionTargets } from './subscriptions.ts';
 import type { AppVersionsTable } from './tables.ts';
@@ -42,7 +42,8 @@ export function presentVersion(row: AppVersionsTable): AppVersion {
 
 /**
  * The fields a person approves on the consent page (service.ts REVIEWED_FIELDS) and the optional
- * scopes, which they approve later: on a published app a release may not change them.
+ * scopes, which they approve later: on a published app a release may not change them. Nor, for a
+ * subscription, where its messages go and which (reviewedChanges; CONTRACT.md "Apps as code").
  */
 const REVIEWED_PATHS = new Set([
   '/name',
@@ -56,8 +57,30 @@ const REVIEWED_PATHS = new Set([
   '/optional_scopes',
 ]);
 
+const hostOf = (url: string) => (URL.canParse(url) ? new URL(url).host : url);
+const SUBSCRIPTION_PATH = /^\/subscriptions\/\d+$/;
+
+/** Where its messages go and what they are: a URL's host and the event types are reviewed. */
+function reviewedSubscriptionChanges(path: string, from: unknown, to: unknown): string[] {
+  const before = from as Subscription | null;
+  const after = to as Subscription | null;
+  // A subscription added or removed sends, or stops sending, messages somewhere.
+  if (!before || !after) return [path.slice(1)];
+  const fields: string[] = [];
+  if (hostOf(before.url) !== hostOf(after.url)) fields.push(`${path.slice(1)}/url`);
+  const types = (subscription: Subscription) => [...new Set(subscription.event_types)].sort().join(' ');
+  if (types(before) !== types(after)) fields.push(`${path.slice(1)}/event_types`);
+  return fields;
+}
+
+/** The reviewed fields a change touches; a subscription's filter, test flag and delivery settings are not. */
 export function reviewedChanges(changes: readonly Change[]): string[] {
-  return changes.filter((change) => REVIEWED_PATHS.has(change.path)).map((change) => change.path.slice(1));
+  return changes.flatMap((change) => {
+    if (REVIEWED_PATHS.has(change.path)) return [change.path.slice(1)];
+    if (SUBSCRIPTION_PATH.test(change.path))
+      return reviewedSubscriptionChanges(change.path, change.from, change.to);
+    return [];
+  });
 }
 
 async function activeVersion(db: Db, appId: string): Promise<AppVersionsTable | undefined> {

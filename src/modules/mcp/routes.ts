@@ -1,15 +1,5 @@
 import { Readable } from 'node:stream';
-import {
-  type AuthInfo,
-  type CallToolResult,
-  createMcpHandler,
-  isLegacyRequest,
-  ProtocolError,
-  ProtocolErrorCode,
-  Server,
-  type Tool as ToolDescription,
-  WebStandardStreamableHTTPServerTransport,
-} from '@modelcontextprotocol/server';
+import type { AuthInfo, CallToolResult, Server, Tool as ToolDescription } from '@modelcontextprotocol/server';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
@@ -25,6 +15,8 @@ import { argumentErrors, TOOLS, TOOLS_BY_NAME } from './tools.ts';
 
 /** What the 401 asks a new client to start with. */
 const FIRST_SCOPE: Scope = 'shipments:read';
+
+type Sdk = typeof import('./sdk.ts');
 
 const SERVER_INFO = { name: 'waybill', title: 'Waybill', version: '1.0.0' };
 
@@ -119,8 +111,8 @@ const TOOL_DESCRIPTIONS: ToolDescription[] = TOOLS.map((tool) => ({
 }));
 
 /** One MCP server for one request (stateless): its tools act with the token's access only. */
-function serverFor(ctx: AppContext, access: TenantAccess): Server {
-  const server = new Server(SERVER_INFO, {
+function serverFor(sdk: Sdk, ctx: AppContext, access: TenantAccess): Server {
+  const server = new sdk.Server(SERVER_INFO, {
     capabilities: { tools: {} },
     instructions:
       'Waybill tracks shipments. Find them with search_shipments, read one with get_shipment, move it with update_shipment_status; list_webhook_deliveries and replay_webhook_delivery help with failed webhooks. The connection sees one company (or merchant account) in one mode.',
@@ -129,8 +121,8 @@ function serverFor(ctx: AppContext, access: TenantAccess): Server {
   server.setRequestHandler('tools/call', async (request): Promise<CallToolResult> => {
     const tool = TOOLS_BY_NAME.get(request.params.name);
     if (!tool)
-      throw new ProtocolError(
-        ProtocolErrorCode.InvalidParams,
+      throw new sdk.ProtocolError(
+        sdk.ProtocolErrorCode.InvalidParams,
         `Unknown tool ${request.params.name.slice(0, 100)}`,
       );
     const args = request.params.arguments ?? {};
@@ -193,18 +185,19 @@ function authInfoOf(access: TenantAccess): AuthInfo {
  * handshake) through the SDK's per-request handler, built once; the 2025 revisions (initialize, then
  * plain JSON-RPC) through a stateless transport per request that answers JSON, not an SSE stream.
  */
-function mcpServing(ctx: AppContext) {
+function mcpServing(sdk: Sdk, ctx: AppContext) {
   const factory = ({ authInfo }: { authInfo?: AuthInfo }) => {
     const access = authInfo?.extra?.access as TenantAccess | undefined;
     if (!access) throw new Error('An MCP server is built for an authenticated request only');
-    return serverFor(ctx, access);
+    return serverFor(sdk, ctx, access);
   };
-  const modern = createMcpHandler(factory, { legacy: 'reject' });
+  const modern = sdk.createMcpHandler(factory, { legacy: 'reject' });
   const serve = async (request: Request, body: unknown, access: TenantAccess): Promise<Response> => {
     const authInfo = authInfoOf(access);
-    if (!(await isLegacyRequest(request, body))) return modern.fetch(request, { authInfo, parsedBody: body });
-    const server = serverFor(ctx, access);
-    const transport = new WebStandardStreamableHTTPServerTransport({
+    if (!(await sdk.isLegacyRequest(request, body)))
+      return modern.fetch(request, { authInfo, parsedBody: body });
+    const server = serverFor(sdk, ctx, access);
+    const transport = new sdk.WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
     });
@@ -240,8 +233,15 @@ async function sendWebResponse(reply: FastifyReply, response: Response) {
 /** `POST {base_url}/mcp` (MCP over Streamable HTTP) and its protected resource metadata. */
 export function mcpRoutes(ctx: AppContext): FastifyPluginAsync {
   return async (app) => {
-    const { serve, close } = mcpServing(ctx);
-    app.addHook('onClose', close);
+    // The SDK is loaded, and the handler built, by the first /mcp request (see sdk.ts).
+    let serving: Promise<ReturnType<typeof mcpServing>> | null = null;
+    const servingNow = () => {
+      serving ??= import('./sdk.ts').then((sdk) => mcpServing(sdk, ctx));
+      return serving;
+    };
+    app.addHook('onClose', async () => {
+      if (serving) (await serving).close();
+    });
     const metadata = JSON.stringify(protectedResourceMetadata(ctx));
     for (const path of [
       '/.well-known/oauth-protected-resource/mcp',
@@ -299,7 +299,7 @@ export function mcpRoutes(ctx: AppContext): FastifyPluginAsync {
           request,
         );
       }
-      const answer = await serve(webRequest(ctx, request), request.body, access);
+      const answer = await (await servingNow()).serve(webRequest(ctx, request), request.body, access);
       return sendWebResponse(reply, answer);
     });
 

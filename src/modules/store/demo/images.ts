@@ -1,4 +1,4 @@
-import sharp from 'sharp';
+import { loadSharp } from '../../../lib/sharp.ts';
 
 /**
  * The demo's listing images, drawn at seed time from SVG made here (no image taken from
@@ -19,6 +19,11 @@ const escapeXml = (text: string) =>
     (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c] ?? c,
   );
 
+async function pngOf(svg: string): Promise<Buffer> {
+  const sharp = await loadSharp();
+  return sharp(Buffer.from(svg)).png().toBuffer();
+}
+
 export function demoIcon(look: DemoLook): Promise<Buffer> {
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="512" height="512" viewBox="0 0 512 512">
   <defs><linearGradient id="g" x1="0" y1="0" x2="1" y2="1">
@@ -27,7 +32,7 @@ export function demoIcon(look: DemoLook): Promise<Buffer> {
   <path d="M136 196 L256 136 L376 196 L376 328 L256 388 L136 328 Z" fill="none" stroke="#fff" stroke-width="28" stroke-linejoin="round"/>
   <path d="M136 196 L256 256 L376 196 M256 256 L256 388" fill="none" stroke="#fff" stroke-width="28" stroke-linejoin="round"/>
 </svg>`;
-  return sharp(Buffer.from(svg)).png().toBuffer();
+  return pngOf(svg);
 }
 
 export function demoScreenshot(look: DemoLook, variant: number): Promise<Buffer> {
@@ -48,5 +53,5 @@ export function demoScreenshot(look: DemoLook, variant: number): Promise<Buffer>
   <rect x="120" y="140" width="${variant === 0 ? 420 : 560}" height="56" rx="8" fill="${look.accent}" opacity="0.85"/>
   ${rows}
 </svg>`;
-  return sharp(Buffer.from(svg)).png().toBuffer();
+  return pngOf(svg);
 }

@@ -1,6 +1,7 @@
 /** The listing's image rules (CONTRACT.md "Store trust"): sizes, formats, and the check every upload passes. */
-import sharp, { type Metadata } from 'sharp';
+import type { Metadata } from 'sharp';
 import { AppError } from '../../../lib/errors.ts';
+import { loadSharp } from '../../../lib/sharp.ts';
 
 export type MediaKind = 'icon' | 'screenshot';
 
@@ -98,6 +99,7 @@ export async function checkImage(
     );
   }
   const maxPixels = kind === 'icon' ? ICON_MAX * ICON_MAX : SCREENSHOT_MAX_WIDTH * 1440;
+  const sharp = await loadSharp();
   let metadata: Metadata;
   try {
     metadata = await sharp(bytes, { limitInputPixels: maxPixels, failOn: 'warning' }).metadata();
