@@ -57,10 +57,18 @@ function personAt(r: RecordingWaybill, company: CompanyFixture) {
   };
 }
 
-/** The scopes of each authorization request this host made, as they arrived at Waybill. */
+/**
+ * The scopes of each authorization request this host made, as they arrived at Waybill. A request
+ * belongs to the host whose test first used its client_id: the browser a host opened can still
+ * load a consent page after the next host's test has begun.
+ */
 function scopesAsked(r: RecordingWaybill, host: string): string[] {
-  return r.records
-    .filter((x) => x.host === host && x.method === 'GET' && x.path === '/oauth/authorize')
+  const authorizes = r.records.filter((x) => x.method === 'GET' && x.path === '/oauth/authorize');
+  const firstHost = new Map<string, string>();
+  for (const x of authorizes)
+    if (!firstHost.has(x.query.client_id ?? '')) firstHost.set(x.query.client_id ?? '', x.host);
+  return authorizes
+    .filter((x) => firstHost.get(x.query.client_id ?? '') === host)
     .map((x) => (x.query.scope ?? '').split(' ').sort().join(' '));
 }
 
