@@ -3,10 +3,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { type AddressInfo, createServer as createNetServer, connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { type ConnectionOptions, type NatsConnection, connect as natsConnect } from '@nats-io/transport-node';
 import amqp from 'amqplib';
+import pino, { type Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { randomBase62 } from '../../src/lib/ids.ts';
 
@@ -37,6 +39,21 @@ function reachable(port: number): Promise<boolean> {
 
 async function rabbitmqctl(...args: string[]): Promise<void> {
   await run('rabbitmqctl', ['-q', ...args], { timeout: 30_000 });
+}
+
+/** A logger at every level whose lines are kept, to show a broker's password is in none of them. */
+export function capturedLogger(): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const logger = pino(
+    { level: 'trace' },
+    new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    }),
+  );
+  return { logger, lines };
 }
 
 /** Whether RabbitMQ answers on 5672 and rabbitmqctl can manage it; the reason when not. */

@@ -1,6 +1,4 @@
 import { createServer, type Socket } from 'node:net';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IDLE_MS } from '../../src/delivery/destinations/index.ts';
 import { RETRY_DELAYS_MS } from '../../src/delivery/schedule.ts';
@@ -10,6 +8,7 @@ import { type CompanyFixture, call, createCompany, createShipment, type Json } f
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 import {
   type Consumed,
+  capturedLogger,
   consumeQueue,
   declareExchange,
   type NatsStream,
@@ -42,16 +41,7 @@ const TYPES = ['shipment.created', 'shipment.status_changed'];
 const MOVES = ['picked_up', 'in_transit', 'out_for_delivery', 'delivered'];
 
 /** Every log line the Waybill writes, at every level. */
-const logLines: string[] = [];
-const logger = pino(
-  { level: 'trace' },
-  new Writable({
-    write(chunk, _encoding, done) {
-      logLines.push(String(chunk));
-      done();
-    },
-  }),
-);
+const { logger, lines: logLines } = capturedLogger();
 
 async function move(w: TestWaybill, company: CompanyFixture, shipmentId: string, status: string) {
   const moved = await call(w, 'POST', `/v1/shipments/${shipmentId}/status`, {
