@@ -303,6 +303,8 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
     counts: () => ({ ...counts }),
     async tick() {
       claimPausedUntil = 0;
+      // Driven by hand, the clock moves between turns: idle broker connections close by it.
+      destinations?.closeIdle();
       let total = 0;
       for (;;) {
         const claimed = await pump();

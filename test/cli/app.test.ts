@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDestination } from '../../src/delivery/destinations/spec.ts';
 import { registerApp } from '../apps/fixtures.ts';
 import { WebClient } from '../apps/web-client.ts';
 import { call, type Json, type Person, signUpPerson } from '../support/api.ts';
@@ -331,5 +332,59 @@ describe('waybill app', () => {
     expect(again.stderr).toBe('');
     expect(again.stdout).toContain('Created version 3');
     expect(again.stdout).toContain('no changes from the active version');
+  });
+
+  it("a subscription to a broker: deploy prints its destination masked, and the portal's file deploys again keeping the password", async () => {
+    const app = await registerApp(w, developer);
+    const env = { WAYBILL_TOKEN: developer.token };
+    const password = 'broker-password-in-the-file';
+    writeConfig(
+      'broker.app.toml',
+      toml(
+        app.id,
+        `
+[[subscriptions]]
+event_types = ["shipment.status_changed"]
+
+[subscriptions.destination]
+type = "rabbitmq"
+url = "amqp://carrier:${password}@127.0.0.1:5672/carrier"
+exchange = "waybill"
+routing_key = "{event_type}"
+`,
+      ),
+    );
+    const first = await run(['app', 'deploy', '--config', 'broker.app.toml', '--release', '--api', w.url], {
+      env,
+    });
+    expect(first.stderr).toBe('');
+    expect(first.code).toBe(0);
+    expect(first.stdout).toContain('amqp://carrier:****@127.0.0.1:5672/carrier');
+    expect(first.stdout).not.toContain(password);
+
+    const browser = new WebClient(w);
+    await browser.signIn(developer.email, PASSWORD);
+    const page = await browser.get(`/developer/apps/${app.id}/versions`);
+    expect(page.text).not.toContain(password);
+    const shown = /<pre class="secret">([\s\S]*?)<\/pre>/.exec(page.text)?.[1] ?? '';
+    const text = shown
+      .replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'")
+      .replace(/&amp;/g, '&');
+    expect(text).toContain('[subscriptions.destination]');
+    writeConfig('broker-shown.app.toml', text);
+    const again = await run(['app', 'deploy', '--config', 'broker-shown.app.toml', '--api', w.url], { env });
+    expect(again.stderr).toBe('');
+    expect(again.stdout).toContain('no changes from the active version');
+    expect(again.stdout).not.toContain(password);
+    // The new version holds the password, sealed: the masked URL kept it.
+    const newest = await w.ctx.db
+      .selectFrom('app_versions')
+      .select('destinations_sealed')
+      .where('app_id', '=', app.id)
+      .orderBy('number', 'desc')
+      .executeTakeFirstOrThrow();
+    const [sealed] = JSON.parse(newest.destinations_sealed ?? '[]') as string[];
+    expect(openDestination(w.ctx.secrets, sealed as string).url).toContain(`:${password}@`);
   });
 });

@@ -1,9 +1,14 @@
-import { execFile } from 'node:child_process';
-import { connect as tcpConnect } from 'node:net';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { type AddressInfo, createServer as createNetServer, connect as tcpConnect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { type NatsConnection, connect as natsConnect } from '@nats-io/transport-node';
+import { type ConnectionOptions, type NatsConnection, connect as natsConnect } from '@nats-io/transport-node';
 import amqp from 'amqplib';
+import pino, { type Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { randomBase62 } from '../../src/lib/ids.ts';
 
@@ -34,6 +39,21 @@ function reachable(port: number): Promise<boolean> {
 
 async function rabbitmqctl(...args: string[]): Promise<void> {
   await run('rabbitmqctl', ['-q', ...args], { timeout: 30_000 });
+}
+
+/** A logger at every level whose lines are kept, to show a broker's password is in none of them. */
+export function capturedLogger(): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const logger = pino(
+    { level: 'trace' },
+    new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    }),
+  );
+  return { logger, lines };
 }
 
 /** Whether RabbitMQ answers on 5672 and rabbitmqctl can manage it; the reason when not. */
@@ -180,11 +200,13 @@ export interface NatsStream {
   dispose(): Promise<void>;
 }
 
-export async function natsStream(): Promise<NatsStream> {
+export async function natsStream(
+  server: ConnectionOptions = { servers: `127.0.0.1:${NATS_PORT}` },
+): Promise<NatsStream> {
   const suffix = randomBase62(10);
   const name = `WAYBILL_TEST_${suffix}`;
   const prefix = `waybill.test.${suffix}`;
-  const nc: NatsConnection = await natsConnect({ servers: `127.0.0.1:${NATS_PORT}` });
+  const nc: NatsConnection = await natsConnect(server);
   const manager = await jetstreamManager(nc);
   const add = async () => {
     await manager.streams.add({ name, subjects: [`${prefix}.>`], duplicate_window: 120_000_000_000 });
@@ -194,17 +216,23 @@ export async function natsStream(): Promise<NatsStream> {
     name,
     prefix,
     async read() {
-      const info = await manager.streams.info(name);
-      const out: Consumed[] = [];
-      const js = jetstream(nc);
-      for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
-        const message = await js.streams.get(name).then((s) => s.getMessage({ seq }));
-        if (!message) continue;
-        const headers: Record<string, string> = {};
-        for (const [key] of message.header ?? []) headers[key.toLowerCase()] = message.header.get(key);
-        out.push({ body: message.string(), headers, messageId: message.header.get('Nats-Msg-Id') });
+      // A connection of its own: the kept one may still be finding a restarted server again.
+      const reader = await natsConnect({ ...server, maxReconnectAttempts: 0 });
+      try {
+        const info = await (await jetstreamManager(reader)).streams.info(name);
+        const out: Consumed[] = [];
+        const js = jetstream(reader);
+        for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+          const message = await js.streams.get(name).then((s) => s.getMessage({ seq }));
+          if (!message) continue;
+          const headers: Record<string, string> = {};
+          for (const [key] of message.header ?? []) headers[key.toLowerCase()] = message.header.get(key);
+          out.push({ body: message.string(), headers, messageId: message.header.get('Nats-Msg-Id') });
+        }
+        return out;
+      } finally {
+        await reader.close();
       }
-      return out;
     },
     remove: async () => {
       await manager.streams.delete(name);
@@ -213,6 +241,107 @@ export async function natsStream(): Promise<NatsStream> {
     async dispose() {
       await manager.streams.delete(name).catch(() => {});
       await nc.close();
+    },
+  };
+}
+
+/** A free TCP port on 127.0.0.1 (taken and given back at once). */
+async function freePort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function untilReachable(port: number): Promise<void> {
+  for (let tries = 0; tries < 200; tries++) {
+    if (await reachable(port)) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`nats-server did not listen on ${port}`);
+}
+
+/**
+ * A NATS server with JetStream that the test owns (a child process on free ports, its store in a
+ * directory of its own, a user and password), so the test can stop and start it; its monitoring
+ * endpoint shows the connections it has.
+ */
+export interface OwnNatsServer {
+  /** nats://u:<password>@127.0.0.1:<port> */
+  url: string;
+  password: string;
+  /** A JetStream stream over `<prefix>.>` on this server (file storage: it outlives a restart). */
+  stream: NatsStream;
+  /** The clients connected now (their name and connection id), from the server's own /connz. */
+  clients(): Promise<Array<{ name: string; cid: number }>>;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+export const NATS_SERVER_BINARY = '/usr/sbin/nats-server';
+
+export async function natsServerMissing(): Promise<string | null> {
+  try {
+    await run(NATS_SERVER_BINARY, ['--version'], { timeout: 10_000 });
+    return null;
+  } catch {
+    return `${NATS_SERVER_BINARY} cannot be run`;
+  }
+}
+
+export async function ownNatsServer(): Promise<OwnNatsServer> {
+  const [port, monitorPort] = [await freePort(), await freePort()];
+  const storeDir = await mkdtemp(join(tmpdir(), 'waybill-nats-'));
+  const password = `pw-${randomBase62(24)}`;
+  let child: ChildProcess | null = null;
+  const start = async () => {
+    const args = ['-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-js', '-sd', storeDir];
+    child = spawn(NATS_SERVER_BINARY, [...args, '--user', 'u', '--pass', password], { stdio: 'ignore' });
+    await untilReachable(port);
+    await untilReachable(monitorPort);
+  };
+  const stop = async () => {
+    const running = child;
+    child = null;
+    if (!running || running.exitCode !== null) return;
+    const exited = new Promise<void>((resolve) => running.once('exit', () => resolve()));
+    running.kill('SIGTERM');
+    await exited;
+  };
+  await start();
+  const url = `nats://u:${password}@127.0.0.1:${port}`;
+  let stream: NatsStream;
+  try {
+    // The test's own connection comes back soon after a restart.
+    stream = await natsStream({
+      servers: `127.0.0.1:${port}`,
+      user: 'u',
+      pass: password,
+      name: 'waybill-test',
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 50,
+    });
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return {
+    url,
+    password,
+    stream,
+    async clients() {
+      const answer = await fetch(`http://127.0.0.1:${monitorPort}/connz`);
+      const connz = (await answer.json()) as { connections?: Array<{ name?: string; cid: number }> };
+      return (connz.connections ?? []).map((c) => ({ name: c.name ?? '', cid: c.cid }));
+    },
+    stop,
+    start,
+    async dispose() {
+      await stream.dispose().catch(() => {});
+      await stop();
+      await rm(storeDir, { recursive: true, force: true });
     },
   };
 }

@@ -1,18 +1,22 @@
 import { createServer, type Socket } from 'node:net';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IDLE_MS } from '../../src/delivery/destinations/index.ts';
+import { RETRY_DELAYS_MS } from '../../src/delivery/schedule.ts';
 import { DAY } from '../../src/lib/clock.ts';
 import { expectProblem } from '../http/expect.ts';
 import { type CompanyFixture, call, createCompany, createShipment, type Json } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 import {
   type Consumed,
+  capturedLogger,
   consumeQueue,
   declareExchange,
   type NatsStream,
   natsMissing,
+  natsServerMissing,
   natsStream,
+  type OwnNatsServer,
+  ownNatsServer,
   type RabbitPlace,
   rabbitMqMissing,
   rabbitPlace,
@@ -29,21 +33,15 @@ const rabbitMissing = await rabbitMqMissing();
 const jetStreamMissing = await natsMissing();
 if (rabbitMissing) console.warn(`destinations: RabbitMQ tests skipped: ${rabbitMissing}`);
 if (jetStreamMissing) console.warn(`destinations: NATS tests skipped: ${jetStreamMissing}`);
+const ownServerMissing = await natsServerMissing();
+if (ownServerMissing)
+  console.warn(`destinations: tests on a NATS server of their own skipped: ${ownServerMissing}`);
 
 const TYPES = ['shipment.created', 'shipment.status_changed'];
 const MOVES = ['picked_up', 'in_transit', 'out_for_delivery', 'delivered'];
 
 /** Every log line the Waybill writes, at every level. */
-const logLines: string[] = [];
-const logger = pino(
-  { level: 'trace' },
-  new Writable({
-    write(chunk, _encoding, done) {
-      logLines.push(String(chunk));
-      done();
-    },
-  }),
-);
+const { logger, lines: logLines } = capturedLogger();
 
 async function move(w: TestWaybill, company: CompanyFixture, shipmentId: string, status: string) {
   const moved = await call(w, 'POST', `/v1/shipments/${shipmentId}/status`, {
@@ -420,6 +418,154 @@ describe.skipIf(jetStreamMissing !== null)('a NATS JetStream destination (issue 
     expect(sent.response_body).toContain('no stream listens to the subject waybill.nobody.listens');
   });
 });
+
+describe.skipIf(ownServerMissing !== null)(
+  "a NATS server of the test's own, stopped and started (issue 43)",
+  () => {
+    let w: TestWaybill;
+    let company: CompanyFixture;
+    let own: OwnNatsServer;
+
+    beforeAll(async () => {
+      w = await startWaybill();
+      company = await createCompany(w);
+      own = await ownNatsServer();
+    });
+    afterAll(async () => {
+      await w?.close();
+      await own?.dispose();
+    });
+
+    /** The connections Waybill's delivery keeps to the server, as the server sees them. */
+    const deliveryClients = async () =>
+      (await own.clients()).filter((c) => c.name === 'waybill-delivery').map((c) => c.cid);
+
+    it("a wrong password is auth_failed with the server's reason in the attempt log", async () => {
+      const wrong = own.url.replace(own.password, 'not-the-password');
+      const endpoint = await createDestinationEndpoint(w, company, {
+        type: 'nats',
+        url: wrong,
+        subject: `${own.stream.prefix}.denied`,
+      });
+      const sent = await testSend(w, company, endpoint.id);
+      expect(sent).toMatchObject({ status_code: null, error: 'auth_failed' });
+      const log = await call(w, 'GET', `/v1/webhook-deliveries/${sent.delivery_id}`, {
+        token: company.liveToken,
+      });
+      expect(log.body.attempts[0]).toMatchObject({ status_code: null, error: 'auth_failed' });
+      expect(log.body.attempts[0].response_body).toContain('Authorization Violation');
+      expect(log.text).not.toContain('not-the-password');
+      await call(w, 'DELETE', `/v1/webhook-endpoints/${endpoint.id}`, { token: company.liveToken });
+    });
+
+    it('stopped mid-stream and started again: every event arrives, the failures are retried on the schedule with the reason, the worker reconnects', async () => {
+      const endpoint = await createDestinationEndpoint(
+        w,
+        company,
+        { type: 'nats', url: own.url, subject: `${own.stream.prefix}.{event_type}` },
+        { ordering: 'per_shipment' },
+      );
+      const worker = testWorker(w);
+      try {
+        const shipment = await createShipment(w, company.liveToken);
+        await worker.tick();
+        expect(await own.stream.read()).toHaveLength(1);
+        const [before] = await deliveryClients();
+        expect(before).toBeDefined();
+
+        await own.stop();
+        await move(w, company, shipment.id, 'picked_up');
+        await move(w, company, shipment.id, 'in_transit');
+        const failedAt = w.clock.now().getTime();
+        await worker.tick();
+        const waiting = (await deliveriesOf(w, endpoint.id)).filter((d) => d.status === 'pending');
+        expect(waiting.map((d) => d.attempt_count)).toEqual([1, 0]);
+        const first = waiting[0];
+        const firstId = first?.id as string;
+        const [failed] = await attemptsOf(w, firstId);
+        expect(failed).toMatchObject({ status_code: null, error: 'connection_failed' });
+        expect(failed?.response_body).toContain('connection refused');
+        // Not before the schedule's first wait...
+        w.clock.advance((RETRY_DELAYS_MS[0] as number) - 1000);
+        await worker.tick();
+        expect(await attemptsOf(w, firstId)).toHaveLength(1);
+        // ...and at it, failing again while the server is still down.
+        w.clock.advance(1000);
+        await worker.tick();
+        const retried = await attemptsOf(w, firstId);
+        expect(retried).toHaveLength(2);
+        expect(retried.map((a) => new Date(a.attempted_at).getTime() - failedAt)).toEqual([
+          0,
+          RETRY_DELAYS_MS[0],
+        ]);
+        expect(retried[1]).toMatchObject({ status_code: null, error: 'connection_failed' });
+
+        await own.start();
+        // The next attempt waits for the schedule's second wait.
+        w.clock.advance((RETRY_DELAYS_MS[1] as number) - 1000);
+        await worker.tick();
+        expect(await attemptsOf(w, firstId)).toHaveLength(2);
+        await runSchedule(w, endpoint.id, worker, new Date(w.clock.now().getTime() + DAY));
+        const attempts = await attemptsOf(w, firstId);
+        expect(attempts.map((a) => a.error)).toEqual(['connection_failed', 'connection_failed', null]);
+        expect(new Date(attempts[2]?.attempted_at as Date).getTime() - failedAt).toBe(
+          (RETRY_DELAYS_MS[0] as number) + (RETRY_DELAYS_MS[1] as number),
+        );
+        const received = await own.stream.read();
+        expect(statusesOf(received, shipment.id)).toEqual(['confirmed', 'picked_up', 'in_transit']);
+        // Each verified as its consumer would have, when it came.
+        for (const message of received) {
+          const sentAt = new Date(Number(message.headers['webhook-timestamp']) * 1000);
+          expect(verifyConsumed(endpoint.secret, message, sentAt)).toMatchObject({
+            type: expect.any(String),
+          });
+        }
+        expect((await deliveriesOf(w, endpoint.id)).map((d) => d.status)).toEqual(Array(3).fill('succeeded'));
+        // The worker connected again: one connection, not the one the stop broke.
+        const after = await deliveryClients();
+        expect(after).toHaveLength(1);
+        expect(after[0]).not.toBe(before);
+      } finally {
+        await worker.stop();
+        await call(w, 'DELETE', `/v1/webhook-endpoints/${endpoint.id}`, { token: company.liveToken });
+      }
+    });
+
+    it('an idle connection is closed once the clock passes the idle time, and the next message connects again', async () => {
+      const endpoint = await createDestinationEndpoint(w, company, {
+        type: 'nats',
+        url: own.url,
+        subject: `${own.stream.prefix}.idle`,
+      });
+      const worker = testWorker(w);
+      try {
+        const shipment = await createShipment(w, company.liveToken);
+        await worker.tick();
+        const [kept] = await deliveryClients();
+        expect(kept).toBeDefined();
+        // Just short of the idle time, the next message goes on the same connection.
+        w.clock.advance(IDLE_MS - 1000);
+        await worker.tick();
+        await move(w, company, shipment.id, 'picked_up');
+        await worker.tick();
+        expect(await deliveryClients()).toEqual([kept]);
+
+        w.clock.advance(IDLE_MS);
+        await worker.tick();
+        await expect.poll(deliveryClients).toEqual([]);
+
+        await move(w, company, shipment.id, 'in_transit');
+        await worker.tick();
+        const [again] = await deliveryClients();
+        expect(again).toBeDefined();
+        expect(again).not.toBe(kept);
+        expect((await deliveriesOf(w, endpoint.id)).map((d) => d.status)).toEqual(Array(3).fill('succeeded'));
+      } finally {
+        await worker.stop();
+      }
+    });
+  },
+);
 
 describe('a broker that accepts the connection and never answers', () => {
   let w: TestWaybill;

@@ -40,6 +40,7 @@ import * as grantPerResource from './0067_grant_per_resource.ts';
 import * as refreshReplay from './0068_refresh_replay.ts';
 import * as destinations from './0070_destinations.ts';
 import * as agentClientLimits from './0073_agent_client_limits.ts';
+import * as subscriptionDestinations from './0078_subscription_destinations.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -84,4 +85,5 @@ export const migrations: Record<string, Migration> = {
   '0068_refresh_replay': refreshReplay,
   '0070_destinations': destinations,
   '0073_agent_client_limits': agentClientLimits,
+  '0078_subscription_destinations': subscriptionDestinations,
 };

@@ -39,13 +39,14 @@ export async function checkBrokerAddress(
 export async function assertBrokerAllowed(
   ctx: DeliveryContext,
   destination: BrokerDestination,
+  path = '/destination',
 ): Promise<void> {
   try {
     await checkBrokerAddress(ctx, destination);
   } catch (error) {
     if (error instanceof GuardRefusal) {
       throw new AppError('webhook_endpoint.url_not_allowed', `The URL is not allowed: ${error.message}`, {
-        errors: [{ path: '/destination/url', message: error.message }],
+        errors: [{ path: `${path}/url`, message: error.message }],
       });
     }
     throw error;

@@ -20,6 +20,7 @@ const SWEEP_MS = 15_000;
 
 interface Held {
   link: Promise<BrokerLink>;
+  /** Clock time (ms) of its last message. */
   lastUsed: number;
 }
 
@@ -110,7 +111,7 @@ export class Destinations {
   }
 
   async #link(sealed: string, destination: BrokerDestination, deadlineMs: number): Promise<BrokerLink> {
-    const now = performance.now();
+    const now = this.#ctx.clock.now().getTime();
     const held = this.#links.get(sealed);
     if (held) {
       held.lastUsed = now;
@@ -132,19 +133,25 @@ export class Destinations {
 
   #sweepSoon(): void {
     if (this.#sweeper) return;
-    this.#sweeper = setInterval(() => {
-      const now = performance.now();
-      for (const [sealed, held] of this.#links) {
-        if (now - held.lastUsed < IDLE_MS) continue;
-        this.#links.delete(sealed);
-        void held.link.then((link) => link.close()).catch(() => {});
-      }
-      if (this.#links.size === 0 && this.#sweeper) {
-        clearInterval(this.#sweeper);
-        this.#sweeper = null;
-      }
-    }, SWEEP_MS);
+    this.#sweeper = setInterval(() => this.closeIdle(), SWEEP_MS);
     this.#sweeper.unref();
+  }
+
+  /**
+   * Closes the connections unused for IDLE_MS by the clock: every SWEEP_MS of real time, and on
+   * each turn of a worker driven by hand (a test moves the clock and sees them closed).
+   */
+  closeIdle(): void {
+    const now = this.#ctx.clock.now().getTime();
+    for (const [sealed, held] of this.#links) {
+      if (now - held.lastUsed < IDLE_MS) continue;
+      this.#links.delete(sealed);
+      void held.link.then((link) => link.close()).catch(() => {});
+    }
+    if (this.#links.size === 0 && this.#sweeper) {
+      clearInterval(this.#sweeper);
+      this.#sweeper = null;
+    }
   }
 
   /** Closes every broker connection (the worker stops). */

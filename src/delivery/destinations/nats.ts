@@ -15,7 +15,8 @@ function connectFailure(error: unknown): BrokerFailure {
   const name = error instanceof Error ? error.name : '';
   if (/Authorization|authentication/i.test(`${name} ${text}`)) return new BrokerFailure('auth_failed', text);
   if (/tls|certificate/i.test(text)) return new BrokerFailure('tls_failed', 'the TLS handshake failed');
-  return new BrokerFailure('connection_failed', 'the broker could not be reached');
+  // The client's own words ("connection refused"): no address or credentials in them.
+  return new BrokerFailure('connection_failed', `the broker could not be reached (${text})`);
 }
 
 /** What a refused publish says: a subject no stream listens to, or the stream's own refusal. */

@@ -150,3 +150,25 @@ export function checkDestination(input: DestinationInput, path = '/destination')
 export function addressFor(pattern: string, eventType: string): string {
   return pattern.split('{event_type}').join(eventType);
 }
+
+/**
+ * A broker URL that comes back with the masked password (`****`) keeps the stored one, only while
+ * it names the same kind, host and port: a password is never sent to a host it was not given for.
+ */
+export function keptPassword(
+  secrets: SecretBox,
+  destination: BrokerDestination,
+  storedSealed: string | null,
+  path = '/destination',
+): BrokerDestination {
+  const given = new URL(destination.url);
+  if (given.password !== MASK) return destination;
+  const stored = storedSealed ? openDestination(secrets, storedSealed) : null;
+  const before = stored ? new URL(stored.url) : null;
+  if (!stored || !before || stored.type !== destination.type || before.host !== given.host)
+    throw invalidDestination([
+      { path: `${path}/url`, message: 'state the password: the URL names a new broker' },
+    ]);
+  given.password = before.password;
+  return { ...destination, url: given.toString() };
+}

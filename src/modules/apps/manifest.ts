@@ -4,16 +4,17 @@ import addFormatsImport from 'ajv-formats';
 import type * as SmolToml from 'smol-toml';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
-import { assertUrlAllowed } from '../../delivery/guard.ts';
+import type { Destination } from '../../delivery/destinations/spec.ts';
 import { issuePath } from '../../http/errors.ts';
 import { canonicalJson } from '../../lib/canonical-json.ts';
 import { AppError, type FieldError, validationError } from '../../lib/errors.ts';
 import { allows, SCOPES, type Scope } from '../accounts/roles.ts';
 import { EVENT_TYPES } from '../webhooks/event-types.ts';
 import { filterProblems } from '../webhooks/filter.ts';
-import { EventFilterSchema, OrderingName, RateLimit } from '../webhooks/schemas.ts';
+import { DestinationInput, EventFilterSchema, OrderingName, RateLimit } from '../webhooks/schemas.ts';
 import { type AppPatch, assertEventsUrlAllowed, checkAppFields } from './fields.ts';
-import { eventsUrlProblem, MAX_URL_LENGTH } from './urls.ts';
+import { type SealedDestinations, subscriptionDestination } from './subscription-destination.ts';
+import { MAX_URL_LENGTH } from './urls.ts';
 
 const addFormats = addFormatsImport as unknown as (ajv: Ajv) => Ajv;
 const strict = { additionalProperties: false } as const;
@@ -28,7 +29,8 @@ const FilterSchema = EventFilterSchema;
 export const SubscriptionSchema = Type.Object(
   {
     event_types: Type.Array(Type.String({ maxLength: 100 }), { minItems: 1, maxItems: 50 }),
-    url: Url,
+    url: Type.Optional(Url),
+    destination: Type.Optional(DestinationInput),
     filter: Type.Optional(Type.Union([FilterSchema, Type.Null()])),
     test_events: Type.Optional(
       Type.Boolean({ default: false, description: 'Sandbox events too; live ones only by default' }),
@@ -57,7 +59,10 @@ export const ManifestSchema = Type.Object(
 
 export interface Subscription {
   event_types: string[];
+  /** The HTTPS URL, or a broker destination's URL with its password masked (as an endpoint's). */
   url: string;
+  /** A broker destination, its password masked; its credentials are in the version's destinations_sealed. */
+  destination?: Destination;
   filter: Record<string, unknown> | null;
   test_events: boolean;
   /** As an endpoint's, for each installation's target; kept in the manifest only when given. */
@@ -125,7 +130,12 @@ function relocated(error: unknown, base: string): FieldError[] | null {
  * `filter.unknown_path` when the only problems are filter paths the event types lack, or
  * `app_config.scope_missing` when a subscribed type needs a scope the manifest does not ask for.
  */
-export async function checkManifest(ctx: AppContext, input: unknown, base = '/manifest'): Promise<Manifest> {
+export async function checkManifest(
+  ctx: AppContext,
+  input: unknown,
+  base = '/manifest',
+  before: SealedDestinations = [],
+): Promise<{ manifest: Manifest; destinations: SealedDestinations }> {
   if (!validateShape(input))
     throw validationError(ajvErrors(validateShape.errors, base), 'The manifest is not valid', 422);
   const raw = input as unknown as Record<string, unknown> & {
@@ -158,6 +168,7 @@ export async function checkManifest(ctx: AppContext, input: unknown, base = '/ma
     }
   });
   const subscriptions: Subscription[] = [];
+  const destinations: SealedDestinations = [];
   const unknownPaths: FieldError[] = [];
   const missingScopes: FieldError[] = [];
   const scopes = new Set((normalized.scopes ?? []) as Scope[]);
@@ -180,17 +191,11 @@ export async function checkManifest(ctx: AppContext, input: unknown, base = '/ma
         });
       }
     });
-    const url = subscription.url as string;
-    const problem = eventsUrlProblem(url, ctx.config.webhookAllowPrivate);
-    if (problem) errors.push({ path: `${at}/url`, message: problem.message });
-    else {
-      try {
-        await assertUrlAllowed(ctx, url, { allowUnresolved: true });
-      } catch (error) {
-        if (!(error instanceof AppError)) throw error;
-        errors.push({ path: `${at}/url`, message: error.message });
-      }
-    }
+    // Where its messages go: an HTTPS URL, or a broker destination checked as an endpoint's.
+    const target = await subscriptionDestination(ctx, subscription, at, before[index] ?? null);
+    errors.push(...target.errors);
+    destinations.push(target.sealed);
+    const url = target.url;
     const known = types.filter((type) => (EVENT_TYPES as readonly string[]).includes(type));
     const filter = filterProblems(subscription.filter, known, `${at}/filter`);
     errors.push(...filter.errors);
@@ -198,6 +203,7 @@ export async function checkManifest(ctx: AppContext, input: unknown, base = '/ma
     subscriptions.push({
       event_types: [...new Set(types)],
       url,
+      ...(target.destination ? { destination: target.destination } : {}),
       filter: filter.compiled ? (subscription.filter as Record<string, unknown>) : null,
       test_events: subscription.test_events === true,
       ...(subscription.rate_limit != null ? { rate_limit: subscription.rate_limit as number } : {}),
@@ -220,7 +226,7 @@ export async function checkManifest(ctx: AppContext, input: unknown, base = '/ma
       { errors: missingScopes },
     );
   }
-  return {
+  const manifest: Manifest = {
     name: normalized.name as string,
     description: normalized.description as string,
     homepage_url: normalized.homepage_url ?? null,
@@ -232,6 +238,7 @@ export async function checkManifest(ctx: AppContext, input: unknown, base = '/ma
     events_url: normalized.events_url ?? null,
     subscriptions,
   };
+  return { manifest, destinations };
 }
 
 export interface Change {
@@ -266,10 +273,11 @@ export function manifestToml(appId: string, manifest: Manifest): string {
   // The TOML writer is loaded when a page first shows a manifest, not at start (issue 41 item 4).
   const { stringify: stringifyToml } = createRequire(import.meta.url)('smol-toml') as typeof SmolToml;
   const present = Object.entries(manifest).filter(([, value]) => value !== null);
-  const subscriptions = manifest.subscriptions.map(({ filter, ...rest }) => ({
-    ...rest,
-    ...(filter ? { filter } : {}),
-  }));
+  // A broker subscription's URL is in its destination (masked): deploying the file keeps the password.
+  const subscriptions = manifest.subscriptions.map(({ filter, ...rest }) => {
+    const { url: _masked, ...broker } = rest;
+    return { ...(rest.destination ? broker : rest), ...(filter ? { filter } : {}) };
+  });
   const fields = Object.fromEntries(
     present.map(([key, value]) => [key, key === 'subscriptions' ? subscriptions : value]),
   );

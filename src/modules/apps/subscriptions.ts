@@ -3,6 +3,7 @@ import type { Trx } from '../../context.ts';
 import { applyOrdering } from '../../delivery/ordering.ts';
 import { compileFilter } from '../webhooks/filter.ts';
 import type { Manifest } from './manifest.ts';
+import { sealedDestinations } from './subscription-destination.ts';
 
 /**
  * Whether installation `i` has targets of this mode: subscriptions are an app installation's (`v1`;
@@ -26,13 +27,14 @@ export async function syncSubscriptionTargets(
 ): Promise<void> {
   const active = await trx
     .selectFrom('app_versions')
-    .select('manifest')
+    .select(['manifest', 'destinations_sealed'])
     .where('app_id', '=', appId)
     .where('status', '=', 'active')
     .executeTakeFirst();
   const manifest = (typeof active?.manifest === 'string' ? JSON.parse(active.manifest) : active?.manifest) as
     | Manifest
     | undefined;
+  const destinations = sealedDestinations(active?.destinations_sealed ?? null);
   const rows = (manifest?.subscriptions ?? []).flatMap((subscription, index) => {
     // Checked when the version was made: compiling again cannot fail for the same types.
     const compiled = compileFilter(
@@ -44,6 +46,8 @@ export async function syncSubscriptionTargets(
       index,
       livemode,
       url: subscription.url,
+      // A broker destination sealed (migration 0078), carried as an endpoint's (delivery_targets).
+      destinationSealed: destinations[index] ?? null,
       eventTypes: JSON.stringify(subscription.event_types),
       filter: subscription.filter ? JSON.stringify(subscription.filter) : null,
       path: compiled?.path ?? null,
@@ -64,13 +68,13 @@ export async function syncSubscriptionTargets(
     await sql`
       INSERT INTO webhook_endpoints (id, kind, app_id, tenant_id, customer_account_id, installation_id,
         livemode, url, event_types, enabled, secret_sealed, subscription_index, filter, filter_path,
-        filter_vars, rate_limit, ordering, created_at, updated_at)
+        filter_vars, rate_limit, ordering, destination_sealed, created_at, updated_at)
       SELECT
         'we_' || waybill_id_time(clock_timestamp())
           || substr(translate(encode(uuid_send(gen_random_uuid()), 'base64'), '+/=', ''), 1, 14),
         'subscription', i.app_id, NULL, i.customer_account_id, i.id, s.livemode, s.url,
         s.event_types::jsonb, true, a.events_secret_sealed, s.idx, s.filter::jsonb, s.path::jsonpath,
-        s.vars::jsonb, s.rate_limit, s.ordering, ${at}::timestamptz, ${at}::timestamptz
+        s.vars::jsonb, s.rate_limit, s.ordering, s.destination_sealed, ${at}::timestamptz, ${at}::timestamptz
       FROM installations i
       JOIN apps a ON a.id = i.app_id
       CROSS JOIN unnest(
@@ -78,13 +82,14 @@ export async function syncSubscriptionTargets(
         ${rows.map((r) => r.url)}::text[], ${rows.map((r) => r.eventTypes)}::text[],
         ${rows.map((r) => r.filter)}::text[], ${rows.map((r) => r.path)}::text[],
         ${rows.map((r) => r.vars)}::text[], ${rows.map((r) => r.rateLimit)}::int[],
-        ${rows.map((r) => r.ordering)}::text[]
-      ) AS s(idx, livemode, url, event_types, filter, path, vars, rate_limit, ordering)
+        ${rows.map((r) => r.ordering)}::text[], ${rows.map((r) => r.destinationSealed)}::text[]
+      ) AS s(idx, livemode, url, event_types, filter, path, vars, rate_limit, ordering, destination_sealed)
       WHERE i.app_id = ${appId} ${onlyOne} AND ${inMode(sql`s.livemode`)}
       ON CONFLICT (installation_id, subscription_index, livemode) WHERE kind = 'subscription' DO UPDATE SET
         url = excluded.url, event_types = excluded.event_types, filter = excluded.filter,
         filter_path = excluded.filter_path, filter_vars = excluded.filter_vars,
         rate_limit = excluded.rate_limit, ordering = excluded.ordering,
+        destination_sealed = excluded.destination_sealed,
         -- Taken away by an earlier version (manual), now back; one disabled for failing stays so.
         enabled = webhook_endpoints.enabled OR webhook_endpoints.disabled_reason = 'manual',
         disabled_reason = CASE WHEN webhook_endpoints.disabled_reason = 'manual' THEN NULL

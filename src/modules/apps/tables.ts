@@ -9,6 +9,8 @@ export interface AppVersionsTable {
   /** jsonb: [{path, from, to}] from the version active when this one was made. */
   changes: unknown;
   message: string | null;
+  /** JSON array by subscription index: each broker destination sealed, null for HTTPS (migration 0078). */
+  destinations_sealed: string | null;
   created_by: string | null;
   created_at: Date;
   released_at: Date | null;

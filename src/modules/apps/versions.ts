@@ -8,6 +8,7 @@ import type { Scope } from '../accounts/roles.ts';
 import type { AppsTable } from '../oauth/tables.ts';
 import { type Change, checkManifest, type Manifest, manifestChanges, type Subscription } from './manifest.ts';
 import { jsonArray, ownedAppRow } from './registry.ts';
+import { sealedDestinations } from './subscription-destination.ts';
 import { syncSubscriptionTargets } from './subscriptions.ts';
 import type { AppVersionsTable } from './tables.ts';
 
@@ -67,7 +68,10 @@ function reviewedSubscriptionChanges(path: string, from: unknown, to: unknown): 
   // A subscription added or removed sends, or stops sending, messages somewhere.
   if (!before || !after) return [path.slice(1)];
   const fields: string[] = [];
-  if (hostOf(before.url) !== hostOf(after.url)) fields.push(`${path.slice(1)}/url`);
+  // A broker's kind and host are reviewed as a URL's host is; its credentials and exchange are not.
+  const kindOf = (subscription: Subscription) => subscription.destination?.type ?? 'https';
+  if (kindOf(before) !== kindOf(after) || hostOf(before.url) !== hostOf(after.url))
+    fields.push(`${path.slice(1)}/${before.destination || after.destination ? 'destination' : 'url'}`);
   const types = (subscription: Subscription) => [...new Set(subscription.event_types)].sort().join(' ');
   if (types(before) !== types(after)) fields.push(`${path.slice(1)}/event_types`);
   return fields;
@@ -148,7 +152,14 @@ export async function createVersion(
   input: { manifest: unknown; message?: string | null },
 ): Promise<AppVersion> {
   const app = await ownedAppRow(ctx, userId, appId);
-  const manifest = await checkManifest(ctx, input.manifest);
+  // A broker URL sent back masked keeps the password the active version has for it.
+  const active = await activeVersion(ctx.db, app.id);
+  const { manifest, destinations } = await checkManifest(
+    ctx,
+    input.manifest,
+    '/manifest',
+    sealedDestinations(active?.destinations_sealed ?? null),
+  );
   const row = await ctx.db.transaction().execute(async (trx) => {
     // The app row's lock numbers versions one at a time.
     const locked = await lockedApp(trx, app.id);
@@ -161,6 +172,9 @@ export async function createVersion(
       manifest: JSON.stringify(manifest),
       changes: JSON.stringify(changes),
       message: input.message?.trim() || null,
+      destinations_sealed: destinations.some((sealed) => sealed !== null)
+        ? JSON.stringify(destinations)
+        : null,
       created_by: userId,
       created_at: ctx.clock.now(),
       released_at: null,
@@ -317,6 +331,8 @@ export async function recordFieldsAsVersion(
       manifest: JSON.stringify(manifest),
       changes: JSON.stringify(changes),
       message,
+      // The subscriptions are the active version's: so are their broker destinations.
+      destinations_sealed: active?.destinations_sealed ?? null,
       created_by: userId,
       created_at: now,
       released_at: now,

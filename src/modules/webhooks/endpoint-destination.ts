@@ -6,7 +6,7 @@ import {
   type DestinationInput,
   invalidDestination,
   isBroker,
-  MASK,
+  keptPassword,
   maskedBrokerUrl,
   maskedDestination,
   openDestination,
@@ -55,19 +55,7 @@ export async function destinationColumns(
     await assertUrlAllowed(ctx, destination.url);
     return { url: destination.url, destination_sealed: null };
   }
-  const given = new URL(destination.url);
-  if (given.password === MASK) {
-    const stored = current?.destination_sealed
-      ? openDestination(ctx.secrets, current.destination_sealed)
-      : null;
-    const before = stored ? new URL(stored.url) : null;
-    if (!stored || !before || stored.type !== destination.type || before.host !== given.host)
-      throw invalidDestination([
-        { path: '/destination/url', message: 'state the password: the URL names a new broker' },
-      ]);
-    given.password = before.password;
-    destination = { ...destination, url: given.toString() };
-  }
+  destination = keptPassword(ctx.secrets, destination, current?.destination_sealed ?? null);
   await assertBrokerAllowed(ctx, destination);
   return {
     url: maskedBrokerUrl(destination.url),

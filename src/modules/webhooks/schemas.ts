@@ -52,7 +52,7 @@ const DeliveryControls = {
 };
 
 /** Checked by the service (destinations/spec.ts) so that each mistake has its path and its words. */
-const DestinationInput = Type.Object(
+export const DestinationInput = Type.Object(
   {
     type: Type.String({ description: '`https` (the default), `rabbitmq` or `nats`', examples: ['rabbitmq'] }),
     url: Type.Optional(
