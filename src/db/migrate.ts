@@ -9,14 +9,16 @@ const provider: MigrationProvider = {
   },
 };
 
-/** PostgreSQL's undefined_table. */
+/** PostgreSQL's undefined_table and undefined_column. */
 const UNDEFINED_TABLE = '42P01';
+const UNDEFINED_COLUMN = '42703';
 const ATTEMPTS = 5;
 
 /**
  * Applies every migration not yet applied; the same files serve PostgreSQL and PGlite. Kysely
- * first reads every table's columns from the catalog, and a table dropped meanwhile (retention
- * drops a day of the attempt log, in any schema of the database) fails that read: it is tried again.
+ * first reads every table's columns from the catalog, and a table or column dropped meanwhile
+ * (retention drops a day of the attempt log, a migration goes down, in any schema of the database)
+ * fails that read: it is tried again.
  */
 export async function migrateToLatest(db: Db): Promise<string[]> {
   for (let attempt = 1; ; attempt += 1) {
@@ -24,7 +26,7 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
       return await migrateOnce(db);
     } catch (err) {
       const code = (err as { code?: unknown }).code;
-      if (code !== UNDEFINED_TABLE || attempt >= ATTEMPTS) throw err;
+      if ((code !== UNDEFINED_TABLE && code !== UNDEFINED_COLUMN) || attempt >= ATTEMPTS) throw err;
       await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
     }
   }
