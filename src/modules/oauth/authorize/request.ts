@@ -12,9 +12,6 @@ import { OAuthError, UntrustedRedirectError } from '../errors.ts';
 import { CODE_CHALLENGE } from '../pkce.ts';
 import { type Resource, requestedResource, resourceUrl } from '../resource.ts';
 
-/** approve.ts takes it from here, beside the request it refuses (it lives in ../errors.ts). */
-export { UntrustedRedirectError };
-
 /** A checked authorization request (OAuth 2.1 section 4.1.1). */
 export interface AuthorizationRequest {
   app: AppRecord;
