@@ -188,10 +188,8 @@ async function deliver(ctx: AppContext, sink: Sink, expected: number): Promise<n
 
 /** Marks everything waiting as cancelled, so the next delivery round sends only what it made. */
 async function clearQueue(ctx: AppContext) {
-  await sql`UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL WHERE status = 'pending'`.execute(
-    ctx.db,
-  );
-  await sql`DELETE FROM webhook_queue`.execute(ctx.db);
+  await sql`UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, due_at = NULL
+    WHERE status = 'pending'`.execute(ctx.db);
 }
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');

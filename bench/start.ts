@@ -12,7 +12,9 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { type SqlBool, sql } from 'kysely';
 import type { AppContext } from '../src/context.ts';
+import { cancelQueued } from '../src/delivery/lifecycle.ts';
 import {
   addEndpoint,
   BENCH_SECRET_KEY,
@@ -198,13 +200,9 @@ async function queueWaybill(ctx: AppContext, receiver: CountingReceiver, count: 
   await insertEvents(ctx, tenantId, count, 500);
 }
 
-/** Cancels what a run left waiting (the queue follows its deliveries: migration 0014). */
+/** Cancels what a run left waiting (queued rows leave the queue with it: migration 0080). */
 async function clearWaybill(ctx: AppContext): Promise<void> {
-  await ctx.db
-    .updateTable('webhook_deliveries')
-    .set({ status: 'cancelled' })
-    .where('id', 'in', (eb) => eb.selectFrom('webhook_queue').select('delivery_id'))
-    .execute();
+  await cancelQueued(ctx.db, sql<SqlBool>`true`, ctx.clock.now());
 }
 
 const seconds = (values: readonly number[]) => values.map((v) => v.toFixed(2)).join(', ');

@@ -36,7 +36,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql } from 'kysely';
+import { type SqlBool, sql } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
 import { Agent, request } from 'undici';
@@ -45,6 +45,7 @@ import { loadConfig } from '../src/config.ts';
 import type { AppContext } from '../src/context.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
+import { cancelQueued } from '../src/delivery/lifecycle.ts';
 import { createAttemptDay, dayOf } from '../src/delivery/partitions.ts';
 import { HISTORY_MS } from '../src/delivery/retention.ts';
 import { signatureHeader } from '../src/delivery/signing.ts';
@@ -132,16 +133,16 @@ async function writeHistory(ctx: AppContext, count: number): Promise<number> {
         FROM generate_series(${done}::int, ${done + n - 1}::int) AS g
         RETURNING id, created_at
       ), d AS (
-        INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, status, attempt_count,
-          next_attempt_at, last_status_code, last_attempt_at, created_at, updated_at)
-        SELECT 'dlv_' || substr(ev.id, 5), ${endpointId}, ev.id, 'shipment.status_changed', NULL, 'succeeded', 1,
+        INSERT INTO webhook_deliveries (id, tenant_id, endpoint_id, event_id, event_type, payload, status,
+          attempt_count, next_attempt_at, last_status_code, last_attempt_at, created_at, updated_at)
+        SELECT 'dlv_' || substr(ev.id, 5), ${tenantId}, ${endpointId}, ev.id, 'shipment.status_changed', NULL, 'succeeded', 1,
           NULL, 200, ev.created_at, ev.created_at, ev.created_at
         FROM ev
         RETURNING id, created_at
       )
-      INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, attempted_at, duration_ms, status_code, error,
-        response_body, trigger, request_headers)
-      SELECT 'att_' || substr(d.id, 5), d.id, ${endpointId}, d.created_at, 12, 200, NULL, '\x6f6b'::bytea,
+      INSERT INTO webhook_attempts (id, tenant_id, delivery_id, endpoint_id, attempted_at, duration_ms,
+        status_code, error, response_body, trigger, request_headers)
+      SELECT 'att_' || substr(d.id, 5), ${tenantId}, d.id, ${endpointId}, d.created_at, 12, 200, NULL, '\x6f6b'::bytea,
         'scheduled', '{"webhook-id":"x","webhook-timestamp":"0","webhook-signature":"v1,x"}'::jsonb
       FROM d`.execute(ctx.db);
   }
@@ -982,7 +983,6 @@ async function main() {
     // the next drain's claims read past until autovacuum comes by: every side starts vacuumed, so
     // that the figure is about fairness, not about which side ran after which.
     const vacuumed = async () => {
-      await sql`VACUUM webhook_queue`.execute(ctx.db);
       await sql`VACUUM webhook_deliveries`.execute(ctx.db);
     };
     const sides = [
@@ -1001,11 +1001,7 @@ async function main() {
         await drained.worker.stop();
         // The other endpoint's deliveries wait for retries; they must not weigh on the next round.
         if (other) {
-          await ctx.db
-            .updateTable('webhook_deliveries')
-            .set({ status: 'cancelled' })
-            .where('id', 'in', (eb) => eb.selectFrom('webhook_queue').select('delivery_id'))
-            .execute();
+          await cancelQueued(ctx.db, sql<SqlBool>`true`, ctx.clock.now());
         }
       }
     }

@@ -78,6 +78,7 @@ export async function attemptDelivery(
     .innerJoin('delivery_targets as e', 'e.id', 'd.endpoint_id')
     .select([
       'd.id',
+      'd.tenant_id',
       'd.endpoint_id',
       'd.event_id',
       'd.event_type',

@@ -1,3 +1,4 @@
+import { type RawBuilder, type SqlBool, sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { DisabledReason } from './context.ts';
 
@@ -22,16 +23,25 @@ export async function disableEndpoint(
     .where('kind', '<>', 'app_events')
     .executeTakeFirst();
   if (Number(disabled.numUpdatedRows) === 0) return null;
-  const cancelled = await db
-    .updateTable('webhook_deliveries')
-    .set({ status: 'cancelled', next_attempt_at: null, updated_at: now })
-    // Through the queue: the log's own rows of the endpoint are mostly history.
-    .where('id', 'in', (eb) =>
-      eb.selectFrom('webhook_queue').select('delivery_id').where('endpoint_id', '=', endpointId),
-    )
-    .where('status', '=', 'pending')
-    .executeTakeFirst();
-  return Number(cancelled.numUpdatedRows);
+  return cancelQueued(db, sql<SqlBool>`d.endpoint_id = ${endpointId}`, now);
+}
+
+/**
+ * Cancels the queued deliveries (`d`) that `filter` names: they leave the queue in the same write,
+ * and a shipment's line they leave moves up. Read through the claim's index (rows with a `due_at`):
+ * an endpoint's other rows are mostly history. Answers how many were cancelled.
+ */
+export async function cancelQueued(db: Db, filter: RawBuilder<SqlBool>, now: Date): Promise<number> {
+  const { rows } = await sql<{ endpoint_id: string; line_shipment_id: string | null }>`
+    UPDATE webhook_deliveries d SET status = 'cancelled', next_attempt_at = NULL, due_at = NULL,
+      locked_by = NULL, locked_until = NULL, updated_at = ${now.toISOString()}::timestamptz
+    WHERE d.due_at IS NOT NULL AND d.status = 'pending' AND ${filter}
+    RETURNING d.endpoint_id, d.line_shipment_id`.execute(db);
+  const lined = rows.filter((row) => row.line_shipment_id !== null);
+  if (lined.length > 0)
+    await sql`SELECT webhook_lines_follow(${lined.map((r) => r.endpoint_id)}::text[],
+      ${lined.map((r) => r.line_shipment_id)}::text[])`.execute(db);
+  return rows.length;
 }
 
 /** Enables an endpoint again: the reason and the failure streak are forgotten. */

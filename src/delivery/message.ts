@@ -14,7 +14,14 @@ export type SendingEndpoint = Pick<
 
 export type SendingDelivery = Pick<
   WebhookDeliveriesTable,
-  'id' | 'endpoint_id' | 'event_id' | 'event_type' | 'status' | 'attempt_count' | 'next_attempt_at'
+  | 'id'
+  | 'tenant_id'
+  | 'endpoint_id'
+  | 'event_id'
+  | 'event_type'
+  | 'status'
+  | 'attempt_count'
+  | 'next_attempt_at'
 > & { payload: string };
 
 /**

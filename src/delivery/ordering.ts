@@ -14,25 +14,24 @@ export async function applyOrdering(
   if (ordering === 'none') {
     // Out of line, each is due at its own time again (not the one of a retry it waited behind).
     await sql`
-      UPDATE webhook_queue q SET shipment_id = NULL, seq = NULL, next_attempt_at = d.next_attempt_at
-      FROM webhook_deliveries d
-      WHERE q.endpoint_id = ${endpointId} AND q.shipment_id IS NOT NULL AND d.id = q.delivery_id`.execute(
+      UPDATE webhook_deliveries q SET line_shipment_id = NULL, line_seq = NULL, due_at = q.next_attempt_at
+      WHERE q.endpoint_id = ${endpointId} AND q.due_at IS NOT NULL AND q.line_shipment_id IS NOT NULL`.execute(
       trx,
     );
     return;
   }
   await sql`
-    UPDATE webhook_queue q SET shipment_id = l.shipment_id, seq = l.seq
+    UPDATE webhook_deliveries q SET line_shipment_id = l.shipment_id, line_seq = l.seq
     FROM (
-      SELECT o.delivery_id, o.shipment_id, nextval('webhook_queue_order') AS seq
+      SELECT o.id, o.shipment_id, nextval('webhook_queue_order') AS seq
       FROM (
-        SELECT q2.delivery_id, ev.shipment_id
-        FROM webhook_queue q2
-        JOIN webhook_deliveries d ON d.id = q2.delivery_id
-        JOIN events ev ON ev.id = d.event_id
-        WHERE q2.endpoint_id = ${endpointId} AND q2.shipment_id IS NULL AND ev.shipment_id IS NOT NULL
+        SELECT q2.id, ev.shipment_id
+        FROM webhook_deliveries q2
+        JOIN events ev ON ev.id = q2.event_id
+        WHERE q2.endpoint_id = ${endpointId} AND q2.due_at IS NOT NULL AND q2.line_shipment_id IS NULL
+          AND ev.shipment_id IS NOT NULL
         ORDER BY ev.created_at, ev.id
       ) o
     ) l
-    WHERE q.delivery_id = l.delivery_id`.execute(trx);
+    WHERE q.id = l.id AND q.due_at IS NOT NULL`.execute(trx);
 }

@@ -45,16 +45,16 @@ export class QueueStatistics {
 
   async #refresh(): Promise<void> {
     if (this.#ctx.database.engine === 'pglite') {
-      await sql`ANALYZE webhook_queue`.execute(this.#ctx.db);
+      await sql`ANALYZE webhook_deliveries`.execute(this.#ctx.db);
       return;
     }
     const { rows } = await sql<{ changed: string; live: string }>`
       SELECT n_mod_since_analyze AS changed, n_live_tup AS live
-      FROM pg_stat_user_tables WHERE relid = 'webhook_queue'::regclass
+      FROM pg_stat_user_tables WHERE relid = 'webhook_deliveries'::regclass
     `.execute(this.#ctx.db);
     const changed = Number(rows[0]?.changed ?? 0);
     const live = Number(rows[0]?.live ?? 0);
     if (changed < CHANGED_ROWS || changed < live * CHANGED_SHARE) return;
-    await sql`ANALYZE webhook_queue`.execute(this.#ctx.db);
+    await sql`ANALYZE webhook_deliveries`.execute(this.#ctx.db);
   }
 }

@@ -97,6 +97,7 @@ async function writeAttempts(
     SELECT webhook_record_attempts(
       ${attempts.map(() => newId('att'))}::text[],
       ${attempts.map((a) => a.delivery.id)}::text[],
+      ${attempts.map((a) => a.delivery.tenant_id)}::text[],
       ${attempts.map((a) => a.delivery.endpoint_id)}::text[],
       ${attempts.map((a) => a.attemptedAt.toISOString())}::timestamptz[],
       ${attempts.map((a) => a.result.duration_ms)}::int[],

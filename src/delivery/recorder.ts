@@ -181,7 +181,7 @@ export class AttemptRecorder {
     this.#recordedSinceLogVacuum += recorded;
     if (this.#recordedSinceVacuum < VACUUM_EVERY) return;
     this.#recordedSinceVacuum = 0;
-    await sql`VACUUM webhook_queue`.execute(this.#ctx.db);
+    await sql`VACUUM webhook_deliveries`.execute(this.#ctx.db);
     if (this.#recordedSinceLogVacuum < VACUUM_LOG_EVERY) return;
     this.#recordedSinceLogVacuum = 0;
     await sql`VACUUM (ANALYZE) webhook_deliveries`.execute(this.#ctx.db);

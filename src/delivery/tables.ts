@@ -94,6 +94,8 @@ export interface DeliveryTargetsView {
 
 export interface WebhookDeliveriesTable {
   id: string;
+  /** The endpoint's company (an app's events: the app's id), in every key (migration 0080). */
+  tenant_id: string;
   endpoint_id: string;
   /** The webhook-id: the event's id (test messages get an evt_ id of their own). */
   event_id: string;
@@ -108,25 +110,25 @@ export interface WebhookDeliveriesTable {
   next_attempt_at: Date | null;
   last_status_code: number | null;
   last_attempt_at: Date | null;
+  /**
+   * Its time in the queue (migration 0080): set exactly while it is pending with a next attempt
+   * (a CHECK holds every writer to it), the claim's index holds only these rows. Its own
+   * `next_attempt_at`, or later while it waits behind its shipment's line.
+   */
+  due_at: Date | null;
+  /** The lease of the worker that claimed it: no lock is held while the request is in flight. */
+  locked_by?: string | null;
+  locked_until?: Date | null;
+  /** Its place in its shipment's line at an ordered target (set by the fan-out). */
+  line_shipment_id?: string | null;
+  line_seq?: string | null;
   created_at: Date;
   updated_at: Date;
 }
 
-/**
- * The queue: one row per pending delivery with a time set, kept by triggers on the delivery log
- * (migration 0014, decision 0017). Written by the claim (the lease) alone; read by the claim.
- */
-export interface WebhookQueueTable {
-  delivery_id: string;
-  endpoint_id: string;
-  next_attempt_at: Date;
-  /** The lease of the worker that claimed it: no lock is held while the request is in flight. */
-  locked_by: string | null;
-  locked_until: Date | null;
-}
-
 export interface WebhookAttemptsTable {
   id: string;
+  tenant_id: string;
   delivery_id: string;
   endpoint_id: string;
   attempted_at: Date;
@@ -152,7 +154,6 @@ export interface WebhookAttemptLogView extends WebhookAttemptsTable {
 export interface WebhooksTables {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
-  webhook_queue: WebhookQueueTable;
   webhook_attempts: WebhookAttemptsTable;
   webhook_attempt_log: WebhookAttemptLogView;
   delivery_targets: DeliveryTargetsView;

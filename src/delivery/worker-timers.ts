@@ -103,9 +103,9 @@ export class HeldRows {
   setLease(ids: readonly string[], lockedUntil: Date | null, what: string): void {
     if (ids.length === 0) return;
     const task = this.#ctx.db
-      .updateTable('webhook_queue')
+      .updateTable('webhook_deliveries')
       .set(lockedUntil ? { locked_until: lockedUntil } : { locked_by: null, locked_until: null })
-      .where('delivery_id', 'in', ids)
+      .where('id', 'in', ids)
       .where('locked_by', '=', this.#owner.workerId)
       .execute()
       .then(

@@ -228,9 +228,9 @@ export function startDeliveryWorker(ctx: DeliveryContext, options: WorkerOptions
     const ids = [...slots.drainQueued(), ...held.takeTimed()];
     if (ids.length === 0) return;
     await ctx.db
-      .updateTable('webhook_queue')
+      .updateTable('webhook_deliveries')
       .set({ locked_by: null, locked_until: null })
-      .where('delivery_id', 'in', ids)
+      .where('id', 'in', ids)
       .where('locked_by', '=', id)
       .execute();
   }

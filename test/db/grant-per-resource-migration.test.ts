@@ -35,7 +35,7 @@ describe.skipIf(engine !== 'pglite')('migration 0067: one grant per resource', (
     await sql`INSERT INTO app_store_stats (app_id, install_count) VALUES ('app_store', 2)
       ON CONFLICT (app_id) DO UPDATE SET install_count = 2`.execute(db);
 
-    expect((await migrator.migrateToLatest()).error).toBeUndefined();
+    expect((await migrator.migrateTo('0078_subscription_destinations')).error).toBeUndefined();
     const { rows: grants } = await sql<{ id: string; resource: string }>`
       SELECT id, resource FROM installations ORDER BY id`.execute(db);
     expect(grants).toEqual([

@@ -83,9 +83,10 @@ describe("a receiver's answer never breaks the delivery log", () => {
       const [delivery] = await deliveriesOf(w, endpointId);
       expect(delivery?.attempt_count, name).toBe(1);
       const queued = await w.ctx.db
-        .selectFrom('webhook_queue')
+        .selectFrom('webhook_deliveries')
         .select('locked_by')
-        .where('delivery_id', '=', delivery?.id ?? '')
+        .where('id', '=', delivery?.id ?? '')
+        .where('due_at', 'is not', null)
         .executeTakeFirst();
       // Retried: back in line with no lease; delivered: out of the queue.
       expect(queued?.locked_by ?? null, name).toBeNull();

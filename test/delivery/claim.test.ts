@@ -51,7 +51,7 @@ function countBy(rows: ReadonlyArray<{ endpoint_id: string }>): Record<string, n
 async function finishAll(): Promise<void> {
   await w.ctx.db
     .updateTable('webhook_deliveries')
-    .set({ status: 'succeeded' })
+    .set({ status: 'succeeded', next_attempt_at: null, due_at: null })
     .where('status', '=', 'pending')
     .execute();
 }

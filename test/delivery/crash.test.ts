@@ -70,8 +70,9 @@ describe.runIf(engine === 'postgres')('a worker killed mid-batch', () => {
     first.kill('SIGKILL');
     await new Promise((resolve) => first.once('exit', resolve));
     const claimed = await w.ctx.db
-      .selectFrom('webhook_queue')
-      .select('delivery_id')
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('due_at', 'is not', null)
       .where('locked_by', 'is not', null)
       .execute();
     expect(claimed.length).toBeGreaterThan(0);
@@ -96,7 +97,11 @@ describe.runIf(engine === 'postgres')('a worker killed mid-batch', () => {
       .where('status', '=', 'pending')
       .execute();
     expect(stuck).toHaveLength(0);
-    const queued = await w.ctx.db.selectFrom('webhook_queue').select('delivery_id').execute();
+    const queued = await w.ctx.db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('due_at', 'is not', null)
+      .execute();
     expect(queued).toHaveLength(0);
   }, 120_000);
 });

@@ -141,10 +141,10 @@ export async function runSchedule(
   for (;;) {
     if ((await worker.tick()) > 0) continue;
     const next = await w.ctx.db
-      .selectFrom('webhook_queue')
-      .select((eb) => eb.fn.min('next_attempt_at').as('due'))
+      .selectFrom('webhook_deliveries')
+      .select((eb) => eb.fn.min('due_at').as('due'))
       .where('endpoint_id', '=', endpointId)
-      .where('next_attempt_at', '>', w.clock.now())
+      .where('due_at', '>', w.clock.now())
       .executeTakeFirst();
     if (!next?.due || new Date(next.due) > until) return;
     w.clock.set(new Date(next.due));
@@ -160,14 +160,27 @@ export async function deliveriesOf(w: TestWaybill, endpointId: string) {
     .execute();
 }
 
-/** The queue's rows of a target (webhook_queue: pending deliveries with a time set), soonest first. */
+/**
+ * The queue's rows of a target (the deliveries with a `due_at`: pending with a time set, migration
+ * 0080), soonest first, named as the queue's own table named them before.
+ */
 export async function queueOf(w: TestWaybill, endpointId: string) {
   return w.ctx.db
-    .selectFrom('webhook_queue')
-    .selectAll()
+    .selectFrom('webhook_deliveries')
+    .select([
+      'id as delivery_id',
+      'endpoint_id',
+      'due_at as next_attempt_at',
+      'locked_by',
+      'locked_until',
+      'line_shipment_id as shipment_id',
+      'line_seq as seq',
+    ])
     .where('endpoint_id', '=', endpointId)
-    .orderBy('next_attempt_at')
-    .execute();
+    .where('due_at', 'is not', null)
+    .orderBy('due_at')
+    .execute()
+    .then((rows) => rows.map((row) => ({ ...row, next_attempt_at: row.next_attempt_at as Date })));
 }
 
 /**

@@ -34,15 +34,16 @@ export async function appEventsTarget(trx: Trx, appId: string, now: Date): Promi
   await sql`
     INSERT INTO webhook_endpoints (id, kind, app_id, tenant_id, livemode, url, event_types, enabled,
       secret_sealed, held, created_at, updated_at)
-    SELECT ${newId('we')}, 'app_events', a.id, NULL, true, NULL, '[]'::jsonb, true, NULL,
+    SELECT ${newId('we')}, 'app_events', a.id, a.id, true, NULL, '[]'::jsonb, true, NULL,
       a.status = 'suspended', ${now.toISOString()}::timestamptz, ${now.toISOString()}::timestamptz
     FROM apps a WHERE a.id = ${appId}
-    ON CONFLICT (app_id) WHERE kind = 'app_events' DO NOTHING
+    ON CONFLICT (app_id, tenant_id) WHERE kind = 'app_events' DO NOTHING
   `.execute(trx);
   const row = await trx
     .selectFrom('webhook_endpoints')
     .select('id')
     .where('app_id', '=', appId)
+    .where('tenant_id', '=', appId)
     .where('kind', '=', 'app_events')
     .executeTakeFirstOrThrow();
   return row.id;
@@ -68,6 +69,8 @@ export async function enqueueAppEvents(
     const eventId = newId('evt');
     return {
       id: newId('dlv'),
+      // An app's events target is a tenant of its own, named by the app (migration 0080).
+      tenant_id: event.appId,
       endpoint_id: targets.get(event.appId) as string,
       event_id: eventId,
       event_type: event.type,
@@ -83,6 +86,7 @@ export async function enqueueAppEvents(
       status: 'pending' as const,
       attempt_count: 0,
       next_attempt_at: options.due ? now : null,
+      due_at: options.due ? now : null,
       last_status_code: null,
       last_attempt_at: null,
       created_at: now,

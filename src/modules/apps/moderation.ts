@@ -1,5 +1,6 @@
-import { sql } from 'kysely';
+import { type SqlBool, sql } from 'kysely';
 import { type AppContext, runAfterCommit, type Trx } from '../../context.ts';
+import { cancelQueued } from '../../delivery/lifecycle.ts';
 import { DAY } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -76,33 +77,15 @@ async function holdTargets(trx: Trx, appId: string, held: boolean, now: Date): P
 
 /** What was held past the retry window is cancelled rather than sent days late. */
 async function cancelStale(trx: Trx, appId: string, now: Date): Promise<void> {
-  await trx
-    .updateTable('webhook_deliveries')
-    .set({ status: 'cancelled', next_attempt_at: null, updated_at: now })
-    .where('status', '=', 'pending')
-    .where('created_at', '<', new Date(now.getTime() - HELD_WINDOW_MS))
-    // Through the queue: the log's own rows of these targets are mostly history.
-    .where('id', 'in', (eb) =>
-      eb
-        .selectFrom('webhook_queue')
-        .select('delivery_id')
-        .where('endpoint_id', 'in', (targets) =>
-          targets
-            .selectFrom('webhook_endpoints')
-            .select('id')
-            .where((inner) =>
-              inner.or([
-                inner('app_id', '=', appId),
-                inner(
-                  'installation_id',
-                  'in',
-                  inner.selectFrom('installations').select('id').where('app_id', '=', appId),
-                ),
-              ]),
-            ),
-        ),
-    )
-    .execute();
+  const heldSince = new Date(now.getTime() - HELD_WINDOW_MS).toISOString();
+  // The app's events target, its subscription targets and its installations' endpoints.
+  await cancelQueued(
+    trx,
+    sql<SqlBool>`d.created_at < ${heldSince}::timestamptz AND d.endpoint_id IN (
+      SELECT e.id FROM webhook_endpoints e WHERE e.app_id = ${appId}
+        OR e.installation_id IN (SELECT i.id FROM installations i WHERE i.app_id = ${appId}))`,
+    now,
+  );
 }
 
 /** The status the app had before its latest suspension (reinstating gives it back). */

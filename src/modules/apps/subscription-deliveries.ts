@@ -129,11 +129,12 @@ export async function replayFailedSubscriptionDeliveries(
   await spendOutbound(ctx, { account: { kind: 'user', id: developerId }, url: first.url });
   const result = await sql`
     UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = ${now.toISOString()}::timestamptz,
-      updated_at = ${now.toISOString()}::timestamptz
+      due_at = ${now.toISOString()}::timestamptz, locked_by = NULL, locked_until = NULL, line_shipment_id = NULL,
+      line_seq = NULL, updated_at = ${now.toISOString()}::timestamptz
     FROM webhook_endpoints t
     JOIN installation_grants g ON g.installation_id = t.installation_id AND g.held_reason IS NULL
     JOIN installations inst ON inst.id = t.installation_id
-    WHERE d.endpoint_id = t.id
+    WHERE d.endpoint_id = t.id AND d.tenant_id = t.tenant_id
       AND t.app_id = ${app.id} AND t.kind = 'subscription' AND t.enabled ${oneInstallation}
       AND d.status IN ('failed', 'cancelled')
       AND d.created_at >= ${since.toISOString()}::timestamptz

@@ -1,5 +1,6 @@
-import { type RawBuilder, sql } from 'kysely';
+import { type RawBuilder, type SqlBool, sql } from 'kysely';
 import type { Trx } from '../../context.ts';
+import { cancelQueued } from '../../delivery/lifecycle.ts';
 import { applyOrdering } from '../../delivery/ordering.ts';
 import { compileFilter } from '../webhooks/filter.ts';
 import type { Manifest } from './manifest.ts';
@@ -72,7 +73,7 @@ export async function syncSubscriptionTargets(
       SELECT
         'we_' || waybill_id_time(clock_timestamp())
           || substr(translate(encode(uuid_send(gen_random_uuid()), 'base64'), '+/=', ''), 1, 14),
-        'subscription', i.app_id, NULL, i.customer_account_id, i.id, s.livemode, s.url,
+        'subscription', i.app_id, i.tenant_id, i.customer_account_id, i.id, s.livemode, s.url,
         s.event_types::jsonb, true, a.events_secret_sealed, s.idx, s.filter::jsonb, s.path::jsonpath,
         s.vars::jsonb, s.rate_limit, s.ordering, s.destination_sealed, ${at}::timestamptz, ${at}::timestamptz
       FROM installations i
@@ -85,7 +86,7 @@ export async function syncSubscriptionTargets(
         ${rows.map((r) => r.ordering)}::text[], ${rows.map((r) => r.destinationSealed)}::text[]
       ) AS s(idx, livemode, url, event_types, filter, path, vars, rate_limit, ordering, destination_sealed)
       WHERE i.app_id = ${appId} ${onlyOne} AND ${inMode(sql`s.livemode`)}
-      ON CONFLICT (installation_id, subscription_index, livemode) WHERE kind = 'subscription' DO UPDATE SET
+      ON CONFLICT (installation_id, subscription_index, livemode, tenant_id) WHERE kind = 'subscription' DO UPDATE SET
         url = excluded.url, event_types = excluded.event_types, filter = excluded.filter,
         filter_path = excluded.filter_path, filter_vars = excluded.filter_vars,
         rate_limit = excluded.rate_limit, ordering = excluded.ordering,
@@ -110,11 +111,6 @@ export async function syncSubscriptionTargets(
         AND ${inMode(sql`e.livemode`)})
     RETURNING e.id`.execute(trx);
   if (removed.length > 0) {
-    await sql`
-      UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, updated_at = ${at}::timestamptz
-      WHERE status = 'pending' AND id IN (
-        SELECT delivery_id FROM webhook_queue WHERE endpoint_id = ANY (${removed.map((r) => r.id)}::text[]))`.execute(
-      trx,
-    );
+    await cancelQueued(trx, sql<SqlBool>`d.endpoint_id = ANY (${removed.map((r) => r.id)}::text[])`, now);
   }
 }

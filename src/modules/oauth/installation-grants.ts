@@ -1,6 +1,7 @@
-import { type RawBuilder, sql } from 'kysely';
+import { type RawBuilder, type SqlBool, sql } from 'kysely';
 import type { Trx } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
+import { cancelQueued } from '../../delivery/lifecycle.ts';
 import { AppError } from '../../lib/errors.ts';
 
 /**
@@ -116,28 +117,16 @@ export async function assertInstallationReceives(
  * instead, and its reinstatement sends what was held (apps/moderation.ts).
  */
 export async function cancelWithheldDeliveries(trx: Trx, tenantId: string, now: Date): Promise<number> {
-  const result = await trx
-    .updateTable('webhook_deliveries')
-    .set({ status: 'cancelled', next_attempt_at: null, updated_at: now })
-    .where('status', '=', 'pending')
-    // Through the queue: the log's own rows of these endpoints are mostly history.
-    .where('id', 'in', (eb) =>
-      eb
-        .selectFrom('webhook_queue as q')
-        .innerJoin('webhook_endpoints as e', 'e.id', 'q.endpoint_id')
-        .innerJoin('installation_grants as g', 'g.installation_id', 'e.installation_id')
-        .select('q.delivery_id')
-        .where('e.tenant_id', '=', tenantId)
-        .where('g.held_reason', 'is distinct from', 'app_suspended'),
-    )
-    .where(({ not }) =>
-      not(
-        installationReceives(
-          sql`(SELECT e.installation_id FROM webhook_endpoints e WHERE e.id = webhook_deliveries.endpoint_id)`,
-          sql.ref('webhook_deliveries.event_type'),
-        ),
-      ),
-    )
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows);
+  return cancelQueued(
+    trx,
+    sql<SqlBool>`d.tenant_id = ${tenantId} AND d.endpoint_id IN (
+      SELECT e.id FROM webhook_endpoints e
+      JOIN installation_grants g ON g.installation_id = e.installation_id
+      WHERE e.tenant_id = ${tenantId} AND e.kind <> 'subscription' AND g.held_reason IS DISTINCT FROM 'app_suspended')
+    AND NOT ${installationReceives(
+      sql`(SELECT e.installation_id FROM webhook_endpoints e WHERE e.id = d.endpoint_id)`,
+      sql.ref('d.event_type'),
+    )}`,
+    now,
+  );
 }

@@ -209,10 +209,10 @@ export class WaybillMetrics implements DeliveryMetrics {
     const now = this.#deps.clock.now();
     try {
       const { rows } = await sql<{ due: number; scheduled: number; oldest_due: Date | string | null }>`
-        SELECT count(*) FILTER (WHERE next_attempt_at <= ${now}) AS due,
-          count(*) FILTER (WHERE next_attempt_at > ${now}) AS scheduled,
-          min(next_attempt_at) FILTER (WHERE next_attempt_at <= ${now}) AS oldest_due
-        FROM webhook_queue`.execute(this.#deps.db);
+        SELECT count(*) FILTER (WHERE due_at <= ${now}) AS due,
+          count(*) FILTER (WHERE due_at > ${now}) AS scheduled,
+          min(due_at) FILTER (WHERE due_at <= ${now}) AS oldest_due
+        FROM webhook_deliveries WHERE due_at IS NOT NULL`.execute(this.#deps.db);
       const row = rows[0];
       if (!row) return { due: 0, scheduled: 0, oldestDueAgeSeconds: 0 };
       const oldest = row.oldest_due === null ? null : new Date(row.oldest_due);

@@ -141,7 +141,8 @@ export async function listDeliveries(
       .selectFrom('webhook_endpoints')
       .select('id')
       .where('tenant_id', '=', access.tenantId)
-      .where('livemode', '=', access.livemode);
+      .where('livemode', '=', access.livemode)
+      .where('kind', '<>', 'subscription');
     if (access.customerAccountId)
       visible = visible.where('customer_account_id', '=', access.customerAccountId);
     if (access.installationId) visible = visible.where('installation_id', '=', access.installationId);

@@ -8,6 +8,8 @@ export async function endpointContacts(db: Db, endpointId: string): Promise<stri
     .selectFrom('webhook_endpoints')
     .select(['tenant_id', 'customer_account_id', 'created_by'])
     .where('id', '=', endpointId)
+    // An app subscription's target belongs to the app: nobody in the company to tell.
+    .where('kind', '<>', 'subscription')
     .executeTakeFirst();
   if (!endpoint) return [];
   let admins = db

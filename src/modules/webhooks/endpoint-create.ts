@@ -31,7 +31,7 @@ async function assertBelowLimit(trx: Trx, access: TenantAccess): Promise<void> {
     .where('tenant_id', '=', access.tenantId)
     .where('livemode', '=', access.livemode)
     // Listeners come and go with their command; they have a limit of their own.
-    .where('kind', '<>', 'listener');
+    .where('kind', '=', 'endpoint');
   if (access.installationId) query = query.where('installation_id', '=', access.installationId);
   else {
     query = query.where('installation_id', 'is', null);

@@ -147,7 +147,7 @@ export async function presentOne(ctx: AppContext, row: WebhookEndpointsTable): P
 
 /** Company, mode and merchant as canSee; an app token also only its own installation's endpoints. */
 export function endpointVisible(access: TenantAccess, row: WebhookEndpointsTable): boolean {
-  if (!canSee(access, row)) return false;
+  if (row.kind === 'subscription' || !canSee(access, row)) return false;
   return access.installationId === null || row.installation_id === access.installationId;
 }
 
@@ -213,7 +213,9 @@ export async function listEndpoints(
     .selectFrom('webhook_endpoints')
     .selectAll()
     .where('tenant_id', '=', access.tenantId)
-    .where('livemode', '=', access.livemode);
+    .where('livemode', '=', access.livemode)
+    // An app subscription's targets are the app's, not the company's to manage (issue 32).
+    .where('kind', '<>', 'subscription');
   if (access.customerAccountId) query = query.where('customer_account_id', '=', access.customerAccountId);
   if (access.installationId) query = query.where('installation_id', '=', access.installationId);
   const rows = await newestFirst(query, 'webhook_endpoints', page, (row) => row);

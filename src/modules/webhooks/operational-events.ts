@@ -122,6 +122,7 @@ export async function sendOperationalEvents(ctx: AppContext, news: readonly Endp
         .values(
           recipients.map((recipient) => ({
             id: newId('dlv'),
+            tenant_id: subject.tenant_id,
             endpoint_id: recipient.id,
             event_id: eventId,
             event_type: type,
@@ -130,6 +131,7 @@ export async function sendOperationalEvents(ctx: AppContext, news: readonly Endp
             status: 'pending' as const,
             attempt_count: 0,
             next_attempt_at: now,
+            due_at: now,
             last_status_code: null,
             last_attempt_at: null,
             created_at: now,

@@ -73,7 +73,18 @@ async function queueFailedAgain(
   const now = ctx.clock.now();
   const result = await ctx.db
     .updateTable('webhook_deliveries')
-    .set({ status: 'pending', next_attempt_at: now, updated_at: now })
+    // Queued again as a message of its own: out of any shipment's line it was once in.
+    .set({
+      status: 'pending',
+      next_attempt_at: now,
+      due_at: now,
+      locked_by: null,
+      locked_until: null,
+      line_shipment_id: null,
+      line_seq: null,
+      updated_at: now,
+    })
+    .where('tenant_id', '=', endpoint.tenant_id)
     .where('endpoint_id', '=', endpointId)
     .where('status', 'in', ['failed', 'cancelled'])
     .where('created_at', '>=', addMs(now, -BULK_REPLAY_WINDOW_MS))

@@ -47,6 +47,7 @@ export async function sendTestMessage(
     .insertInto('webhook_deliveries')
     .values({
       id: deliveryId,
+      tenant_id: endpoint.tenant_id,
       endpoint_id: endpoint.id,
       event_id: eventId,
       event_type: type,
