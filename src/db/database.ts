@@ -29,6 +29,11 @@ export interface DatabaseHandle {
   prepared<Row>(query: CompiledQuery): Promise<Row[]>;
   /** The raw PGlite instance, for dumps in tests. */
   pglite?: PGlite;
+  /**
+   * On a Citus coordinator with the tables distributed (set by the distribution step): the claim
+   * and the record run tenant by tenant, each statement in one shard (decision 0074).
+   */
+  distributed?: boolean;
 }
 
 export interface DatabaseOptions {

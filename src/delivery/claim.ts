@@ -73,7 +73,8 @@ export const WALK_TARGETS = 64;
  * of the database function webhook_claim (migration 0015, decision 0018), planned once per
  * connection.
  */
-export async function claimDue(db: Db, request: ClaimRequest): Promise<Claimed> {
+export async function claimDue(db: Db, request: ClaimRequest, distributed = false): Promise<Claimed> {
+  if (distributed) return claimTenantByTenant(db, request);
   const partial = [...request.room];
   const result = await sql<ClaimedRow & { walked_to: string | null; walk_ended: boolean }>`
     SELECT * FROM webhook_claim(
@@ -89,4 +90,36 @@ export async function claimDue(db: Db, request: ClaimRequest): Promise<Claimed> 
   const ended = progress?.walk_ended ?? true;
   const walkedTo = progress?.walked_to ?? '';
   return { rows, next: ended ? '' : walkedTo, walkedTo };
+}
+
+/** Companies with due deliveries asked for per claim on Citus: one query to every shard. */
+const TENANTS_PER_CLAIM = 16;
+
+/**
+ * The claim on Citus (decision 0074): `FOR UPDATE SKIP LOCKED` runs inside one shard only, so
+ * each company's deliveries are claimed by the function webhook_claim_tenant, whose every
+ * statement names the company and runs in its shard. The companies come from one read of every
+ * shard, those waiting longest first; the shards' nodes claim in parallel for the workers, and a
+ * worker that died leaves leases that expire, as on one PostgreSQL.
+ */
+async function claimTenantByTenant(db: Db, request: ClaimRequest): Promise<Claimed> {
+  const { rows: tenants } = await sql<{ tenant_id: string }>`
+    SELECT tenant_id FROM webhook_deliveries
+    WHERE due_at IS NOT NULL AND due_at <= ${request.now.toISOString()}::timestamptz
+    GROUP BY tenant_id ORDER BY min(due_at) LIMIT ${TENANTS_PER_CLAIM}`.execute(db);
+  const partial = [...request.room];
+  const rows: ClaimedRow[] = [];
+  for (const { tenant_id: tenant } of tenants) {
+    const limit = request.limit - rows.length;
+    if (limit <= 0) break;
+    const result = await sql<ClaimedRow & { walked_to: string | null; walk_ended: boolean }>`
+      SELECT * FROM webhook_claim_tenant(${tenant}::text,
+        ${request.workerId}::text, ${request.now.toISOString()}::timestamptz,
+        ${request.leaseUntil.toISOString()}::timestamptz, ${limit}::int, ${request.perEndpoint}::int,
+        ${partial.map(([id]) => id)}::text[], ${partial.map(([, n]) => n)}::int[], ''::text,
+        ${request.walkTargets ?? WALK_TARGETS}::int, ${request.targets ? [...request.targets] : null}::text[])
+    `.execute(db);
+    for (const { walked_to: _w, walk_ended: _e, ...row } of result.rows) if (row.id !== null) rows.push(row);
+  }
+  return { rows, next: '', walkedTo: '' };
 }

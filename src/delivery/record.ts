@@ -92,9 +92,41 @@ async function writeAttempts(
   db: Db,
   attempts: readonly FinishedAttempt[],
   changes: readonly DeliveryChange[],
+  distributed = false,
 ) {
+  // On Citus, one call per company: each runs in its shard (decision 0074).
+  const batches = distributed ? byTenant(attempts, changes) : [{ tenant: null, attempts, changes }];
+  for (const batch of batches) await writeBatch(db, batch.tenant, batch.attempts, batch.changes);
+}
+
+function byTenant(attempts: readonly FinishedAttempt[], changes: readonly DeliveryChange[]) {
+  const batches = new Map<
+    string,
+    { tenant: string; attempts: FinishedAttempt[]; changes: DeliveryChange[] }
+  >();
+  for (const [index, attempt] of attempts.entries()) {
+    const tenant = attempt.delivery.tenant_id;
+    let batch = batches.get(tenant);
+    if (!batch) {
+      batch = { tenant, attempts: [], changes: [] };
+      batches.set(tenant, batch);
+    }
+    batch.attempts.push(attempt);
+    batch.changes.push(changes[index] as DeliveryChange);
+  }
+  return [...batches.values()];
+}
+
+async function writeBatch(
+  db: Db,
+  tenant: string | null,
+  attempts: readonly FinishedAttempt[],
+  changes: readonly DeliveryChange[],
+) {
+  const fn =
+    tenant === null ? sql`webhook_record_attempts(` : sql`webhook_record_attempts_tenant(${tenant}::text, `;
   await sql`
-    SELECT webhook_record_attempts(
+    SELECT ${fn}
       ${attempts.map(() => newId('att'))}::text[],
       ${attempts.map((a) => a.delivery.id)}::text[],
       ${attempts.map((a) => a.delivery.tenant_id)}::text[],
@@ -293,7 +325,7 @@ export async function recordAttempts(
   const streak = streaksOf(attempts);
   const pauses = pausesOf(attempts);
   if (streak.size === 0 && pauses.size === 0) {
-    await writeAttempts(ctx.db, attempts, changes);
+    await writeAttempts(ctx.db, attempts, changes, ctx.database.distributed);
     return [];
   }
   const now = ctx.clock.now();
@@ -303,7 +335,7 @@ export async function recordAttempts(
     if (change.exhausted && endpointId) exhausted.set(endpointId, change.id);
   }
   const effects = await ctx.db.transaction().execute(async (trx) => {
-    await writeAttempts(trx, attempts, changes);
+    await writeAttempts(trx, attempts, changes, ctx.database.distributed);
     if (pauses.size > 0) await pauseEndpoints(trx, pauses);
     return applyStreaks(trx, streak, exhausted, now);
   });

@@ -90,6 +90,7 @@ export interface DeliveryTargetsView {
   previous_secret_expires_at: Date | null;
   /** The endpoint's custom headers, sealed (migration 0034); null: none. */
   headers_sealed: string | null;
+  tenant_id: string;
 }
 
 export interface WebhookDeliveriesTable {

@@ -83,16 +83,20 @@ export class ClaimRounds {
       const from = this.#cursor;
       const room = slots.room();
       const claimedAtReal = performance.now();
-      const { rows, next, walkedTo } = await claimDue(ctx.db, {
-        ...(targets ? { targets } : {}),
-        workerId: this.#owner.workerId,
-        now,
-        leaseUntil: new Date(now.getTime() + leaseMs),
-        limit,
-        perEndpoint: slots.heldForNewTarget,
-        room,
-        after: from,
-      });
+      const { rows, next, walkedTo } = await claimDue(
+        ctx.db,
+        {
+          ...(targets ? { targets } : {}),
+          workerId: this.#owner.workerId,
+          now,
+          leaseUntil: new Date(now.getTime() + leaseMs),
+          limit,
+          perEndpoint: slots.heldForNewTarget,
+          room,
+          after: from,
+        },
+        ctx.database.distributed,
+      );
       this.#cursor = next;
       counts.claims += 1;
       counts.claimedRows += rows.length;

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { setSearchPath } from './0040_function_search_path.ts';
+import { DESTINATION_PREFIX } from './0070_destinations.ts';
 import { runStatements } from './sql.ts';
 
 /**
@@ -113,6 +114,19 @@ const ATTEMPTS_AND_RATES = [
 ];
 
 const VIEWS = [
+  // The targets' company, so that a statement on Citus can name it (the claim per tenant).
+  `CREATE OR REPLACE VIEW delivery_targets AS
+    SELECT e.id, e.kind, e.app_id, e.enabled, e.held, e.failing_since,
+      CASE WHEN e.destination_sealed IS NOT NULL THEN '${DESTINATION_PREFIX}' || e.destination_sealed
+        WHEN e.kind = 'app_events' THEN COALESCE(a.events_url, e.url) ELSE e.url END AS url,
+      COALESCE(a.events_secret_sealed, e.secret_sealed) AS secret_sealed,
+      CASE WHEN a.id IS NOT NULL THEN a.events_previous_secret_sealed ELSE e.previous_secret_sealed END
+        AS previous_secret_sealed,
+      CASE WHEN a.id IS NOT NULL THEN a.events_previous_secret_expires_at ELSE e.previous_secret_expires_at END
+        AS previous_secret_expires_at,
+      e.headers_sealed, e.ordering, e.tenant_id
+    FROM webhook_endpoints e
+    LEFT JOIN apps a ON e.kind IN ('app_events', 'subscription') AND a.id = e.app_id`,
   `CREATE OR REPLACE VIEW webhook_attempt_log AS
     SELECT id, delivery_id, endpoint_id, attempted_at, duration_ms, status_code, error, response_body, trigger,
       request_headers, attempted_at AS indexed_at, tenant_id
@@ -303,8 +317,10 @@ BEGIN
   WHERE f.id = t.id AND f.due_at IS DISTINCT FROM t.due;
 END $$`;
 
-const RECORD = `
-CREATE FUNCTION webhook_record_attempts(a_id text[], a_delivery text[], a_tenant text[], a_endpoint text[],
+function recordFunction(perTenant: boolean): string {
+  const t = (alias: string) => (perTenant ? ` AND ${alias}.tenant_id = p_tenant` : '');
+  return `
+CREATE FUNCTION ${perTenant ? 'webhook_record_attempts_tenant(p_tenant text, ' : 'webhook_record_attempts('}a_id text[], a_delivery text[], a_tenant text[], a_endpoint text[],
   a_at timestamptz[], a_duration int[], a_code int[], a_error text[], a_body text[], a_trigger text[],
   a_headers text[], c_id text[], c_status text[], c_next timestamptz[], c_code int[], c_at timestamptz[],
   c_only_pending boolean[]) RETURNS void
@@ -360,7 +376,7 @@ BEGIN
       JOIN unnest(a_id, a_delivery, a_tenant, a_duration, a_body, a_trigger, a_headers) WITH ORDINALITY
         AS a(attempt_id, delivery_id, tenant_id, duration, body, trigger, headers, n) ON a.n = c.n
     ) v
-    WHERE d.id = v.id AND d.tenant_id = v.tenant_id AND (NOT v.only_pending OR d.status = 'pending')
+    WHERE d.id = v.id AND d.tenant_id = v.tenant_id${t('d')} AND (NOT v.only_pending OR d.status = 'pending')
     RETURNING d.id, d.first_attempt_id, v.attempt_id, d.endpoint_id, d.line_shipment_id, d.due_at,
       d.next_attempt_at
   )
@@ -386,14 +402,18 @@ BEGIN
   IF retried IS NOT NULL THEN
     UPDATE webhook_deliveries f SET due_at = h.due_at
     FROM webhook_deliveries h
-    WHERE h.id = ANY (retried) AND h.due_at IS NOT NULL AND f.endpoint_id = h.endpoint_id
+    WHERE h.id = ANY (retried) AND h.due_at IS NOT NULL AND f.endpoint_id = h.endpoint_id${t('h')}${t('f')}
       AND f.line_shipment_id = h.line_shipment_id AND f.due_at IS NOT NULL AND f.line_seq > h.line_seq
       AND f.due_at < h.due_at;
   END IF;
 END $$`;
+}
 
-const CLAIM = `
-CREATE FUNCTION webhook_claim(p_worker text, p_now timestamptz, p_lease_until timestamptz, p_limit int,
+function claimFunction(perTenant: boolean): string {
+  /** On Citus, every statement names the tenant: each runs in that tenant's shard alone. */
+  const t = (alias: string) => (perTenant ? ` AND ${alias}.tenant_id = p_tenant` : '');
+  return `
+CREATE FUNCTION ${perTenant ? 'webhook_claim_tenant(p_tenant text, ' : 'webhook_claim('}p_worker text, p_now timestamptz, p_lease_until timestamptz, p_limit int,
   p_per_endpoint int, p_room_ids text[], p_room_left int[], p_after text, p_visits int, p_targets text[])
 RETURNS TABLE(id text, tenant_id text, endpoint_id text, event_id text, event_type text, payload text, status text,
   attempt_count integer, next_attempt_at timestamptz, kind text, url text, secret_sealed text,
@@ -417,9 +437,9 @@ BEGIN
   -- descent each; or, for the listener hub, the targets it names.
   IF p_targets IS NULL THEN
     WITH RECURSIVE walk(e, n) AS (
-      SELECT (SELECT min(q.endpoint_id) FROM webhook_deliveries q WHERE q.due_at IS NOT NULL AND q.endpoint_id > p_after), 1
+      SELECT (SELECT min(q.endpoint_id) FROM webhook_deliveries q WHERE q.due_at IS NOT NULL AND q.endpoint_id > p_after${t('q')}), 1
       UNION ALL
-      SELECT (SELECT min(q.endpoint_id) FROM webhook_deliveries q WHERE q.due_at IS NOT NULL AND q.endpoint_id > w.e),
+      SELECT (SELECT min(q.endpoint_id) FROM webhook_deliveries q WHERE q.due_at IS NOT NULL AND q.endpoint_id > w.e${t('q')}),
         w.n + 1
       FROM walk w WHERE w.e IS NOT NULL AND w.n < p_visits
     )
@@ -438,7 +458,7 @@ BEGIN
       INSERT INTO webhook_rate_state AS s (endpoint_id, tenant_id, tat)
         SELECT en.id, en.tenant_id, NULL FROM webhook_endpoints en
         LEFT JOIN webhook_rate_state seen ON seen.endpoint_id = en.id AND seen.tenant_id = en.tenant_id
-        WHERE en.id = ANY (walked) AND en.rate_limit IS NOT NULL
+        WHERE en.id = ANY (walked) AND en.rate_limit IS NOT NULL${t('en')}
           AND (seen.tat IS NULL OR seen.tat < p_now + interval '1 second'
             - make_interval(secs => 1.0::double precision / (en.rate_limit * 0.95)))
         ORDER BY en.id
@@ -452,7 +472,7 @@ BEGIN
     FROM (
       SELECT l.endpoint_id, GREATEST(l.tat, p_now + interval '100 milliseconds') AS start,
         make_interval(secs => 1.0::double precision / (en.rate_limit * 0.95)) AS step
-      FROM locked l JOIN webhook_endpoints en ON en.id = l.endpoint_id
+      FROM locked l JOIN webhook_endpoints en ON en.id = l.endpoint_id${t('en')}
     ) st;
     -- Each target with room here and not paused by its receiver: its oldest due rows that are
     -- first in their shipment's line (if in one), up to that room and its rate limit's allowance,
@@ -461,19 +481,19 @@ BEGIN
       INTO ids, lined, leased FROM (
       SELECT x.id, x.in_line, x.row_address
       FROM unnest(walked) WITH ORDINALITY AS w(e, n)
-      JOIN webhook_endpoints en ON en.id = w.e AND en.enabled AND NOT en.held
+      JOIN webhook_endpoints en ON en.id = w.e AND en.enabled AND NOT en.held${t('en')}
         AND (p_targets IS NOT NULL OR en.kind <> 'listener')
         AND (en.paused_until IS NULL OR en.paused_until <= p_now)
       LEFT JOIN unnest(p_room_ids, p_room_left) AS r(e, left_over) ON r.e = w.e
       LEFT JOIN unnest(lim_ids, lim_allow) AS lim(e, allow) ON lim.e = w.e
       CROSS JOIN LATERAL (
         SELECT q.id, q.line_shipment_id IS NOT NULL AS in_line, q.ctid AS row_address FROM webhook_deliveries q
-        WHERE q.endpoint_id = w.e AND q.due_at IS NOT NULL AND q.due_at <= p_now
+        WHERE q.endpoint_id = w.e AND q.due_at IS NOT NULL AND q.due_at <= p_now${t('q')}
           AND (q.locked_until IS NULL OR q.locked_until < p_now)
           AND (q.line_shipment_id IS NULL OR NOT EXISTS (
             SELECT 1 FROM webhook_deliveries ahead
             WHERE ahead.endpoint_id = q.endpoint_id AND ahead.line_shipment_id = q.line_shipment_id
-              AND ahead.due_at IS NOT NULL AND ahead.line_seq < q.line_seq))
+              AND ahead.due_at IS NOT NULL AND ahead.line_seq < q.line_seq${t('ahead')}))
         ORDER BY q.due_at
         LIMIT LEAST(COALESCE(r.left_over, p_per_endpoint), CASE WHEN en.rate_limit IS NOT NULL THEN COALESCE(lim.allow, 0) END)
         FOR UPDATE OF q SKIP LOCKED
@@ -488,8 +508,8 @@ BEGIN
       UPDATE webhook_rate_state s SET tat = l.start + c.k * l.step
       FROM unnest(lim_ids, lim_start, lim_step) AS l(e, start, step)
       JOIN (SELECT q.endpoint_id AS e, count(*)::int AS k FROM webhook_deliveries q
-        WHERE q.ctid = ANY (leased) GROUP BY q.endpoint_id) c ON c.e = l.e
-      WHERE s.endpoint_id = l.e;
+        WHERE q.ctid = ANY (leased)${t('q')} GROUP BY q.endpoint_id) c ON c.e = l.e
+      WHERE s.endpoint_id = l.e${t('s')};
     END IF;
     -- The lease, by the addresses of the rows locked above (a TID scan, whatever the plan kept),
     -- returns the rows themselves: in the order claimed, target by target in the walk's order,
@@ -497,12 +517,12 @@ BEGIN
     RETURN QUERY
       WITH lease AS (
         UPDATE webhook_deliveries q SET locked_by = p_worker, locked_until = p_lease_until
-        WHERE q.ctid = ANY (leased)
+        WHERE q.ctid = ANY (leased)${t('q')}
         RETURNING q.id, q.tenant_id, q.endpoint_id, q.event_id, q.event_type, q.payload, q.status,
           q.attempt_count, q.next_attempt_at
       )
       SELECT d.id, d.tenant_id, d.endpoint_id, d.event_id, d.event_type,
-        COALESCE(d.payload, (SELECT ev.payload FROM events ev WHERE ev.id = d.event_id)), d.status,
+        COALESCE(d.payload, (SELECT ev.payload FROM events ev WHERE ev.id = d.event_id${t('ev')})), d.status,
         d.attempt_count, d.next_attempt_at,
         t.kind, t.url, t.secret_sealed, t.previous_secret_sealed, t.previous_secret_expires_at, t.failing_since,
         t.headers_sealed,
@@ -512,7 +532,7 @@ BEGIN
         last_walked, ended
       FROM unnest(ids) WITH ORDINALITY AS i(id, n)
       JOIN lease d ON d.id = i.id
-      JOIN delivery_targets t ON t.id = d.endpoint_id
+      JOIN delivery_targets t ON t.id = d.endpoint_id${t('t')}
       LEFT JOIN unnest(lim_ids, lim_start, lim_step) AS l(e, start, step) ON l.e = d.endpoint_id
       ORDER BY i.n;
   END IF;
@@ -523,6 +543,7 @@ BEGIN
       NULL::timestamptz, NULL::text, NULL::timestamptz, NULL::boolean, last_walked, ended;
   END IF;
 END $$`;
+}
 
 const FUNCTIONS = [
   'DROP FUNCTION webhook_claim(text, timestamptz, timestamptz, int, int, text[], int[], text, int, text[])',
@@ -531,8 +552,10 @@ const FUNCTIONS = [
   FAN_OUT_ENDPOINTS,
   FAN_OUT,
   LINES_FOLLOW,
-  RECORD,
-  CLAIM,
+  recordFunction(false),
+  recordFunction(true),
+  claimFunction(false),
+  claimFunction(true),
 ];
 
 export async function up(db: Kysely<unknown>): Promise<void> {
