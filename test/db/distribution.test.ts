@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/db/database.ts';
+import { distributeTables, inForeignKeyOrder } from '../../src/db/distribute.ts';
 import {
   DISTRIBUTED_TABLES,
   DISTRIBUTION_COLUMN,
@@ -8,7 +9,7 @@ import {
   REFERENCE_TABLES,
   TABLES_BEING_REMOVED,
 } from '../../src/db/distribution.ts';
-import { startWaybill, type TestWaybill } from '../support/harness.ts';
+import { onCitus, startWaybill, type TestWaybill } from '../support/harness.ts';
 
 /**
  * The schema, read from the catalog of a migrated database, is fit for Citus (decision 0073):
@@ -142,5 +143,30 @@ describe('the tables and their distribution on Citus', () => {
       ORDER BY c.relname, g.tgname`.execute(db);
     const problems = rows.map((row) => `${row.table}: trigger ${row.name}`);
     expect(problems, problems.join('\n')).toEqual([]);
+  });
+
+  it.skipIf(onCitus)('leaves the tables alone where Citus is not installed', async () => {
+    expect(await distributeTables(db)).toBeNull();
+  });
+});
+
+describe('the order the distribution step places tables in', () => {
+  it('puts each table after those it has foreign keys into, otherwise in the order of the lists', () => {
+    const keys = [
+      { from: 'shipments', to: 'customer_accounts' },
+      { from: 'customer_accounts', to: 'companies' },
+      { from: 'memberships', to: 'users' },
+    ];
+    expect(
+      inForeignKeyOrder(['shipments', 'memberships', 'customer_accounts', 'users', 'companies'], keys),
+    ).toEqual(['companies', 'users', 'memberships', 'customer_accounts', 'shipments']);
+  });
+
+  it('keeps the tables of a cycle, in the order of the lists, rather than losing them', () => {
+    const keys = [
+      { from: 'shipments', to: 'events' },
+      { from: 'events', to: 'shipments' },
+    ];
+    expect(inForeignKeyOrder(['events', 'shipments'], keys)).toEqual(['shipments', 'events']);
   });
 });
