@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/db/database.ts';
-import { distributeTables, inForeignKeyOrder } from '../../src/db/distribute.ts';
+import { describeDistribution, distributeTables, inForeignKeyOrder } from '../../src/db/distribute.ts';
 import {
   DISTRIBUTED_TABLES,
   DISTRIBUTION_COLUMN,
@@ -168,5 +168,28 @@ describe('the order the distribution step places tables in', () => {
       { from: 'events', to: 'shipments' },
     ];
     expect(inForeignKeyOrder(['events', 'shipments'], keys)).toEqual(['shipments', 'events']);
+  });
+});
+
+describe('what waybill migrate prints of the distribution step', () => {
+  it('a line per table placed, or that all were already', () => {
+    expect(
+      describeDistribution({
+        schema: 'public',
+        done: [
+          { table: 'companies', placement: 'reference', colocatedWith: null },
+          { table: 'customer_accounts', placement: 'distributed', colocatedWith: null },
+          { table: 'shipments', placement: 'distributed', colocatedWith: 'customer_accounts' },
+        ],
+        already: 0,
+      }),
+    ).toEqual([
+      'Citus: companies made a reference table',
+      'Citus: customer_accounts distributed by tenant_id',
+      'Citus: shipments distributed by tenant_id, co-located with customer_accounts',
+    ]);
+    expect(describeDistribution({ schema: 'public', done: [], already: 39 })).toEqual([
+      'Citus: all 39 tables were already reference or distributed tables',
+    ]);
   });
 });
