@@ -77,89 +77,119 @@ export async function distributeTables(
   db: Db,
   options: DistributeOptions = {},
 ): Promise<DistributionOutcome | null> {
-  // One connection throughout: the settings below are the session's.
+  // One connection throughout: the settings and the lock below are the session's.
   return db.connection().execute(async (conn) => {
     const citus = await sql<{
       one: number;
     }>`SELECT 1 AS one FROM pg_extension WHERE extname = 'citus'`.execute(conn);
     if (citus.rows.length === 0) return null;
-    const schema = (await sql<{ schema: string }>`SELECT current_schema() AS schema`.execute(conn)).rows[0]
-      ?.schema;
+    const { rows } = await sql<{ schema: string }>`SELECT current_schema() AS schema`.execute(conn);
+    const schema = rows[0]?.schema;
     if (!schema) throw new Error('no current schema to distribute');
-    const { rows: tables } = await sql<TableRow>`
-      SELECT c.relname AS name, p.partmethod, p.repmodel,
-        CASE WHEN p.partmethod = 'h' THEN column_to_column_name(p.logicalrelid, p.partkey) END AS column
-      FROM pg_class c LEFT JOIN pg_dist_partition p ON p.logicalrelid = c.oid
-      WHERE c.relnamespace = ${schema}::regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition`.execute(
-      conn,
-    );
-    const unlisted = tables.filter((table) => placementOf(table.name) === null).map((table) => table.name);
-    if (unlisted.length > 0)
-      throw new Error(
-        `tables in neither list of src/db/distribution.ts (distributed by ${DISTRIBUTION_COLUMN}, or reference), ` +
-          `not distributed on Citus: ${unlisted.sort().join(', ')}`,
-      );
-    const { rows: keys } = await sql<{ from: string; to: string }>`
-      SELECT DISTINCT f.relname AS from, t.relname AS to
-      FROM pg_constraint k JOIN pg_class f ON f.oid = k.conrelid JOIN pg_class t ON t.oid = k.confrelid
-      WHERE k.contype = 'f' AND k.conparentid = 0 AND f.relnamespace = ${schema}::regnamespace
-        AND t.relnamespace = ${schema}::regnamespace AND f.oid <> t.oid`.execute(conn);
-    const order = inForeignKeyOrder(
-      tables.map((table) => table.name),
-      keys,
-    );
-    const byName = new Map(tables.map((table) => [table.name, table]));
-    const qualified = (table: string) => `${quoteIdent(schema)}.${quoteIdent(table)}`;
+    const found = await tablesOf(conn, schema);
+    if (found.every(isPlaced)) return { schema, done: [], already: found.length };
+    // Processes started together on a new database: one places the tables, the others wait for it
+    // and then find them placed.
+    const lockKey = `waybill.distribute.${schema}`;
+    await sql`SELECT pg_advisory_lock(hashtext(${lockKey}))`.execute(conn);
+    try {
+      return await placeTables(conn, schema, options);
+    } finally {
+      await sql`SELECT pg_advisory_unlock(hashtext(${lockKey}))`.execute(conn).catch(() => {});
+    }
+  });
+}
 
-    // Without this, making the first reference table would turn every local table with a foreign
-    // key into it into a "Citus local table", which then cannot be distributed in turn.
-    await sql`SET citus.enable_local_reference_table_foreign_keys = off`.execute(conn);
+/** The tables of the schema (partitions apart: they follow their table), as Citus has them now. */
+async function tablesOf(conn: Db, schema: string): Promise<TableRow[]> {
+  const { rows: tables } = await sql<TableRow>`
+    SELECT c.relname AS name, p.partmethod, p.repmodel,
+      CASE WHEN p.partmethod = 'h' THEN column_to_column_name(p.logicalrelid, p.partkey) END AS column
+    FROM pg_class c LEFT JOIN pg_dist_partition p ON p.logicalrelid = c.oid
+    WHERE c.relnamespace = ${schema}::regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition`.execute(
+    conn,
+  );
+  const unlisted = tables.filter((table) => placementOf(table.name) === null).map((table) => table.name);
+  if (unlisted.length > 0)
+    throw new Error(
+      `tables in neither list of src/db/distribution.ts (distributed by ${DISTRIBUTION_COLUMN}, or reference), ` +
+        `not distributed on Citus: ${unlisted.sort().join(', ')}`,
+    );
+  return tables;
+}
+
+/** Whether Citus has the table as its list says: replicated ('n', 't') or hashed on tenant_id. */
+function isPlaced(table: TableRow): boolean {
+  return placementOf(table.name) === 'reference'
+    ? table.partmethod === 'n' && table.repmodel === 't'
+    : table.partmethod === 'h' && table.column === DISTRIBUTION_COLUMN;
+}
+
+async function placeTables(
+  conn: Db,
+  schema: string,
+  options: DistributeOptions,
+): Promise<DistributionOutcome> {
+  const tables = await tablesOf(conn, schema);
+  const { rows: keys } = await sql<{ from: string; to: string }>`
+    SELECT DISTINCT f.relname AS from, t.relname AS to
+    FROM pg_constraint k JOIN pg_class f ON f.oid = k.conrelid JOIN pg_class t ON t.oid = k.confrelid
+    WHERE k.contype = 'f' AND k.conparentid = 0 AND f.relnamespace = ${schema}::regnamespace
+      AND t.relnamespace = ${schema}::regnamespace AND f.oid <> t.oid`.execute(conn);
+  const order = inForeignKeyOrder(
+    tables.map((table) => table.name),
+    keys,
+  );
+  const byName = new Map(tables.map((table) => [table.name, table]));
+  const qualified = (table: string) => `${quoteIdent(schema)}.${quoteIdent(table)}`;
+
+  // Without this, making the first reference table would turn every local table with a foreign
+  // key into it into a "Citus local table", which then cannot be distributed in turn.
+  await sql`SET citus.enable_local_reference_table_foreign_keys = off`.execute(conn);
+  try {
     if (options.shardCount !== undefined) {
       if (!Number.isInteger(options.shardCount) || options.shardCount < 1)
         throw new Error(`shard count must be a positive integer (got ${options.shardCount})`);
       await sql`SELECT set_config('citus.shard_count', ${String(options.shardCount)}, false)`.execute(conn);
     }
     await sql.raw(PLACE_FUNCTION).execute(conn);
-    try {
-      const done: DistributedNow[] = [];
-      const refusals: Refusal[] = [];
-      let already = 0;
-      let anchor: string | null =
-        order.find((name) => placementOf(name) === 'distributed' && byName.get(name)?.partmethod === 'h') ??
-        null;
-      for (const placement of ['reference', 'distributed'] as const) {
-        for (const name of order.filter((table) => placementOf(table) === placement)) {
-          const table = byName.get(name) as TableRow;
-          if (placement === 'reference' && table.partmethod === 'n' && table.repmodel === 't') {
-            already += 1;
-            continue;
-          }
-          if (placement === 'distributed' && table.partmethod === 'h') {
-            if (table.column === DISTRIBUTION_COLUMN) already += 1;
-            else refusals.push({ table: name, placement, reason: `already distributed by ${table.column}` });
-            continue;
-          }
-          const colocatedWith = placement === 'distributed' ? anchor : null;
-          const { rows } = await sql<{ refused: string | null }>`SELECT pg_temp.waybill_place(
-              ${qualified(name)}::regclass, ${placement === 'reference'},
-              ${colocatedWith ? qualified(colocatedWith) : 'none'}) AS refused`.execute(conn);
-          const refused = rows[0]?.refused;
-          if (refused) {
-            refusals.push({ table: name, placement, reason: refused });
-            continue;
-          }
-          if (placement === 'distributed') anchor ??= name;
-          done.push({ table: name, placement, colocatedWith });
+    const done: DistributedNow[] = [];
+    const refusals: Refusal[] = [];
+    let already = 0;
+    let anchor: string | null =
+      order.find((name) => placementOf(name) === 'distributed' && byName.get(name)?.partmethod === 'h') ??
+      null;
+    for (const placement of ['reference', 'distributed'] as const) {
+      for (const name of order.filter((table) => placementOf(table) === placement)) {
+        const table = byName.get(name) as TableRow;
+        if (isPlaced(table)) {
+          already += 1;
+          continue;
         }
+        if (placement === 'distributed' && table.partmethod === 'h') {
+          refusals.push({ table: name, placement, reason: `already distributed by ${table.column}` });
+          continue;
+        }
+        const colocatedWith = placement === 'distributed' ? anchor : null;
+        const { rows } = await sql<{ refused: string | null }>`SELECT pg_temp.waybill_place(
+            ${qualified(name)}::regclass, ${placement === 'reference'},
+            ${colocatedWith ? qualified(colocatedWith) : 'none'}) AS refused`.execute(conn);
+        const refused = rows[0]?.refused;
+        if (refused) {
+          refusals.push({ table: name, placement, reason: refused });
+          continue;
+        }
+        if (placement === 'distributed') anchor ??= name;
+        done.push({ table: name, placement, colocatedWith });
       }
-      if (refusals.length > 0) throw new DistributionRefused(refusals, done);
-      return { schema, done, already };
-    } finally {
-      await sql`RESET citus.enable_local_reference_table_foreign_keys`.execute(conn).catch(() => {});
-      await sql`RESET citus.shard_count`.execute(conn).catch(() => {});
-      await sql`DROP FUNCTION IF EXISTS pg_temp.waybill_place`.execute(conn).catch(() => {});
     }
-  });
+    if (refusals.length > 0) throw new DistributionRefused(refusals, done);
+    return { schema, done, already };
+  } finally {
+    await sql`RESET citus.enable_local_reference_table_foreign_keys`.execute(conn).catch(() => {});
+    await sql`RESET citus.shard_count`.execute(conn).catch(() => {});
+    await sql`DROP FUNCTION IF EXISTS pg_temp.waybill_place`.execute(conn).catch(() => {});
+  }
 }
 
 /** The lines `waybill migrate` prints about the distribution step. */

@@ -112,6 +112,25 @@ describe.skipIf(!onCitus)('the distribution step on Citus', () => {
     expect(partitions).toEqual([{ partmethod: 'h' }]);
   });
 
+  it('places the tables once when two processes start together', async () => {
+    const { database, schema } = await freshSchema();
+    await sql`CREATE TABLE companies (id text PRIMARY KEY)`.execute(database.db);
+    await sql`CREATE TABLE customer_accounts (tenant_id text NOT NULL REFERENCES companies (id), id text NOT NULL,
+      PRIMARY KEY (tenant_id, id))`.execute(database.db);
+    const config = loadConfig({
+      WAYBILL_DATABASE_URL: process.env.WAYBILL_TEST_DATABASE_URL as string,
+      WAYBILL_SECRET_KEY: TEST_SECRET_KEY,
+    });
+    const other = await openDatabase(config, { schema, poolSize: 1 });
+    opened.push(other);
+    const outcomes = await Promise.all([
+      distributeTables(database.db, { shardCount: CITUS_TEST_SHARD_COUNT }),
+      distributeTables(other.db, { shardCount: CITUS_TEST_SHARD_COUNT }),
+    ]);
+    expect(outcomes.map((outcome) => outcome?.done.length).sort()).toEqual([0, 2]);
+    expectPlacedAsListed(await placements(database, schema));
+  });
+
   it('refuses a table in neither list, naming it, before placing anything', async () => {
     const { database, schema } = await freshSchema();
     await sql`CREATE TABLE companies (id text PRIMARY KEY)`.execute(database.db);
