@@ -29,6 +29,8 @@ describe.skipIf(onCitus)('the tables and their distribution on Citus', () => {
     await waybill?.close();
   });
 
+  const ACTIONS: Record<string, string> = { n: 'SET NULL', d: 'SET DEFAULT', c: 'CASCADE' };
+
   const tables = async () => {
     const { rows } = await sql<{ name: string }>`
       SELECT c.relname AS name FROM pg_class c
@@ -99,14 +101,22 @@ describe.skipIf(onCitus)('the tables and their distribution on Citus', () => {
     expect(problems, problems.join('\n')).toEqual([]);
   });
 
-  it('has no foreign key from a reference table into a distributed one, and tenant_id on both sides between distributed tables', async () => {
+  it('has no foreign key from a reference table into a distributed one, tenant_id on both sides between distributed tables, and no SET NULL or SET DEFAULT of tenant_id', async () => {
     const { rows: keys } = await sql<{
       name: string;
       from_table: string;
       to_table: string;
       tenant_paired: boolean;
+      tenant_referencing: boolean;
+      on_delete: string;
+      on_update: string;
     }>`
       SELECT k.conname AS name, f.relname AS from_table, t.relname AS to_table,
+        k.confdeltype AS on_delete, k.confupdtype AS on_update,
+        EXISTS (
+          SELECT 1 FROM pg_attribute fa
+          WHERE fa.attrelid = k.conrelid AND fa.attnum = ANY (k.conkey) AND fa.attname = ${DISTRIBUTION_COLUMN}
+        ) AS tenant_referencing,
         EXISTS (
           SELECT 1
           FROM unnest(k.conkey, k.confkey) AS pair(from_column, to_column)
@@ -132,6 +142,17 @@ describe.skipIf(onCitus)('the tables and their distribution on Citus', () => {
         problems.push(
           `${key.from_table}: foreign key ${key.name} into ${key.to_table} does not pair ${DISTRIBUTION_COLUMN} with ${DISTRIBUTION_COLUMN}`,
         );
+      // Citus will not set the shard key to NULL or a default, nor cascade an update to it.
+      if (from === 'distributed' && key.tenant_referencing) {
+        if (['n', 'd'].includes(key.on_delete))
+          problems.push(
+            `${key.from_table}: foreign key ${key.name} includes ${DISTRIBUTION_COLUMN}: ON DELETE ${ACTIONS[key.on_delete]} is refused by Citus (even with a column list; use CASCADE, RESTRICT or NO ACTION)`,
+          );
+        if (['n', 'd', 'c'].includes(key.on_update))
+          problems.push(
+            `${key.from_table}: foreign key ${key.name} includes ${DISTRIBUTION_COLUMN}: ON UPDATE ${ACTIONS[key.on_update]} is refused by Citus`,
+          );
+      }
     }
     expect(problems, problems.join('\n')).toEqual([]);
   });
