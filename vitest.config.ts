@@ -3,6 +3,10 @@ import { defineConfig } from 'vitest/config';
 // The suite runs on the embedded PGlite always, and on PostgreSQL as well when
 // WAYBILL_TEST_DATABASE_URL is set (CI sets it): the same files, one project per engine.
 const postgresUrl = process.env.WAYBILL_TEST_DATABASE_URL;
+// And on a Citus cluster when WAYBILL_TEST_CITUS_URL names its coordinator (not in CI): the
+// database-heavy folders, each file's schema distributed after its migrations (decision 0073).
+const citusUrl = process.env.WAYBILL_TEST_CITUS_URL;
+const CITUS_FOLDERS = ['db', 'delivery', 'webhooks', 'apps', 'store', 'shipments'];
 
 const shared = {
   include: ['test/**/*.test.ts'],
@@ -33,6 +37,23 @@ export default defineConfig({
                 name: 'postgres',
                 env: { WAYBILL_TEST_ENGINE: 'postgres' },
                 globalSetup: ['test/support/postgres-schemas.ts'],
+              },
+            },
+          ]
+        : []),
+      ...(citusUrl
+        ? [
+            {
+              test: {
+                ...shared,
+                name: 'citus',
+                include: CITUS_FOLDERS.map((folder) => `test/${folder}/**/*.test.ts`),
+                env: {
+                  WAYBILL_TEST_ENGINE: 'postgres',
+                  WAYBILL_TEST_DATABASE_URL: citusUrl,
+                  WAYBILL_TEST_ON_CITUS: '1',
+                },
+                globalSetup: ['test/support/citus-schemas.ts'],
               },
             },
           ]

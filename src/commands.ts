@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import pino, { type Logger } from 'pino';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { openDatabase } from './db/database.ts';
+import { DistributionRefused, describeDistribution } from './db/distribute.ts';
 import { DatabaseUnreachable, describeDatabase, untilDatabaseAnswers } from './db/wait.ts';
 import { systemClock } from './lib/clock.ts';
 import { logFormatFor, prettyDestination } from './lib/log-format.ts';
@@ -32,11 +33,12 @@ const DEFAULT_WAIT_SECONDS = 60;
 async function oneShot(config: Readonly<Config>, log: Logger, waitSeconds: number, seed: boolean) {
   const database = await openDatabase(config, { log });
   try {
-    await untilDatabaseAnswers(() => migrate(database, log), {
+    const distribution = await untilDatabaseAnswers(() => migrate(database, log), {
       log,
       where: describeDatabase(config.database),
       giveUpAfterMs: waitSeconds * 1000,
     });
+    if (distribution) for (const line of describeDistribution(distribution)) console.log(line);
     if (seed) {
       const { buildContext } = await import('./services.ts');
       await printDemo(buildContext({ config, database, clock: systemClock, logger: log }));
@@ -107,7 +109,12 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   // A configuration the command cannot run with, or a start that failed: a line that says why, exit 1.
-  if (error instanceof ConfigError || error instanceof DatabaseUnreachable) console.error(error.message);
+  if (
+    error instanceof ConfigError ||
+    error instanceof DatabaseUnreachable ||
+    error instanceof DistributionRefused
+  )
+    console.error(error.message);
   else if (logger) logger.fatal({ err: error }, 'waybill failed; exiting');
   else console.error(error);
   process.exit(1);

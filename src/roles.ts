@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { type Config, loadConfig } from './config.ts';
 import type { AppContext } from './context.ts';
 import { type DatabaseHandle, openDatabase } from './db/database.ts';
+import { type DistributionOutcome, distributeTables } from './db/distribute.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { describeDatabase, untilDatabaseAnswers } from './db/wait.ts';
 import { systemClock } from './lib/clock.ts';
@@ -40,10 +41,17 @@ export interface Roles {
   worker: boolean;
 }
 
-/** The migrations, with a line saying which were applied. */
-export async function migrate(database: DatabaseHandle, log: Logger): Promise<void> {
+/**
+ * The migrations, with a line saying which were applied; then, on Citus, the tables made reference
+ * or distributed tables (decision 0073), with a line saying which.
+ */
+export async function migrate(database: DatabaseHandle, log: Logger): Promise<DistributionOutcome | null> {
   const applied = await migrateToLatest(database.db);
   if (applied.length > 0) log.info({ applied }, 'migrations applied');
+  const distribution = await distributeTables(database.db);
+  if (distribution && distribution.done.length > 0)
+    log.info({ done: distribution.done, already: distribution.already }, 'tables distributed on Citus');
+  return distribution;
 }
 
 export async function printDemo(ctx: AppContext): Promise<void> {

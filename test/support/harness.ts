@@ -7,6 +7,7 @@ import { buildApp, buildContext } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { AppContext } from '../../src/context.ts';
 import { openDatabase } from '../../src/db/database.ts';
+import { distributeTables } from '../../src/db/distribute.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { ManualClock } from '../../src/lib/clock.ts';
 import { randomBase62 } from '../../src/lib/ids.ts';
@@ -34,6 +35,10 @@ export interface StartOptions {
 }
 
 export const engine = (process.env.WAYBILL_TEST_ENGINE ?? 'pglite') as 'pglite' | 'postgres';
+/** Whether the PostgreSQL under test is a Citus coordinator (the project 'citus'). */
+export const onCitus = process.env.WAYBILL_TEST_ON_CITUS === '1';
+/** Few shards per table on the test cluster: each file distributes a whole schema of its own. */
+export const CITUS_TEST_SHARD_COUNT = 4;
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -95,6 +100,8 @@ export async function startWaybill(options: StartOptions = {}): Promise<TestWayb
     ...(onPostgres ? {} : { loadDataDir: new Blob([readFileSync(TEMPLATE_PATH)]) }),
   });
   await migrateToLatest(database.db);
+  // The Citus project (vitest.config.ts): the schema's tables distributed, as `waybill migrate` does.
+  if (onCitus) await distributeTables(database.db, { shardCount: CITUS_TEST_SHARD_COUNT });
   const clock = options.clock ?? new ManualClock('2026-11-21T12:00:00.000Z');
   const logger = options.logger ?? pino({ level: process.env.WAYBILL_TEST_LOG ?? 'silent' });
   // The port is in the configuration (it is the OAuth issuer), so it is chosen before listening;

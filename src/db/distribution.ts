@@ -1,0 +1,80 @@
+/**
+ * How each table is laid out on a Citus cluster (decision 0073). A company's data is distributed
+ * by its tenant_id, every such table co-located with the others, so that a request about one
+ * company runs on one node and joins and foreign keys stay local; the global, small tables are
+ * reference tables, copied whole to every node. Every table of the schema is in exactly one of the
+ * two lists (test/db/distribution.test.ts checks it against the catalog on every engine), and the
+ * distribution step (distribute.ts) applies them after the migrations.
+ */
+
+/** The column every distributed table is sharded by. */
+export const DISTRIBUTION_COLUMN = 'tenant_id';
+
+/**
+ * Company data, distributed by tenant_id and co-located with the first of the list. A partitioned
+ * table (webhook_attempts, by time) is distributed whole: its partitions follow it.
+ */
+export const DISTRIBUTED_TABLES = [
+  'customer_accounts',
+  'shipments',
+  'events',
+  'installations',
+  'installation_records',
+  'privacy_requests',
+  'privacy_request_messages',
+  'audit_events',
+  'app_reviews',
+  'webhook_endpoints',
+  'webhook_deliveries',
+  'webhook_attempts',
+  'webhook_rate_state',
+  // Being removed by a migration of its own; distributed for as long as it is there.
+  'webhook_queue',
+] as const;
+
+/** Global tables, small: copied to every node. */
+export const REFERENCE_TABLES = [
+  'companies',
+  'users',
+  'memberships',
+  'api_tokens',
+  'sessions',
+  'oauth_codes',
+  'oauth_tokens',
+  'email_verifications',
+  'apps',
+  'agent_clients',
+  'app_versions',
+  'app_submissions',
+  'app_store_stats',
+  'app_usage',
+  'store_listings',
+  'listing_media',
+  'listing_media_drafts',
+  'idempotency_keys',
+  'mail_outbox',
+  'outbound_budget',
+  'oauth_address_counts',
+  'client_document_failures',
+  'sign_in_delays',
+  'sign_in_trust',
+  'kysely_migration',
+  'kysely_migration_lock',
+] as const;
+
+/** Tables a list may name that a schema no longer has (a migration on its way removes them). */
+export const TABLES_BEING_REMOVED: readonly string[] = ['webhook_queue'];
+
+export type DistributedTable = (typeof DISTRIBUTED_TABLES)[number];
+export type ReferenceTable = (typeof REFERENCE_TABLES)[number];
+export type Placement = 'distributed' | 'reference';
+
+const placements = new Map<string, Placement>([
+  ...DISTRIBUTED_TABLES.map((table) => [table, 'distributed'] as const),
+  ...REFERENCE_TABLES.map((table) => [table, 'reference'] as const),
+]);
+
+/** Where a table goes, or null for a table in neither list (an error wherever it is found). */
+export function placementOf(table: string): Placement | null {
+  return placements.get(table) ?? null;
+}
