@@ -49,6 +49,8 @@ export async function migrate(database: DatabaseHandle, log: Logger): Promise<Di
   const applied = await migrateToLatest(database.db);
   if (applied.length > 0) log.info({ applied }, 'migrations applied');
   const distribution = await distributeTables(database.db);
+  // The delivery engine claims and records company by company there (decision 0074).
+  database.distributed = distribution !== null;
   if (distribution && distribution.done.length > 0)
     log.info({ done: distribution.done, already: distribution.already }, 'tables distributed on Citus');
   return distribution;

@@ -28,8 +28,6 @@ export const DISTRIBUTED_TABLES = [
   'webhook_deliveries',
   'webhook_attempts',
   'webhook_rate_state',
-  // Being removed by a migration of its own; distributed for as long as it is there.
-  'webhook_queue',
 ] as const;
 
 /** Global tables, small: copied to every node. */
@@ -63,7 +61,7 @@ export const REFERENCE_TABLES = [
 ] as const;
 
 /** Tables a list may name that a schema no longer has (a migration on its way removes them). */
-export const TABLES_BEING_REMOVED: readonly string[] = ['webhook_queue'];
+export const TABLES_BEING_REMOVED: readonly string[] = [];
 
 export type DistributedTable = (typeof DISTRIBUTED_TABLES)[number];
 export type ReferenceTable = (typeof REFERENCE_TABLES)[number];

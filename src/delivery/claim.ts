@@ -63,7 +63,7 @@ export const WALK_TARGETS = 64;
 
 /**
  * Claims due deliveries in one call (ARCHITECTURE.md step 3), target by target (decision 0016),
- * from the queue kept apart from the log (webhook_queue, decision 0017): a walk over the targets
+ * from the queued rows of the log (those with a `due_at`, decision 0074): a walk over the targets
  * with pending deliveries, one index descent each, in id order from where the previous claim
  * stopped, so that every target gets its turn; then, for each target with room here, its oldest
  * due rows, up to that room. A target that is full (a stuck endpoint whose slots are all held)

@@ -101,7 +101,10 @@ export async function startWaybill(options: StartOptions = {}): Promise<TestWayb
   });
   await migrateToLatest(database.db);
   // The Citus project (vitest.config.ts): the schema's tables distributed, as `waybill migrate` does.
-  if (onCitus) await distributeTables(database.db, { shardCount: CITUS_TEST_SHARD_COUNT });
+  if (onCitus) {
+    await distributeTables(database.db, { shardCount: CITUS_TEST_SHARD_COUNT });
+    database.distributed = true;
+  }
   const clock = options.clock ?? new ManualClock('2026-11-21T12:00:00.000Z');
   const logger = options.logger ?? pino({ level: process.env.WAYBILL_TEST_LOG ?? 'silent' });
   // The port is in the configuration (it is the OAuth issuer), so it is chosen before listening;
