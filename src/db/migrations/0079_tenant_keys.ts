@@ -70,10 +70,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       ADD CONSTRAINT shipments_tracking_number_key UNIQUE (tracking_number, tenant_id)`,
     `ALTER TABLE installations ADD CONSTRAINT installations_customer_account_fk
       FOREIGN KEY (customer_account_id, tenant_id) REFERENCES customer_accounts (id, tenant_id) ON DELETE CASCADE`,
-    // SET NULL of the account alone: the shipment stays the company's.
+    // Was ON DELETE SET NULL: Citus refuses SET NULL on a key with the distribution column, even
+    // SET NULL (customer_account_id) (citusdata/citus#7132). No code removes an account; code that
+    // does will clear its shipments' account first.
     `ALTER TABLE shipments ADD CONSTRAINT shipments_customer_account_fk
-      FOREIGN KEY (customer_account_id, tenant_id) REFERENCES customer_accounts (id, tenant_id)
-      ON DELETE SET NULL (customer_account_id)`,
+      FOREIGN KEY (customer_account_id, tenant_id) REFERENCES customer_accounts (id, tenant_id)`,
     `ALTER TABLE privacy_request_messages ADD CONSTRAINT privacy_request_messages_request_fk
       FOREIGN KEY (privacy_request_id, tenant_id) REFERENCES privacy_requests (id, tenant_id) ON DELETE CASCADE`,
   ]);
@@ -97,9 +98,15 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     'ALTER TABLE privacy_request_messages DROP COLUMN tenant_id',
     'ALTER TABLE oauth_tokens DROP COLUMN tenant_id',
     'ALTER TABLE oauth_codes DROP COLUMN tenant_id',
-    // What code removed while the keys were away cannot dangle; anything that does is dropped.
+    // A row whose parent went while the keys were away goes as the cascade would have taken it.
     'DELETE FROM oauth_codes c WHERE NOT EXISTS (SELECT 1 FROM installations i WHERE i.id = c.installation_id)',
     'DELETE FROM oauth_tokens t WHERE NOT EXISTS (SELECT 1 FROM installations i WHERE i.id = t.installation_id)',
+    `DELETE FROM webhook_endpoints e WHERE e.installation_id IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM installations i WHERE i.id = e.installation_id)`,
+    ...['webhook_endpoints', 'memberships', 'api_tokens'].map(
+      (table) => `DELETE FROM ${table} t WHERE t.customer_account_id IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM customer_accounts a WHERE a.id = t.customer_account_id)`,
+    ),
     `ALTER TABLE privacy_request_messages ADD CONSTRAINT privacy_request_messages_privacy_request_id_fkey
       FOREIGN KEY (privacy_request_id) REFERENCES privacy_requests (id) ON DELETE CASCADE`,
     `ALTER TABLE shipments ADD CONSTRAINT shipments_customer_account_id_fkey
