@@ -51,9 +51,15 @@ export async function issueAppTokens(
 ): Promise<{ accessToken: string }> {
   const accessToken = newSecret('atk_live_');
   const now = w.clock.now();
+  const { tenant_id } = await w.ctx.db
+    .selectFrom('installations')
+    .select('tenant_id')
+    .where('id', '=', input.installationId)
+    .executeTakeFirstOrThrow();
   const base = {
     app_id: input.appId,
     installation_id: input.installationId,
+    tenant_id,
     user_id: input.userId,
     scopes: JSON.stringify(input.scopes ?? ['shipments:read', 'webhooks:write']),
     created_at: now,

@@ -190,6 +190,7 @@ describe('installations API', () => {
           code_hash: hashSecret('atc_pending'),
           app_id: appId,
           installation_id: installs.a,
+          tenant_id: company.tenantId,
           user_id: merchantA.id,
           redirect_uri: 'https://carrier-sync.example/oauth/callback',
           code_challenge: 'x'.repeat(43),

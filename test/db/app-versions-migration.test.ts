@@ -42,5 +42,6 @@ describe.skipIf(engine !== 'pglite')('migration 0060: app versions', () => {
       subscriptions: [],
     });
     await db.destroy();
-  });
+    // Every migration from an empty database: slower than one test's default on a busy machine.
+  }, 180_000);
 });

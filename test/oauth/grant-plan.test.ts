@@ -38,7 +38,7 @@ describe('the grouped grant statement', () => {
     const tokens = await obtainTokens(w, await discover(w), app, company.owner);
     const grant = await w.ctx.db
       .selectFrom('oauth_tokens')
-      .select(['installation_id', 'user_id'])
+      .select(['installation_id', 'tenant_id', 'user_id'])
       .where('token_hash', '=', hashSecret(tokens.refresh_token as string))
       .executeTakeFirstOrThrow();
     // No statistics for the planner: PostgreSQL's autovacuum must not analyze meanwhile (PGlite has none).
@@ -46,10 +46,10 @@ describe('the grouped grant statement', () => {
       await sql`ALTER TABLE oauth_tokens SET (autovacuum_enabled = false)`.execute(w.ctx.db);
     // A month of hourly refreshes for this installation, each leaving its spent token and an access token.
     const now = w.clock.now();
-    await sql`INSERT INTO oauth_tokens (id, token_hash, kind, app_id, installation_id, user_id, scopes, created_at,
-        expires_at, used_at)
+    await sql`INSERT INTO oauth_tokens (id, token_hash, kind, app_id, installation_id, tenant_id, user_id, scopes,
+        created_at, expires_at, used_at)
       SELECT 'grt_old' || g, 'old' || g, CASE WHEN g % 2 = 0 THEN 'refresh' ELSE 'access' END, ${app.clientId},
-        ${grant.installation_id}, ${grant.user_id}, '["shipments:read"]', ${now}, ${now}, ${now}
+        ${grant.installation_id}, ${grant.tenant_id}, ${grant.user_id}, '["shipments:read"]', ${now}, ${now}, ${now}
       FROM generate_series(1, 20000) AS g`.execute(w.ctx.db);
 
     const spends: GroupedSpend[] = Array.from({ length: 20 }, (_, i) => ({

@@ -44,12 +44,10 @@ const ENDPOINTS = [
   'DROP INDEX webhook_endpoints_subscriptions',
   `CREATE UNIQUE INDEX webhook_endpoints_subscriptions
     ON webhook_endpoints (installation_id, subscription_index, livemode, tenant_id) WHERE kind = 'subscription'`,
-  /*MERGE-0079
   `ALTER TABLE webhook_endpoints ADD CONSTRAINT webhook_endpoints_installation_fk
     FOREIGN KEY (installation_id, tenant_id) REFERENCES installations (id, tenant_id) ON DELETE CASCADE`,
   `ALTER TABLE webhook_endpoints ADD CONSTRAINT webhook_endpoints_customer_account_id_fkey
     FOREIGN KEY (customer_account_id, tenant_id) REFERENCES customer_accounts (id, tenant_id) ON DELETE CASCADE`,
-  MERGE-0079*/
   'DROP TRIGGER webhook_attempts_of_endpoint_deleted ON webhook_endpoints',
   'DROP FUNCTION webhook_attempts_of_endpoint_deleted()',
 ];

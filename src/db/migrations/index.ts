@@ -41,6 +41,7 @@ import * as refreshReplay from './0068_refresh_replay.ts';
 import * as destinations from './0070_destinations.ts';
 import * as agentClientLimits from './0073_agent_client_limits.ts';
 import * as subscriptionDestinations from './0078_subscription_destinations.ts';
+import * as tenantKeys from './0079_tenant_keys.ts';
 import * as deliveryRows from './0080_delivery_rows.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
@@ -87,5 +88,6 @@ export const migrations: Record<string, Migration> = {
   '0070_destinations': destinations,
   '0073_agent_client_limits': agentClientLimits,
   '0078_subscription_destinations': subscriptionDestinations,
+  '0079_tenant_keys': tenantKeys,
   '0080_delivery_rows': deliveryRows,
 };

@@ -71,9 +71,16 @@ export interface IdempotencyKeysTable {
   created_at: Date;
 }
 
+/**
+ * The tenant of an audit event that belongs to no company (a reviewer's moderation): audit events
+ * are company rows, keyed and sharded by tenant (decision 0071). Company ids are `cmp_...`.
+ */
+export const PLATFORM_TENANT = 'platform';
+
 export interface AuditEventsTable {
   id: string;
-  tenant_id: string | null;
+  /** A company, or PLATFORM_TENANT. */
+  tenant_id: string;
   actor: string;
   action: string;
   details: unknown;

@@ -4,6 +4,7 @@ import { cancelQueued } from '../../delivery/lifecycle.ts';
 import { DAY } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { PLATFORM_TENANT } from '../accounts/tables.ts';
 import { isReviewer } from '../accounts/users.ts';
 import type { AppsTable } from '../oauth/tables.ts';
 import { type App, presentApp } from './service.ts';
@@ -154,7 +155,7 @@ export async function moderateApp(
       .insertInto('audit_events')
       .values({
         id: newId('aud'),
-        tenant_id: null,
+        tenant_id: PLATFORM_TENANT,
         actor: reviewerId,
         action: `app.${action === 'suspend' ? 'suspended' : action === 'delist' ? 'delisted' : 'reinstated'}`,
         details: JSON.stringify({ app_id: appId, reason: why, previous_status: app.status, status: next }),

@@ -20,11 +20,20 @@ export interface OwnInstallation {
   subscriptions: EffectiveSubscription[];
 }
 
-function appTokenOf(principal: Principal | null): { appId: string; installationId: string } {
+/** The token's installation, with its tenant: every read of it is one shard on Citus (decision 0071). */
+function appTokenOf(principal: Principal | null): {
+  appId: string;
+  installationId: string;
+  tenantId: string;
+} {
   if (principal?.kind !== 'app_token' || !principal.access.installationId) {
     throw new AppError('auth.insufficient_scope', 'This call needs an app access token');
   }
-  return { appId: principal.appId, installationId: principal.access.installationId };
+  return {
+    appId: principal.appId,
+    installationId: principal.access.installationId,
+    tenantId: principal.access.tenantId,
+  };
 }
 
 /** GET /v1/installation. */
@@ -32,11 +41,12 @@ export async function ownInstallation(
   ctx: AppContext,
   principal: Principal | null,
 ): Promise<OwnInstallation> {
-  const { appId, installationId } = appTokenOf(principal);
+  const { appId, installationId, tenantId } = appTokenOf(principal);
   const row = await ctx.db
     .selectFrom('installations')
     .select(['id', 'app_id', 'tenant_id', 'customer_account_id'])
     .where('id', '=', installationId)
+    .where('tenant_id', '=', tenantId)
     .executeTakeFirst();
   if (!row) throw new AppError('installation.not_found');
   const state = await subscriptionsOfInstallation(ctx, appId, installationId);
@@ -58,7 +68,7 @@ export async function muteEventTypes(
   principal: Principal | null,
   input: { muted_event_types: string[] },
 ): Promise<OwnInstallation> {
-  const { installationId } = appTokenOf(principal);
+  const { installationId, tenantId } = appTokenOf(principal);
   const errors: FieldError[] = [];
   input.muted_event_types.forEach((type, index) => {
     if (!(EVENT_TYPES as readonly string[]).includes(type)) {
@@ -76,6 +86,7 @@ export async function muteEventTypes(
       updated_at: ctx.clock.now(),
     })
     .where('id', '=', installationId)
+    .where('tenant_id', '=', tenantId)
     .execute();
   return ownInstallation(ctx, principal);
 }
@@ -91,13 +102,14 @@ export async function giveBackScope(
   principal: Principal | null,
   scope: string,
 ): Promise<OwnInstallation> {
-  const { appId, installationId } = appTokenOf(principal);
+  const { appId, installationId, tenantId } = appTokenOf(principal);
   const now = ctx.clock.now();
   await ctx.db.transaction().execute(async (trx) => {
     const row = await trx
       .selectFrom('installations')
       .select(['tenant_id', 'customer_account_id', 'scopes'])
       .where('id', '=', installationId)
+      .where('tenant_id', '=', tenantId)
       .forUpdate()
       .executeTakeFirst();
     if (!row) throw new AppError('installation.not_found');
@@ -109,6 +121,7 @@ export async function giveBackScope(
       .updateTable('installations')
       .set({ scopes: JSON.stringify(after), updated_at: now })
       .where('id', '=', installationId)
+      .where('tenant_id', '=', tenantId)
       .execute();
     await cancelWithheldDeliveries(trx, row.tenant_id, now);
     await sendScopesUpdated(ctx, trx, {

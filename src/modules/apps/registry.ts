@@ -113,10 +113,11 @@ export async function upsertInstallation(
   const now = ctx.clock.now();
   const scopes = JSON.stringify([...new Set(input.scopes)]);
   const resource = input.resource ?? 'v1';
+  const newInstallationId = newId(input.agent || resource === 'mcp' ? 'agc' : 'inst');
   const row = await trx
     .insertInto('installations')
     .values({
-      id: newId(input.agent || resource === 'mcp' ? 'agc' : 'inst'),
+      id: newInstallationId,
       app_id: input.appId,
       tenant_id: input.tenantId,
       customer_account_id: input.customerAccountId,
@@ -139,14 +140,21 @@ export async function upsertInstallation(
     )
     .returning('id')
     .executeTakeFirstOrThrow();
+  // The row is new only if it kept the new id (an approval again updates the one there).
+  if (row.id === newInstallationId) await countStoreInstall(trx, { app_id: input.appId, resource }, 1);
   await recordInstallation(trx, { ...input, id: row.id, scopes }, now);
   // The app's subscriptions reach the new installation (its grant decides at each event).
   await syncSubscriptionTargets(trx, input.appId, now, row.id);
-  const codes = await trx.deleteFrom('oauth_codes').where('installation_id', '=', row.id).executeTakeFirst();
+  const codes = await trx
+    .deleteFrom('oauth_codes')
+    .where('installation_id', '=', row.id)
+    .where('tenant_id', '=', input.tenantId)
+    .executeTakeFirst();
   const tokens = await trx
     .updateTable('oauth_tokens')
     .set({ revoked_at: now })
     .where('installation_id', '=', row.id)
+    .where('tenant_id', '=', input.tenantId)
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
   // Narrower scopes: what waits for the installation's endpoints that they no longer allow is
@@ -193,8 +201,61 @@ export type UninstallListener = (
 export const uninstallListeners: UninstallListener[] = [];
 
 /**
- * Removes an installation of the company (limited to one merchant account when given). The foreign
- * keys cascade: its codes and tokens (every token ends at once) and its webhook endpoints go with it.
+ * The store's install count (app_store_stats.install_count) counts the apps' /v1 grants. The
+ * statements that add and remove installations keep it, in their transaction (no trigger: decision
+ * 0071); an app's first one makes its row.
+ */
+async function countStoreInstall(
+  trx: Trx,
+  installation: { app_id: string; resource: string },
+  change: 1 | -1,
+): Promise<void> {
+  if (installation.resource !== 'v1') return;
+  if (change === 1) {
+    await trx
+      .insertInto('app_store_stats')
+      .values({ app_id: installation.app_id, install_count: 1 })
+      .onConflict((oc) =>
+        oc
+          .column('app_id')
+          .doUpdateSet((eb) => ({ install_count: eb('app_store_stats.install_count', '+', 1) })),
+      )
+      .execute();
+    return;
+  }
+  await trx
+    .updateTable('app_store_stats')
+    .set((eb) => ({ install_count: eb.fn('greatest', [eb('install_count', '-', 1), eb.lit(0)]) }))
+    .where('app_id', '=', installation.app_id)
+    .execute();
+}
+
+/**
+ * What goes with an installation just deleted, in the deleting transaction (the foreign keys that
+ * cascaded once are gone, decision 0071): its codes and tokens (every token ends at once), and its
+ * place in the store's install count.
+ */
+export async function removeInstallationGrants(
+  trx: Trx,
+  removed: { id: string; app_id: string; tenant_id: string; resource: string },
+): Promise<void> {
+  await trx
+    .deleteFrom('oauth_codes')
+    .where('installation_id', '=', removed.id)
+    .where('tenant_id', '=', removed.tenant_id)
+    .execute();
+  await trx
+    .deleteFrom('oauth_tokens')
+    .where('installation_id', '=', removed.id)
+    .where('tenant_id', '=', removed.tenant_id)
+    .execute();
+  await countStoreInstall(trx, removed, -1);
+}
+
+/**
+ * Removes an installation of the company (limited to one merchant account when given): its codes
+ * and tokens go with it (removeInstallationGrants), and so do its webhook endpoints (their foreign
+ * key cascades).
  */
 export async function uninstall(
   ctx: AppContext,
@@ -208,12 +269,14 @@ export async function uninstall(
       .where('id', '=', installationId)
       .where('tenant_id', '=', tenantId);
     if (options.customerAccountId) query = query.where('customer_account_id', '=', options.customerAccountId);
-    const row = await query
-      .returning(['id', 'app_id', 'tenant_id', 'customer_account_id'])
+    const deleted = await query
+      .returning(['id', 'app_id', 'tenant_id', 'customer_account_id', 'resource'])
       .executeTakeFirst();
-    if (!row) throw new AppError('installation.not_found');
+    if (!deleted) throw new AppError('installation.not_found');
+    await removeInstallationGrants(trx, deleted);
+    const { resource: _, ...row } = deleted;
     const removed = { ...row, uninstalled_at: ctx.clock.now() };
-    await recordUninstall(trx, removed.id, removed.uninstalled_at, options.reason ?? null);
+    await recordUninstall(trx, removed, removed.uninstalled_at, options.reason ?? null);
     for (const listener of uninstallListeners) await listener(ctx, trx, removed);
     return removed;
   });

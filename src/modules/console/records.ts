@@ -26,20 +26,21 @@ export async function recordInstallation(
       scopes: installation.scopes,
       installed_at: now,
     })
-    .onConflict((oc) => oc.column('id').doUpdateSet({ scopes: installation.scopes }))
+    .onConflict((oc) => oc.columns(['id', 'tenant_id']).doUpdateSet({ scopes: installation.scopes }))
     .execute();
 }
 
 /** Written in the uninstall's transaction: the record stays, with when and (if given) why. */
 export async function recordUninstall(
   trx: Trx,
-  installationId: string,
+  installation: { id: string; tenant_id: string },
   at: Date,
   reason: string | null,
 ): Promise<void> {
   await trx
     .updateTable('installation_records')
     .set({ uninstalled_at: at, uninstall_reason: reason })
-    .where('id', '=', installationId)
+    .where('id', '=', installation.id)
+    .where('tenant_id', '=', installation.tenant_id)
     .execute();
 }

@@ -6,7 +6,7 @@ import type { Page, PageRequest } from '../../lib/paging.ts';
 import { requireRole } from '../accounts/companies.ts';
 import { managesMembers } from '../accounts/roles.ts';
 import { integrationScope } from '../apps/installations.ts';
-import { jsonArray } from '../apps/registry.ts';
+import { jsonArray, removeInstallationGrants } from '../apps/registry.ts';
 
 /** An agent's approved access to a company or merchant account (CONTRACT.md, Agents). */
 export interface AgentConnection {
@@ -96,7 +96,7 @@ export async function listAgentConnections(
   }));
 }
 
-/** DELETE .../agent-connections/{id}: every code and token of it ends at once (they go with the row). */
+/** DELETE .../agent-connections/{id}: every code and token of it ends at once (removeInstallationGrants). */
 export async function revokeAgentConnection(
   ctx: AppContext,
   userId: string,
@@ -114,8 +114,15 @@ export async function revokeAgentConnection(
       .updateTable('installation_records')
       .set({ uninstalled_at: now })
       .where('id', '=', connectionId)
+      .where('tenant_id', '=', tenantId)
       .execute();
-    await trx.deleteFrom('installations').where('id', '=', connectionId).execute();
+    const removed = await trx
+      .deleteFrom('installations')
+      .where('id', '=', connectionId)
+      .where('tenant_id', '=', tenantId)
+      .returning(['id', 'app_id', 'tenant_id', 'resource'])
+      .executeTakeFirst();
+    if (removed) await removeInstallationGrants(trx, removed);
     await trx
       .insertInto('audit_events')
       .values({

@@ -14,7 +14,10 @@ import { parseScopes } from './tokens.ts';
 export async function resolveAppAccessToken(ctx: AppContext, secret: string): Promise<Principal | null> {
   const row = await ctx.db
     .selectFrom('oauth_tokens as t')
-    .innerJoin('installations as i', 'i.id', 't.installation_id')
+    // The token names its installation's tenant: one shard on Citus (decision 0071).
+    .innerJoin('installations as i', (join) =>
+      join.onRef('i.id', '=', 't.installation_id').onRef('i.tenant_id', '=', 't.tenant_id'),
+    )
     .innerJoin('apps as a', 'a.id', 't.app_id')
     .innerJoin('memberships as m', (join) =>
       join.onRef('m.tenant_id', '=', 'i.tenant_id').onRef('m.user_id', '=', 't.user_id'),

@@ -51,6 +51,8 @@ export interface OAuthCodesTable {
   code_hash: string;
   app_id: string;
   installation_id: string;
+  /** The installation's company: its shard on Citus (decision 0071). */
+  tenant_id: string;
   user_id: string;
   redirect_uri: string;
   code_challenge: string;
@@ -68,6 +70,8 @@ export interface OAuthTokensTable {
   kind: 'access' | 'refresh';
   app_id: string;
   installation_id: string;
+  /** The installation's company: its shard on Citus (decision 0071). */
+  tenant_id: string;
   user_id: string;
   scopes: unknown;
   resource: Generated<'v1' | 'mcp'>;

@@ -65,7 +65,8 @@ export function sealPair(ctx: AppContext, pair: TokenPair, now: Date): string {
  * Spends one grant (a code or a refresh token) and issues a fresh access and refresh token for it, in
  * ONE statement: the UPDATE is a compare-and-swap on `used_at IS NULL`, so of two requests racing
  * with the same grant exactly one gets a row back (RFC 9700 section 4.14.2), and the new tokens exist
- * only if the spend happened. `spend` is an `UPDATE ... RETURNING app_id, installation_id, user_id, scopes`.
+ * only if the spend happened. `spend` is an `UPDATE ... RETURNING app_id, installation_id, tenant_id,
+ * user_id, scopes`.
  * The grant is spent only while the approver still belongs to the company (spec 3.4). The new
  * tokens keep the grant's resource (RFC 8707), returned by `spend` as `resource`.
  */
@@ -104,9 +105,12 @@ function issueForSpent(
   extra: RawBuilder<unknown> = sql``,
 ): RawBuilder<unknown> {
   return sql`issued AS (
-      INSERT INTO oauth_tokens (id, token_hash, kind, app_id, installation_id, user_id, scopes, resource, created_at, expires_at)
-      SELECT t.id, t.token_hash, t.kind, s.app_id, s.installation_id, s.user_id, s.scopes, s.resource, ${now}, t.expires_at
-      FROM spent s JOIN installations si ON si.id = s.installation_id CROSS JOIN LATERAL (VALUES
+      INSERT INTO oauth_tokens (id, token_hash, kind, app_id, installation_id, tenant_id, user_id, scopes, resource,
+        created_at, expires_at)
+      SELECT t.id, t.token_hash, t.kind, s.app_id, s.installation_id, s.tenant_id, s.user_id, s.scopes, s.resource,
+        ${now}, t.expires_at
+      FROM spent s JOIN installations si ON si.id = s.installation_id AND si.tenant_id = s.tenant_id
+      CROSS JOIN LATERAL (VALUES
         (${pair.accessId}, CASE WHEN si.livemode THEN ${pair.accessHash} ELSE ${pair.accessTestHash} END, 'access',
           ${addMs(now, ACCESS_TOKEN_LIFETIME_MS)}::timestamptz),
         (${pair.refreshId}, ${pair.refreshHash}, 'refresh', ${addMs(now, REFRESH_TOKEN_LIFETIME_MS)}::timestamptz)
@@ -114,7 +118,7 @@ function issueForSpent(
       RETURNING 1
     )
     SELECT ${extra} s.installation_id, s.scopes, i.livemode, i.tenant_id, i.customer_account_id
-    FROM spent s JOIN installations i ON i.id = s.installation_id`;
+    FROM spent s JOIN installations i ON i.id = s.installation_id AND i.tenant_id = s.tenant_id`;
 }
 
 function responseOf(
@@ -252,8 +256,8 @@ export function groupedSpendStatement(
             AND a.id = oauth_tokens.app_id AND ${proven} AND ${approverStillMember('oauth_tokens')}
             AND ${agentRulesHold('oauth_tokens', sql`a.developer_id IS NULL`)}
             AND (v.resource IS NULL OR v.resource = oauth_tokens.resource)
-          RETURNING ${returning}, oauth_tokens.app_id, oauth_tokens.installation_id, oauth_tokens.user_id,
-            oauth_tokens.scopes, oauth_tokens.resource`
+          RETURNING ${returning}, oauth_tokens.app_id, oauth_tokens.installation_id, oauth_tokens.tenant_id,
+            oauth_tokens.user_id, oauth_tokens.scopes, oauth_tokens.resource`
       : sql`UPDATE oauth_codes SET used_at = ${now} FROM v, apps a
           WHERE oauth_codes.code_hash = v.grant_hash AND oauth_codes.used_at IS NULL
             AND oauth_codes.expires_at > ${now} AND oauth_codes.redirect_uri = v.redirect_uri
@@ -261,8 +265,8 @@ export function groupedSpendStatement(
             AND a.id = oauth_codes.app_id AND ${proven} AND ${approverStillMember('oauth_codes')}
             AND ${agentRulesHold('oauth_codes', sql`a.developer_id IS NULL`)}
             AND (v.resource IS NULL OR v.resource = oauth_codes.resource)
-          RETURNING ${returning}, oauth_codes.app_id, oauth_codes.installation_id, oauth_codes.user_id,
-            oauth_codes.scopes, oauth_codes.resource`;
+          RETURNING ${returning}, oauth_codes.app_id, oauth_codes.installation_id, oauth_codes.tenant_id,
+            oauth_codes.user_id, oauth_codes.scopes, oauth_codes.resource`;
   const statement = sql<IssuedRow & { n: number }>`
     WITH v AS (
       SELECT * FROM unnest(
@@ -303,7 +307,8 @@ export function approverStillMember(table: 'oauth_codes' | 'oauth_tokens'): RawB
   // statement never keeps a generic plan and is planned again on every call (60 µs a grant).
   return sql`EXISTS (
     SELECT 1 FROM installations i JOIN memberships m ON m.tenant_id = i.tenant_id AND m.user_id = i.user_id
-    WHERE i.id = ${sql.ref(`${table}.installation_id`)} || '' AND i.user_id = ${sql.ref(`${table}.user_id`)})`;
+    WHERE i.id = ${sql.ref(`${table}.installation_id`)} || '' AND i.tenant_id = ${sql.ref(`${table}.tenant_id`)}
+      AND i.user_id = ${sql.ref(`${table}.user_id`)})`;
 }
 
 /**
@@ -318,7 +323,8 @@ export function agentRulesHold(
 ): RawBuilder<unknown> {
   return sql`CASE WHEN ${sql.ref(`${table}.resource`)} = 'v1' THEN NOT (${agentClient})::boolean
     ELSE EXISTS (SELECT 1 FROM installations gi JOIN companies gc ON gc.id = gi.tenant_id
-      WHERE gi.id = ${sql.ref(`${table}.installation_id`)} || '' AND CASE WHEN gi.livemode
+      WHERE gi.id = ${sql.ref(`${table}.installation_id`)} || '' AND gi.tenant_id = ${sql.ref(`${table}.tenant_id`)}
+        AND CASE WHEN gi.livemode
         THEN gc.live AND (gc.agent_access ->> 'live')::boolean IS TRUE
         ELSE (gc.agent_access ->> 'test')::boolean IS NOT FALSE END) END`;
 }
@@ -340,6 +346,7 @@ export async function reissuedPair(
     SELECT oauth_tokens.installation_id, oauth_tokens.scopes, i.livemode, i.tenant_id,
       i.customer_account_id, oauth_tokens.reissue_sealed
     FROM oauth_tokens JOIN installations i ON i.id = oauth_tokens.installation_id
+        AND i.tenant_id = oauth_tokens.tenant_id
       JOIN apps a ON a.id = oauth_tokens.app_id
     WHERE oauth_tokens.token_hash = ${tokenHash} AND oauth_tokens.kind = 'refresh'
       AND oauth_tokens.app_id = ${client.id} AND a.developer_id IS NULL AND a.status <> 'suspended'
@@ -384,11 +391,12 @@ export type ReuseKind = 'authorization_code' | 'refresh_token';
  */
 export async function revokeForReuse(
   ctx: AppContext,
-  installationId: string,
+  grant: { installation_id: string; tenant_id: string },
   appId: string,
   reused: ReuseKind,
 ): Promise<void> {
   const now = ctx.clock.now();
+  const installationId = grant.installation_id;
   await ctx.db.transaction().execute(async (trx) => {
     const revoked = await trx
       .updateTable('oauth_tokens')
@@ -396,16 +404,11 @@ export async function revokeForReuse(
       .where('installation_id', '=', installationId)
       .where('revoked_at', 'is', null)
       .executeTakeFirst();
-    const installation = await trx
-      .selectFrom('installations')
-      .select('tenant_id')
-      .where('id', '=', installationId)
-      .executeTakeFirst();
     await trx
       .insertInto('audit_events')
       .values({
         id: newId('aud'),
-        tenant_id: installation?.tenant_id ?? null,
+        tenant_id: grant.tenant_id,
         actor: appId,
         action: `oauth.${reused}_reused`,
         details: JSON.stringify({

@@ -185,7 +185,12 @@ export async function createPrivacyRequest(
       await trx
         .insertInto('privacy_request_messages')
         .values(
-          messages.map((m, i) => ({ ...m, privacy_request_id: id, delivery_id: deliveryIds[i] as string })),
+          messages.map((m, i) => ({
+            ...m,
+            privacy_request_id: id,
+            tenant_id: tenantId,
+            delivery_id: deliveryIds[i] as string,
+          })),
         )
         .execute();
     }

@@ -16,6 +16,7 @@ export interface PrivacyRequestsTable {
 export interface PrivacyRequestMessagesTable {
   privacy_request_id: string;
   delivery_id: string;
+  tenant_id: string;
   app_id: string;
   installation_id: string;
   shipment_count: number;

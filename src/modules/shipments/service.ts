@@ -133,7 +133,13 @@ export async function createShipment(
 }
 
 async function findVisible(ctx: AppContext, access: TenantAccess, id: string): Promise<ShipmentsTable> {
-  const row = await ctx.db.selectFrom('shipments').selectAll().where('id', '=', id).executeTakeFirst();
+  // The tenant too: one shard on Citus (decision 0071).
+  const row = await ctx.db
+    .selectFrom('shipments')
+    .selectAll()
+    .where('id', '=', id)
+    .where('tenant_id', '=', access.tenantId)
+    .executeTakeFirst();
   if (!row || !canSee(access, row)) throw new AppError('shipment.not_found');
   return row;
 }
@@ -199,6 +205,7 @@ export async function moveShipment(
       .selectFrom('shipments')
       .selectAll()
       .where('id', '=', id)
+      .where('tenant_id', '=', access.tenantId)
       .forUpdate()
       .executeTakeFirst();
     if (!current || !canSee(access, current)) throw new AppError('shipment.not_found');
@@ -221,6 +228,7 @@ export async function moveShipment(
         updated_at: now,
       })
       .where('id', '=', id)
+      .where('tenant_id', '=', access.tenantId)
       .returningAll()
       .executeTakeFirstOrThrow();
     const presented = presentShipment(updated);

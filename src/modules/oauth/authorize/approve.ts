@@ -89,6 +89,7 @@ export async function approveAuthorization(
         code_hash: hashSecret(code),
         app_id: request.app.id,
         installation_id: installation.id,
+        tenant_id: target.tenantId,
         user_id: userId,
         redirect_uri: request.redirectUri,
         code_challenge: request.codeChallenge,

@@ -47,6 +47,7 @@ export async function authorizationCodeGrant(
     .select([
       'app_id',
       'installation_id',
+      'tenant_id',
       'redirect_uri',
       'code_challenge',
       'expires_at',
@@ -67,7 +68,7 @@ export async function authorizationCodeGrant(
   // verifier, revokes what the code gave. Before those proofs it is a plain invalid_grant, so a
   // thief holding only the code cannot log the real app out.
   if (row.used_at) {
-    await revokeForReuse(ctx, row.installation_id, client.id, 'authorization_code');
+    await revokeForReuse(ctx, row, client.id, 'authorization_code');
     throw invalidGrant(true);
   }
   // Spec section 8: a code lives 60 seconds.
@@ -85,7 +86,7 @@ export async function authorizationCodeGrant(
     sql`UPDATE oauth_codes SET used_at = ${now}
       WHERE code_hash = ${codeHash} AND used_at IS NULL AND ${approverStillMember('oauth_codes')}
         AND ${agentRulesHold('oauth_codes', sql`${client.developer_id === null}`)}
-      RETURNING app_id, installation_id, user_id, scopes, resource`,
+      RETURNING app_id, installation_id, tenant_id, user_id, scopes, resource`,
   );
   if (issued) return issued;
   // Lost the race to a concurrent exchange of the same code: that is a second use too.
@@ -95,7 +96,7 @@ export async function authorizationCodeGrant(
     .where('code_hash', '=', codeHash)
     .executeTakeFirst();
   if (after?.used_at) {
-    await revokeForReuse(ctx, row.installation_id, client.id, 'authorization_code');
+    await revokeForReuse(ctx, row, client.id, 'authorization_code');
     throw invalidGrant(true);
   }
   throw invalidGrant();

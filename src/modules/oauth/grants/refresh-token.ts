@@ -50,14 +50,14 @@ export async function refreshTokenGrant(
         AND used_at IS NULL AND revoked_at IS NULL AND expires_at > ${now}
         AND ${approverStillMember('oauth_tokens')} AND ${agentRulesHold('oauth_tokens', sql`${agent}`)}
         AND resource = COALESCE(${wanted}::text, resource)
-      RETURNING app_id, installation_id, user_id, scopes, resource`,
+      RETURNING app_id, installation_id, tenant_id, user_id, scopes, resource`,
     pair,
   );
   if (issued) return issued;
 
   const row = await ctx.db
     .selectFrom('oauth_tokens')
-    .select(['app_id', 'installation_id', 'kind', 'used_at', 'revoked_at', 'resource'])
+    .select(['app_id', 'installation_id', 'tenant_id', 'kind', 'used_at', 'revoked_at', 'resource'])
     .where('token_hash', '=', tokenHash)
     .executeTakeFirst();
   const ours = row && row.kind === 'refresh' && row.app_id === client.id && !row.revoked_at;
@@ -74,7 +74,7 @@ export async function refreshTokenGrant(
     if (again) return again;
     // Spec 3.4 and RFC 9700 section 4.14.2: any other second use of a spent refresh token revokes
     // every token of the installation (the person must approve again).
-    await revokeForReuse(ctx, row.installation_id, client.id, 'refresh_token');
+    await revokeForReuse(ctx, row, client.id, 'refresh_token');
     throw invalidGrant(true);
   }
   throw invalidGrant();
