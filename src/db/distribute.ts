@@ -146,6 +146,9 @@ async function placeTables(
   // Without this, making the first reference table would turn every local table with a foreign
   // key into it into a "Citus local table", which then cannot be distributed in turn.
   await sql`SET citus.enable_local_reference_table_foreign_keys = off`.execute(conn);
+  // A table with foreign keys into reference tables made in the same run is distributed over one
+  // connection per node: Citus refuses its parallel DDL after DDL on those reference tables.
+  await sql`SET citus.multi_shard_modify_mode = 'sequential'`.execute(conn);
   try {
     if (options.shardCount !== undefined) {
       if (!Number.isInteger(options.shardCount) || options.shardCount < 1)
@@ -188,6 +191,7 @@ async function placeTables(
   } finally {
     await sql`RESET citus.enable_local_reference_table_foreign_keys`.execute(conn).catch(() => {});
     await sql`RESET citus.shard_count`.execute(conn).catch(() => {});
+    await sql`RESET citus.multi_shard_modify_mode`.execute(conn).catch(() => {});
     await sql`DROP FUNCTION IF EXISTS pg_temp.waybill_place`.execute(conn).catch(() => {});
   }
 }
