@@ -62,8 +62,30 @@ export async function fanOut(
   events: readonly StoredEvent[],
 ): Promise<number> {
   if (events.length === 0) return 0;
+  // On Citus, one call per company, each in its shard (decision 0074).
+  const groups = ctx.database.distributed ? byTenant(events) : [{ tenant: null, events }];
+  let inserted = 0;
+  for (const group of groups) inserted += await fanOutGroup(ctx, trx, group.tenant, group.events);
+  // Delivered at commit to every listening worker, in this process and others.
+  if (inserted > 0) await notifyWorkers(ctx, trx);
+  return inserted;
+}
+
+function byTenant(events: readonly StoredEvent[]) {
+  const groups = new Map<string, StoredEvent[]>();
+  for (const event of events) groups.set(event.tenantId, [...(groups.get(event.tenantId) ?? []), event]);
+  return [...groups].map(([tenant, grouped]) => ({ tenant, events: grouped }));
+}
+
+async function fanOutGroup(
+  ctx: DeliveryContext,
+  trx: Trx,
+  tenant: string | null,
+  events: readonly StoredEvent[],
+): Promise<number> {
+  const fn = tenant === null ? sql`webhook_fan_out(` : sql`webhook_fan_out_tenant(${tenant}::text, `;
   const result = await sql<{ inserted: number }>`
-    SELECT webhook_fan_out(
+    SELECT ${fn}
       ${events.map((e) => e.id)}::text[],
       ${events.map((e) => e.type)}::text[],
       ${events.map((e) => e.tenantId)}::text[],
@@ -72,10 +94,7 @@ export async function fanOut(
       ${ctx.clock.now().toISOString()}::timestamptz
     ) AS inserted
   `.execute(trx);
-  const inserted = Number(result.rows[0]?.inserted ?? 0);
-  // Delivered at commit to every listening worker, in this process and others.
-  if (inserted > 0) await notifyWorkers(ctx, trx);
-  return inserted;
+  return Number(result.rows[0]?.inserted ?? 0);
 }
 
 /**

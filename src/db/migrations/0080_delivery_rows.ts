@@ -147,12 +147,12 @@ const JOIN_LINES = `
     UPDATE webhook_deliveries q SET line_shipment_id = l.s, line_seq = l.seq,
       due_at = GREATEST(q.due_at, COALESCE((
         SELECT max(p.due_at) FROM webhook_deliveries p
-        WHERE p.endpoint_id = q.endpoint_id AND p.line_shipment_id = l.s AND p.due_at IS NOT NULL), q.due_at))
+        WHERE p.endpoint_id = q.endpoint_id AND p.line_shipment_id = l.s AND p.due_at IS NOT NULL/*T:p*/), q.due_at))
     FROM (
       SELECT u.id, u.s, nextval('webhook_queue_order') AS seq
       FROM unnest(lined_ids, lined_shipments) WITH ORDINALITY AS u(id, s, n)
     ) l
-    WHERE q.id = l.id;
+    WHERE q.id = l.id/*T:q*/;
   END IF;`;
 
 /** Which of the rows made (`made`) are for ordered targets, with their events' shipments. */
@@ -167,8 +167,8 @@ const LINED_OF_MADE = `
   -- nested index probe, never a hash over a month of events).
   LEFT JOIN LATERAL (
     SELECT stored.shipment_id FROM events stored
-    WHERE stored.id = m.event_id
-      AND EXISTS (SELECT 1 FROM webhook_endpoints o WHERE o.id = m.endpoint_id AND o.ordering = 'per_shipment')
+    WHERE stored.id = m.event_id/*T:stored*/
+      AND EXISTS (SELECT 1 FROM webhook_endpoints o WHERE o.id = m.endpoint_id AND o.ordering = 'per_shipment'/*T:o*/)
     LIMIT 1
   ) lined ON true;`;
 
@@ -181,7 +181,7 @@ const ENDPOINT_ROWS = `
     FROM unnest(p_event_ids, p_types, p_tenants, p_livemodes, p_accounts)
       AS ev(id, type, tenant_id, livemode, customer_account_id)
     JOIN webhook_endpoints e
-      ON e.tenant_id = ev.tenant_id
+      ON e.tenant_id = ev.tenant_id/*T:e*/
       AND e.kind <> 'subscription'
       AND e.livemode = ev.livemode
       AND e.enabled
@@ -189,26 +189,26 @@ const ENDPOINT_ROWS = `
       AND (e.customer_account_id IS NULL OR e.customer_account_id = ev.customer_account_id)
     WHERE (e.installation_id IS NULL OR EXISTS (
       SELECT 1 FROM installation_grants g
-      WHERE g.installation_id = e.installation_id AND g.tenant_id = ev.tenant_id AND g.held_reason IS NULL
+      WHERE g.installation_id = e.installation_id AND g.tenant_id = ev.tenant_id/*T:g*/ AND g.held_reason IS NULL
         AND scopes_allow(g.scopes, event_type_scope(ev.type))
     )) AND (e.filter_path IS NULL OR EXISTS (
       SELECT 1 FROM events stored
-      WHERE stored.id = ev.id
+      WHERE stored.id = ev.id/*T:stored*/
         AND jsonb_path_match(stored.payload::jsonb, e.filter_path, COALESCE(e.filter_vars, '{}'::jsonb), true) IS TRUE
     ))`;
 
 const SUBSCRIPTION_ROWS = `
     INSERT INTO webhook_deliveries (id, tenant_id, endpoint_id, event_id, event_type, payload, status,
       attempt_count, next_attempt_at, due_at, created_at, updated_at)
-    SELECT ${DELIVERY_ID}, ev.tenant_id, e.id, ev.id, ev.type,
+    SELECT ${DELIVERY_ID}, e.tenant_id, e.id, ev.id, ev.type,
       '{"installation_id":' || to_json(g.installation_id)::text || ',' || substr(stored.payload, 2),
       'pending', 0, p_now, p_now, p_now, p_now
     FROM unnest(p_event_ids, p_types, p_tenants, p_livemodes, p_accounts)
       AS ev(id, type, tenant_id, livemode, customer_account_id)
     CROSS JOIN LATERAL (
       SELECT grants.installation_id FROM installation_grants grants
-      JOIN installations inst ON inst.id = grants.installation_id AND inst.tenant_id = grants.tenant_id
-      WHERE grants.tenant_id = ev.tenant_id
+      JOIN installations inst ON inst.id = grants.installation_id AND inst.tenant_id = grants.tenant_id/*T:inst*/
+      WHERE grants.tenant_id = ev.tenant_id/*T:grants*/
         AND grants.held_reason IS NULL
         AND (grants.customer_account_id IS NULL OR grants.customer_account_id = ev.customer_account_id)
         AND scopes_allow(grants.scopes, event_type_scope(ev.type))
@@ -216,31 +216,33 @@ const SUBSCRIPTION_ROWS = `
       OFFSET 0
     ) g
     CROSS JOIN LATERAL (
-      SELECT t.id, t.filter_path, t.filter_vars FROM webhook_endpoints t
+      SELECT t.id, t.tenant_id, t.filter_path, t.filter_vars FROM webhook_endpoints t
       WHERE t.kind = 'subscription'
-        AND t.tenant_id = ev.tenant_id
+        AND t.tenant_id = ev.tenant_id/*T:t*/
         AND t.installation_id = g.installation_id
         AND t.livemode = ev.livemode
         AND t.enabled
         AND t.event_types @> jsonb_build_array(ev.type)
       OFFSET 0
     ) e
-    JOIN events stored ON stored.id = ev.id
+    JOIN events stored ON stored.id = ev.id/*T:stored*/
     WHERE e.filter_path IS NULL
       OR jsonb_path_match(stored.payload::jsonb, e.filter_path, COALESCE(e.filter_vars, '{}'::jsonb), true) IS TRUE`;
 
 const FAN_OUT_ENDPOINTS = `
-CREATE OR REPLACE FUNCTION webhook_fan_out_endpoints(p_event_ids text[], p_types text[], p_tenants text[],
+CREATE OR REPLACE FUNCTION webhook_fan_out_endpoints/*FN*/(p_event_ids text[], p_types text[], p_tenants text[],
   p_livemodes boolean[], p_accounts text[], p_now timestamptz) RETURNS integer
-LANGUAGE plpgsql SET plan_cache_mode TO 'force_generic_plan' AS $$
+LANGUAGE plpgsql/*PLAN*/ AS $$
 DECLARE
   inserted int;
   stamp text := waybill_id_time(clock_timestamp());
   lined_ids text[];
   lined_shipments text[];
 BEGIN
-  IF NOT EXISTS (SELECT 1 FROM webhook_endpoints o
-    WHERE o.ordering = 'per_shipment' AND o.kind <> 'subscription' AND o.tenant_id = ANY (p_tenants)) THEN
+  -- A statement, not an expression: Citus plans a query in a shard, not a sublink in an IF.
+  PERFORM 1 FROM webhook_endpoints o
+    WHERE o.ordering = 'per_shipment' AND o.kind <> 'subscription' AND o.tenant_id = ANY (p_tenants)/*T:o*/ LIMIT 1;
+  IF NOT FOUND THEN
     ${ENDPOINT_ROWS};
     GET DIAGNOSTICS inserted = ROW_COUNT;
     RETURN inserted;
@@ -255,9 +257,9 @@ BEGIN
 END $$`;
 
 const FAN_OUT = `
-CREATE OR REPLACE FUNCTION webhook_fan_out(p_event_ids text[], p_types text[], p_tenants text[],
+CREATE OR REPLACE FUNCTION webhook_fan_out/*FN*/(p_event_ids text[], p_types text[], p_tenants text[],
   p_livemodes boolean[], p_accounts text[], p_now timestamptz) RETURNS integer
-LANGUAGE plpgsql SET plan_cache_mode TO 'force_generic_plan' AS $$
+LANGUAGE plpgsql/*PLAN*/ AS $$
 DECLARE
   inserted int;
   subscribed int := 0;
@@ -265,18 +267,13 @@ DECLARE
   lined_ids text[];
   lined_shipments text[];
 BEGIN
-  inserted := webhook_fan_out_endpoints(p_event_ids, p_types, p_tenants, p_livemodes, p_accounts, p_now);
+  inserted := webhook_fan_out_endpoints/*CALL*/(p_event_ids, p_types, p_tenants, p_livemodes, p_accounts, p_now);
   -- Subscriptions only where the company has an app's subscription target: one index probe otherwise.
-  IF EXISTS (SELECT 1 FROM unnest(p_tenants) AS ev(tenant_id)
-    CROSS JOIN LATERAL (
-      SELECT 1 FROM webhook_endpoints s WHERE s.tenant_id = ev.tenant_id AND s.kind = 'subscription' OFFSET 0 LIMIT 1
-    ) s) THEN
-    IF NOT EXISTS (SELECT 1 FROM unnest(p_tenants) AS ev(tenant_id)
-      CROSS JOIN LATERAL (
-        SELECT 1 FROM webhook_endpoints s
-        WHERE s.tenant_id = ev.tenant_id AND s.kind = 'subscription' AND s.ordering = 'per_shipment'
-        OFFSET 0 LIMIT 1
-      ) s) THEN
+  PERFORM 1 FROM webhook_endpoints s WHERE s.tenant_id = ANY (p_tenants)/*T:s*/ AND s.kind = 'subscription' LIMIT 1;
+  IF FOUND THEN
+    PERFORM 1 FROM webhook_endpoints s
+      WHERE s.tenant_id = ANY (p_tenants)/*T:s*/ AND s.kind = 'subscription' AND s.ordering = 'per_shipment' LIMIT 1;
+    IF NOT FOUND THEN
       ${SUBSCRIPTION_ROWS};
       GET DIAGNOSTICS subscribed = ROW_COUNT;
     ELSE
@@ -290,6 +287,24 @@ BEGIN
   END IF;
   RETURN inserted + subscribed;
 END $$`;
+
+/**
+ * A fan-out function for one PostgreSQL, or its twin for Citus (`_tenant`, decision 0074): the
+ * events of one company (`p_tenant`, first), each statement naming it so that it runs in the
+ * company's shard alone.
+ */
+function fanOutFunction(text: string, perTenant: boolean): string {
+  return (
+    text
+      .replaceAll(/\/\*T:(\w+)\*\//g, (_m, alias: string) =>
+        perTenant ? ` AND ${alias}.tenant_id = p_tenant` : '',
+      )
+      .replace('/*FN*/(', perTenant ? '_tenant(p_tenant text, ' : '(')
+      .replace('/*CALL*/(', perTenant ? '_tenant(p_tenant, ' : '(')
+      // One plan kept for every call on one PostgreSQL; Citus plans each call for its tenant's shard.
+      .replace('/*PLAN*/', perTenant ? '' : " SET plan_cache_mode TO 'force_generic_plan'")
+  );
+}
 
 /**
  * Rows that left the queue from lines (`p_endpoints`, `p_shipments`): the line's new head is due
@@ -333,7 +348,8 @@ BEGIN
   -- due again at a new time (a retry), it is queued then with no lease; otherwise (a replay's
   -- attempt) its place and lease stay. A scheduled attempt changes only a delivery still pending:
   -- a disable may have cancelled it. The attempts come in the order of the changes, one each. A
-  -- first attempt answered 2xx within a day is kept in its delivery (migration 0065).
+  -- first attempt answered 2xx within a day is kept in its delivery (migration 0065); the day is
+  -- measured by subtraction (immutable), as Citus allows in a CASE, not by adding an interval.
   WITH changed AS (
     UPDATE webhook_deliveries AS d SET
       status = COALESCE(v.status, d.status),
@@ -355,17 +371,17 @@ BEGIN
       last_attempt_at = v.at,
       updated_at = v.at,
       first_attempt_id = CASE WHEN v.keep AND d.attempt_count = 0 AND v.at >= d.created_at
-        AND v.at < d.created_at + interval '1 day' THEN v.attempt_id ELSE d.first_attempt_id END,
+        AND v.at - d.created_at < interval '1 day' THEN v.attempt_id ELSE d.first_attempt_id END,
       first_attempt_at = CASE WHEN v.keep AND d.attempt_count = 0 AND v.at >= d.created_at
-        AND v.at < d.created_at + interval '1 day' THEN v.at ELSE d.first_attempt_at END,
+        AND v.at - d.created_at < interval '1 day' THEN v.at ELSE d.first_attempt_at END,
       first_attempt_ms = CASE WHEN v.keep AND d.attempt_count = 0 AND v.at >= d.created_at
-        AND v.at < d.created_at + interval '1 day' THEN v.duration ELSE d.first_attempt_ms END,
+        AND v.at - d.created_at < interval '1 day' THEN v.duration ELSE d.first_attempt_ms END,
       first_attempt_code = CASE WHEN v.keep AND d.attempt_count = 0 AND v.at >= d.created_at
-        AND v.at < d.created_at + interval '1 day' THEN v.code ELSE d.first_attempt_code END,
+        AND v.at - d.created_at < interval '1 day' THEN v.code ELSE d.first_attempt_code END,
       first_attempt_body = CASE WHEN v.keep AND d.attempt_count = 0 AND v.at >= d.created_at
-        AND v.at < d.created_at + interval '1 day' THEN decode(v.body, 'hex') ELSE d.first_attempt_body END,
+        AND v.at - d.created_at < interval '1 day' THEN decode(v.body, 'hex') ELSE d.first_attempt_body END,
       first_attempt_headers = CASE WHEN v.keep AND d.attempt_count = 0 AND v.at >= d.created_at
-        AND v.at < d.created_at + interval '1 day' THEN v.headers::jsonb ELSE d.first_attempt_headers END
+        AND v.at - d.created_at < interval '1 day' THEN v.headers::jsonb ELSE d.first_attempt_headers END
     FROM (
       SELECT c.*, a.attempt_id, a.tenant_id, a.duration, a.body, a.headers,
         a.trigger = 'scheduled' AND c.code BETWEEN 200 AND 299 AND a.delivery_id = c.id AS keep
@@ -547,8 +563,10 @@ const FUNCTIONS = [
   'DROP FUNCTION webhook_claim(text, timestamptz, timestamptz, int, int, text[], int[], text, int, text[])',
   `DROP FUNCTION webhook_record_attempts(text[], text[], text[], timestamptz[], int[], int[], text[], text[],
     text[], text[], text[], text[], timestamptz[], int[], timestamptz[], boolean[])`,
-  FAN_OUT_ENDPOINTS,
-  FAN_OUT,
+  fanOutFunction(FAN_OUT_ENDPOINTS, false),
+  fanOutFunction(FAN_OUT_ENDPOINTS, true),
+  fanOutFunction(FAN_OUT, false),
+  fanOutFunction(FAN_OUT, true),
   LINES_FOLLOW,
   recordFunction(false),
   recordFunction(true),
