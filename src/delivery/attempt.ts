@@ -72,10 +72,14 @@ export async function attemptDelivery(
   ctx: DeliveryContext,
   deliveryId: string,
   trigger: Trigger,
+  /** The delivery's tenant (its endpoint's company, or an app's id): one shard on Citus. */
+  tenantId: string,
 ): Promise<AttemptOutcome> {
   const row = await ctx.db
     .selectFrom('webhook_deliveries as d')
-    .innerJoin('delivery_targets as e', 'e.id', 'd.endpoint_id')
+    .innerJoin('delivery_targets as e', (join) =>
+      join.onRef('e.id', '=', 'd.endpoint_id').onRef('e.tenant_id', '=', 'd.tenant_id'),
+    )
     .select([
       'd.id',
       'd.tenant_id',
@@ -94,6 +98,7 @@ export async function attemptDelivery(
       'e.headers_sealed',
     ])
     .where('d.id', '=', deliveryId)
+    .where('d.tenant_id', '=', tenantId)
     .executeTakeFirst();
   if (!row) throw new AppError('webhook_delivery.not_found');
   const now = ctx.clock.now();

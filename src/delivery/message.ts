@@ -29,7 +29,7 @@ export type SendingDelivery = Pick<
  * event's (a shipment event's deliveries hold none; migration 0016).
  */
 export function deliveryPayload(alias: string): RawBuilder<string> {
-  return sql<string>`COALESCE(${sql.ref(`${alias}.payload`)}, (SELECT ev.payload FROM events ev WHERE ev.id = ${sql.ref(`${alias}.event_id`)}))`;
+  return sql<string>`COALESCE(${sql.ref(`${alias}.payload`)}, (SELECT ev.payload FROM events ev WHERE ev.id = ${sql.ref(`${alias}.event_id`)} AND ev.tenant_id = ${sql.ref(`${alias}.tenant_id`)}))`;
 }
 
 export function userAgent(ctx: DeliveryContext): string {

@@ -55,6 +55,7 @@ describe.skipIf(engine !== 'pglite')('migration 0079: tenant keys', () => {
     const pglite = await PGlite.create();
     const db = new Kysely<unknown>({ dialect: new SerializedPGliteDialect({ pglite }) });
     const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+    // Up to 0079 and back: 0080, after it, is one-way (decision 0074).
     expect((await migrator.migrateTo('0078_subscription_destinations')).error).toBeUndefined();
     await sql`INSERT INTO users (id, email, name, password_hash, created_at, updated_at)
       VALUES ('usr_1', 'd@example.test', 'Dev', 'x', now(), now())`.execute(db);
@@ -105,7 +106,7 @@ describe.skipIf(engine !== 'pglite')('migration 0079: tenant keys', () => {
     await sql`INSERT INTO app_reviews (id, app_id, tenant_id, author_id, rating, body, created_at, updated_at)
       VALUES ('rev_1', 'app_store', 'c1', 'usr_1', 5, 'Good', now(), now())`.execute(db);
 
-    expect((await migrator.migrateToLatest()).error).toBeUndefined();
+    expect((await migrator.migrateTo('0079_tenant_keys')).error).toBeUndefined();
 
     const { rows: tokens } = await sql<{ id: string; tenant_id: string }>`
       SELECT id, tenant_id FROM oauth_tokens ORDER BY id`.execute(db);
@@ -200,6 +201,8 @@ describe.skipIf(engine !== 'pglite')('migration 0079: tenant keys', () => {
     const { rows: restored } = await sql<{ n: number }>`
       SELECT count(*)::int AS n FROM pg_trigger WHERE tgname = 'installations_store_count'`.execute(db);
     expect(restored[0]?.n).toBe(1);
+    expect((await migrator.migrateTo('0079_tenant_keys')).error).toBeUndefined();
+    // And 0080 on these rows: the delivery tables keyed by the same tenants.
     expect((await migrator.migrateToLatest()).error).toBeUndefined();
     await db.destroy();
     // Every migration from an empty database, and back and forth: slower than one test's default.

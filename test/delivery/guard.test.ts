@@ -312,10 +312,10 @@ describe('the guard at every connection', () => {
     expect(attempt?.status_code).toBeNull();
 
     // Replays and test sends go through the same guard.
-    const replay = await attemptDelivery(w.ctx, second.id, 'replay');
+    const replay = await attemptDelivery(w.ctx, second.id, 'replay', company.tenantId);
     expect(replay.error).toBe('address_not_allowed');
     answer = [];
-    expect((await attemptDelivery(w.ctx, second.id, 'replay')).error).toBe('dns_failed');
+    expect((await attemptDelivery(w.ctx, second.id, 'replay', company.tenantId)).error).toBe('dns_failed');
     expect(receiver.received).toHaveLength(1);
   });
 });

@@ -144,14 +144,14 @@ const DELIVERY_ID = `'dlv_' || stamp || substr(translate(encode(uuid_send(gen_ra
  */
 const JOIN_LINES = `
   IF lined_ids IS NOT NULL THEN
+    -- The numbers first: Citus takes no volatile function in an UPDATE.
+    SELECT array_agg(nextval('webhook_queue_order') ORDER BY u.n) INTO lined_seqs
+    FROM unnest(lined_ids) WITH ORDINALITY AS u(id, n);
     UPDATE webhook_deliveries q SET line_shipment_id = l.s, line_seq = l.seq,
       due_at = GREATEST(q.due_at, COALESCE((
         SELECT max(p.due_at) FROM webhook_deliveries p
         WHERE p.endpoint_id = q.endpoint_id AND p.line_shipment_id = l.s AND p.due_at IS NOT NULL/*T:p*/), q.due_at))
-    FROM (
-      SELECT u.id, u.s, nextval('webhook_queue_order') AS seq
-      FROM unnest(lined_ids, lined_shipments) WITH ORDINALITY AS u(id, s, n)
-    ) l
+    FROM unnest(lined_ids, lined_shipments, lined_seqs) AS l(id, s, seq)
     WHERE q.id = l.id/*T:q*/;
   END IF;`;
 
@@ -238,6 +238,7 @@ DECLARE
   stamp text := waybill_id_time(clock_timestamp());
   lined_ids text[];
   lined_shipments text[];
+  lined_seqs bigint[];
 BEGIN
   -- A statement, not an expression: Citus plans a query in a shard, not a sublink in an IF.
   PERFORM 1 FROM webhook_endpoints o
@@ -266,6 +267,7 @@ DECLARE
   stamp text := waybill_id_time(clock_timestamp());
   lined_ids text[];
   lined_shipments text[];
+  lined_seqs bigint[];
 BEGIN
   inserted := webhook_fan_out_endpoints/*CALL*/(p_event_ids, p_types, p_tenants, p_livemodes, p_accounts, p_now);
   -- Subscriptions only where the company has an app's subscription target: one index probe otherwise.
@@ -446,6 +448,8 @@ DECLARE
   lim_start timestamptz[];
   lim_step interval[];
   lim_allow int[];
+  tat_ids text[];
+  tat_values timestamptz[];
 BEGIN
   -- The walk (decision 0016): the next targets with queued deliveries after p_after, one index
   -- descent each; or, for the listener hub, the targets it names.
@@ -519,11 +523,13 @@ BEGIN
   IF ids IS NOT NULL THEN
     -- The limited targets' arrival times move on by the messages claimed for them.
     IF lim_ids IS NOT NULL THEN
-      UPDATE webhook_rate_state s SET tat = l.start + c.k * l.step
+      -- Computed first: Citus takes no time arithmetic on columns in an UPDATE.
+      SELECT array_agg(l.e), array_agg(l.start + c.k * l.step) INTO tat_ids, tat_values
       FROM unnest(lim_ids, lim_start, lim_step) AS l(e, start, step)
       JOIN (SELECT q.endpoint_id AS e, count(*)::int AS k FROM webhook_deliveries q
-        WHERE q.ctid = ANY (leased)${t('q')} GROUP BY q.endpoint_id) c ON c.e = l.e
-      WHERE s.endpoint_id = l.e${t('s')};
+        WHERE q.ctid = ANY (leased)${t('q')} GROUP BY q.endpoint_id) c ON c.e = l.e;
+      UPDATE webhook_rate_state s SET tat = u.tat FROM unnest(tat_ids, tat_values) AS u(e, tat)
+      WHERE s.endpoint_id = u.e${t('s')};
     END IF;
     -- The lease, by the addresses of the rows locked above (a TID scan, whatever the plan kept),
     -- returns the rows themselves: in the order claimed, target by target in the walk's order,
@@ -536,7 +542,8 @@ BEGIN
           q.attempt_count, q.next_attempt_at
       )
       SELECT d.id, d.tenant_id, d.endpoint_id, d.event_id, d.event_type,
-        COALESCE(d.payload, (SELECT ev.payload FROM events ev WHERE ev.id = d.event_id${t('ev')})), d.status,
+        COALESCE(d.payload, (SELECT ev.payload FROM events ev WHERE ev.id = d.event_id AND ev.tenant_id = d.tenant_id${t('ev')})),
+        d.status,
         d.attempt_count, d.next_attempt_at,
         t.kind, t.url, t.secret_sealed, t.previous_secret_sealed, t.previous_secret_expires_at, t.failing_since,
         t.headers_sealed,

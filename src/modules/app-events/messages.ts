@@ -88,7 +88,7 @@ export async function replayEventMessage(
   if (!found) throw new AppError('webhook_delivery.not_found');
   // One request on the developer's behalf (decision 0028).
   await spendOutbound(ctx, { account: { kind: 'user', id: developerId }, url: found.url });
-  return attemptDelivery(ctx, deliveryId, 'replay');
+  return attemptDelivery(ctx, deliveryId, 'replay', appId);
 }
 
 /**
@@ -129,5 +129,5 @@ export async function sendTestAppEventToApp(ctx: AppContext, appId: string): Pro
       { due: false },
     ),
   );
-  return attemptDelivery(ctx, deliveryId as string, 'test');
+  return attemptDelivery(ctx, deliveryId as string, 'test', appId);
 }

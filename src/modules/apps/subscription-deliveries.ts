@@ -83,7 +83,7 @@ export async function replaySubscriptionDelivery(
   const found = await ctx.db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhook_endpoints as t', 't.id', 'd.endpoint_id')
-    .select(['d.id', 't.url', 't.installation_id'])
+    .select(['d.id', 'd.tenant_id', 't.url', 't.installation_id'])
     .where('d.id', '=', deliveryId)
     .where('t.app_id', '=', app.id)
     .where('t.kind', '=', 'subscription')
@@ -97,7 +97,7 @@ export async function replaySubscriptionDelivery(
   if (held === 'app_suspended') throw new AppError('app.suspended');
   if (held) throw new AppError('installation.needs_approval');
   await spendOutbound(ctx, { account: { kind: 'user', id: developerId }, url: found.url });
-  return attemptDelivery(ctx, found.id, 'replay');
+  return attemptDelivery(ctx, found.id, 'replay', found.tenant_id);
 }
 
 /**

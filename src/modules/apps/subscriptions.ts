@@ -62,8 +62,14 @@ export async function syncSubscriptionTargets(
   if (rows.length > 0) {
     // A target whose ordering the version changes: its waiting messages join or leave their
     // shipments' lines at once, as an endpoint's do on PATCH.
-    const { rows: before } = await sql<{ id: string; idx: number; livemode: boolean; ordering: string }>`
-      SELECT e.id, e.subscription_index AS idx, e.livemode, e.ordering FROM webhook_endpoints e
+    const { rows: before } = await sql<{
+      id: string;
+      tenant_id: string;
+      idx: number;
+      livemode: boolean;
+      ordering: string;
+    }>`
+      SELECT e.id, e.tenant_id, e.subscription_index AS idx, e.livemode, e.ordering FROM webhook_endpoints e
       JOIN installations i ON i.id = e.installation_id
       WHERE e.kind = 'subscription' AND i.app_id = ${appId} ${onlyOne}`.execute(trx);
     await sql`
@@ -99,7 +105,8 @@ export async function syncSubscriptionTargets(
     const wanted = new Map(rows.map((r) => [`${r.index}:${r.livemode}`, r.ordering]));
     for (const target of before) {
       const ordering = wanted.get(`${target.idx}:${target.livemode}`);
-      if (ordering && ordering !== target.ordering) await applyOrdering(trx, target.id, ordering);
+      if (ordering && ordering !== target.ordering)
+        await applyOrdering(trx, { id: target.id, tenantId: target.tenant_id }, ordering);
     }
   }
   const kept = rows.map((r) => `${r.index}:${r.livemode}`);

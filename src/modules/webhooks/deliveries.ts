@@ -107,12 +107,15 @@ export async function findVisibleDelivery(
     .selectAll()
     .select(deliveryPayload('d').as('payload'))
     .where('id', '=', id)
+    // By the caller's company too: one shard on Citus (another company's is not visible anyway).
+    .where('tenant_id', '=', access.tenantId)
     .executeTakeFirst();
   const endpoint = delivery
     ? await ctx.db
         .selectFrom('webhook_endpoints')
         .selectAll()
         .where('id', '=', delivery.endpoint_id)
+        .where('tenant_id', '=', delivery.tenant_id)
         .executeTakeFirst()
     : undefined;
   if (!delivery || !endpoint || !endpointVisible(access, endpoint)) {

@@ -65,7 +65,8 @@ export async function updateEndpoint(
         : undefined;
     if (input.enabled === false && current.enabled) cancelled = await disableEndpoint(trx, id, 'manual', now);
     if (input.enabled === true && !current.enabled) await enableEndpoint(trx, id, now);
-    if (ordering !== undefined && ordering !== current.ordering) await applyOrdering(trx, id, ordering);
+    if (ordering !== undefined && ordering !== current.ordering)
+      await applyOrdering(trx, { id, tenantId: current.tenant_id }, ordering);
     return trx
       .updateTable('webhook_endpoints')
       .set({

@@ -158,7 +158,12 @@ export async function findVisibleEndpoint(
   id: string,
   options: { forUpdate?: boolean } = {},
 ): Promise<WebhookEndpointsTable> {
-  let query = db.selectFrom('webhook_endpoints').selectAll().where('id', '=', id);
+  // By its company too: one shard on Citus (a row of another company is not visible anyway).
+  let query = db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('id', '=', id)
+    .where('tenant_id', '=', access.tenantId);
   if (options.forUpdate) query = query.forUpdate();
   const row = await query.executeTakeFirst();
   if (!row || !endpointVisible(access, row)) throw new AppError('webhook_endpoint.not_found');

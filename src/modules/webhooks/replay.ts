@@ -36,7 +36,7 @@ export async function replayDelivery(
   // An app's endpoint receives only what its grant allows now, replays included (decision 0024).
   await assertInstallationReceives(ctx.db, endpoint.installation_id, [delivery.event_type]);
   await spendEndpointSend(ctx, access, endpoint);
-  await attemptDelivery(ctx, deliveryId, 'replay');
+  await attemptDelivery(ctx, deliveryId, 'replay', endpoint.tenant_id);
   const after = await getDelivery(ctx, access, deliveryId);
   const latest = after.attempts.at(-1);
   if (!latest) throw new Error(`the replay of ${deliveryId} left no attempt`);

@@ -69,7 +69,7 @@ export async function sendTestMessage(
       updated_at: now,
     })
     .execute();
-  const result = await attemptDelivery(ctx, deliveryId, 'test');
+  const result = await attemptDelivery(ctx, deliveryId, 'test', endpoint.tenant_id);
   return {
     delivery_id: deliveryId,
     status_code: result.status_code,
