@@ -41,7 +41,9 @@ afterAll(async () => {
 describe('fairness between targets', () => {
   it('an endpoint that never answers keeps its few slots; a fast one earns more and is not held up', async () => {
     const stuck = await countingReceiver(() => {});
-    const fast = await countingReceiver((res) => setTimeout(() => res.end('ok'), 5));
+    // Fast, yet slow enough that requests overlap whatever a loaded machine's claims take: an answer
+    // in 5 ms was over before a slow claim brought the next rows, and the count never passed 8.
+    const fast = await countingReceiver((res) => setTimeout(() => res.end('ok'), 50));
     try {
       const company = await createCompany(w);
       await insertEndpoint(w, {
