@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
+import { byTenant } from './by-tenant.ts';
 import type { DeliveryContext, Trx } from './context.ts';
 
 /** A stored event, handed to the fan-out inside the transaction that wrote it. */
@@ -63,18 +64,14 @@ export async function fanOut(
 ): Promise<number> {
   if (events.length === 0) return 0;
   // On Citus, one call per company, each in its shard (decision 0074).
-  const groups = ctx.database.distributed ? byTenant(events) : [{ tenant: null, events }];
+  const groups = ctx.database.distributed
+    ? byTenant(events, (event) => event.tenantId)
+    : [{ tenant: null, items: [...events] }];
   let inserted = 0;
-  for (const group of groups) inserted += await fanOutGroup(ctx, trx, group.tenant, group.events);
+  for (const group of groups) inserted += await fanOutGroup(ctx, trx, group.tenant, group.items);
   // Delivered at commit to every listening worker, in this process and others.
   if (inserted > 0) await notifyWorkers(ctx, trx);
   return inserted;
-}
-
-function byTenant(events: readonly StoredEvent[]) {
-  const groups = new Map<string, StoredEvent[]>();
-  for (const event of events) groups.set(event.tenantId, [...(groups.get(event.tenantId) ?? []), event]);
-  return [...groups].map(([tenant, grouped]) => ({ tenant, events: grouped }));
 }
 
 async function fanOutGroup(

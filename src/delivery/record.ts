@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { newId } from '../lib/ids.ts';
+import { byTenant } from './by-tenant.ts';
 import type { DeliveryContext, EndpointNews } from './context.ts';
 import { disableEndpoint } from './lifecycle.ts';
 import type { SendingDelivery } from './message.ts';
@@ -95,26 +96,15 @@ async function writeAttempts(
   distributed = false,
 ) {
   // On Citus, one call per company: each runs in its shard (decision 0074).
-  const batches = distributed ? byTenant(attempts, changes) : [{ tenant: null, attempts, changes }];
-  for (const batch of batches) await writeBatch(db, batch.tenant, batch.attempts, batch.changes);
-}
-
-function byTenant(attempts: readonly FinishedAttempt[], changes: readonly DeliveryChange[]) {
-  const batches = new Map<
-    string,
-    { tenant: string; attempts: FinishedAttempt[]; changes: DeliveryChange[] }
-  >();
-  for (const [index, attempt] of attempts.entries()) {
-    const tenant = attempt.delivery.tenant_id;
-    let batch = batches.get(tenant);
-    if (!batch) {
-      batch = { tenant, attempts: [], changes: [] };
-      batches.set(tenant, batch);
-    }
-    batch.attempts.push(attempt);
-    batch.changes.push(changes[index] as DeliveryChange);
-  }
-  return [...batches.values()];
+  if (!distributed) return writeBatch(db, null, attempts, changes);
+  const paired = attempts.map((attempt, index) => ({ attempt, change: changes[index] as DeliveryChange }));
+  for (const { tenant, items } of byTenant(paired, (pair) => pair.attempt.delivery.tenant_id))
+    await writeBatch(
+      db,
+      tenant,
+      items.map((pair) => pair.attempt),
+      items.map((pair) => pair.change),
+    );
 }
 
 async function writeBatch(
