@@ -3,10 +3,10 @@ import formbody from '@fastify/formbody';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import scalar from '@scalar/fastify-api-reference';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import helmet from 'helmet';
 import type { AppContext } from './context.ts';
+import { registerApiReference } from './http/api-reference.ts';
 import { registerBearerAuth } from './http/auth.ts';
 import {
   clientErrorHandler,
@@ -123,19 +123,18 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  await app.register(scalar, {
-    routePrefix: '/docs',
-    configuration: { title: 'Waybill API reference' },
-    hooks: {
-      onRequest: async (_request, reply) => {
-        // The reference page is a script bundle of its own; it gets a looser policy than our pages.
-        reply.header(
-          'content-security-policy',
-          "default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; frame-ancestors 'none'",
-        );
-      },
+  // Scalar's reference at /docs, its plugin imported by the first request there (decision 0075).
+  registerApiReference(
+    app,
+    { configuration: { title: 'Waybill API reference' } },
+    async (_request, reply) => {
+      // The reference page is a script bundle of its own; it gets a looser policy than our pages.
+      reply.header(
+        'content-security-policy',
+        "default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; frame-ancestors 'none'",
+      );
     },
-  });
+  );
 
   registerBearerAuth(app, ctx);
   registerIdempotency(app, ctx);

@@ -3,7 +3,8 @@ import { loadSharp } from '../../../lib/sharp.ts';
 /**
  * The demo's listing images, drawn at seed time from SVG made here (no image taken from
  * elsewhere): an icon with the app's colours and initial, and screenshots of a made-up screen of
- * the app. They go through the same upload checks as a developer's.
+ * the app. They go through the same upload checks as a developer's, in a short-lived child
+ * process (media.ts, draw-child.ts): the server does not load libvips for them.
  */
 export interface DemoLook {
   name: string;

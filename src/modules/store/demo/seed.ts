@@ -7,12 +7,13 @@ import { getPerson, signUp } from '../../accounts/users.ts';
 import { upsertInstallation } from '../../apps/registry.ts';
 import { type App, createApp, listApps } from '../../apps/service.ts';
 import type { Listing } from '../listing/rules.ts';
-import { addScreenshot, uploadIcon } from '../media/service.ts';
+import { addCheckedScreenshot, uploadCheckedIcon } from '../media/service.ts';
 import { replyToReview } from '../ratings/replies.ts';
 import { createReview } from '../ratings/reviews.ts';
 import { createSubmission } from '../submissions/service.ts';
 import { decide, startReview } from '../vetting/service.ts';
-import { type DemoLook, demoIcon, demoScreenshot } from './images.ts';
+import type { DemoLook } from './images.ts';
+import { type DemoMedia, drawDemoMedia } from './media.ts';
 
 const NOTIFIER_LOOK: DemoLook = {
   name: 'Parcel Notifier',
@@ -31,11 +32,16 @@ const CARRIER_LOOK: DemoLook = {
   rows: ['Pickup booked for SHP-1042', 'In transit: SHP-1039', 'Pickup booked for SHP-1045'],
 };
 
-/** The icon and two screenshots of a demo app, drawn now and uploaded as a developer would. */
-async function demoMedia(ctx: AppContext, developerId: string, appId: string, look: DemoLook): Promise<void> {
-  await uploadIcon(ctx, developerId, appId, await demoIcon(look), 'image/png');
-  for (const variant of [0, 1]) {
-    await addScreenshot(ctx, developerId, appId, await demoScreenshot(look, variant), 'image/png');
+/** The icon and two screenshots of a demo app (drawn and checked by media.ts), uploaded as a developer would. */
+async function demoMedia(
+  ctx: AppContext,
+  developerId: string,
+  appId: string,
+  media: DemoMedia,
+): Promise<void> {
+  await uploadCheckedIcon(ctx, developerId, appId, media.icon);
+  for (const screenshot of media.screenshots) {
+    await addCheckedScreenshot(ctx, developerId, appId, screenshot);
   }
 }
 
@@ -185,6 +191,10 @@ export async function seedDemoStore(
   // An operator who names other reviewers keeps the demo reviewer out of the console: no store demo.
   if (!(await getPerson(ctx, reviewerId)).is_reviewer) return;
 
+  // Drawn in a child process while the apps are made here (media.ts).
+  const drawing = drawDemoMedia([NOTIFIER_LOOK, CARRIER_LOOK], ctx.log);
+  // Awaited below; a return before that leaves it unawaited, not unhandled.
+  drawing.catch(() => {});
   const notifier = await createApp(ctx, developerId, {
     name: 'Parcel Notifier',
     description: 'Tells your recipients where their parcel is (demo app)',
@@ -195,7 +205,9 @@ export async function seedDemoStore(
     scopes: ['shipments:read', 'webhooks:write'],
     kind: 'confidential',
   });
-  await demoMedia(ctx, developerId, notifier.id, NOTIFIER_LOOK);
+  const [notifierMedia, carrierMedia] = await drawing;
+  if (!notifierMedia || !carrierMedia) throw new Error('the demo images were not drawn');
+  await demoMedia(ctx, developerId, notifier.id, notifierMedia);
   // The events URL comes with the submission: approval gives it to the live app.
   const first = await createSubmission(ctx, developerId, notifier.id, {
     listing: PUBLISHED_LISTING,
@@ -212,7 +224,7 @@ export async function seedDemoStore(
     (app) => app.name === 'Demo Carrier Sync',
   );
   if (!carrierSync) return;
-  await demoMedia(ctx, developerId, carrierSync.id, CARRIER_LOOK);
+  await demoMedia(ctx, developerId, carrierSync.id, carrierMedia);
   await createSubmission(ctx, developerId, carrierSync.id, {
     listing: {
       ...WAITING_LISTING,

@@ -81,15 +81,37 @@ async function storeImage(
 }
 
 /** PUT /v1/developer/apps/{id}/listing-media/icon: the next submission's icon. */
-export async function uploadIcon(
+export function uploadIcon(
   ctx: AppContext,
   userId: string,
   appId: string,
   bytes: Buffer,
   contentType: string | undefined,
 ): Promise<MediaSet> {
+  return putIcon(ctx, userId, appId, () => checkImage('icon', bytes, contentType));
+}
+
+/**
+ * The same with an icon that `checkImage` passed elsewhere: the demo's, drawn and checked in a
+ * short-lived process of its own (store/demo/media.ts), so that this one never loads libvips.
+ */
+export function uploadCheckedIcon(
+  ctx: AppContext,
+  userId: string,
+  appId: string,
+  image: CheckedImage,
+): Promise<MediaSet> {
+  return putIcon(ctx, userId, appId, async () => image);
+}
+
+async function putIcon(
+  ctx: AppContext,
+  userId: string,
+  appId: string,
+  checked: () => Promise<CheckedImage>,
+): Promise<MediaSet> {
   const app = await getApp(ctx, userId, appId);
-  const image = await checkImage('icon', bytes, contentType);
+  const image = await checked();
   const name = await storeImage(ctx, ctx.db, app.id, 'icon', image);
   await ctx.db
     .insertInto('listing_media_drafts')
@@ -100,15 +122,34 @@ export async function uploadIcon(
 }
 
 /** POST /v1/developer/apps/{id}/listing-media/screenshots: one more screenshot (at most 6). */
-export async function addScreenshot(
+export function addScreenshot(
   ctx: AppContext,
   userId: string,
   appId: string,
   bytes: Buffer,
   contentType: string | undefined,
 ): Promise<MediaSet> {
+  return putScreenshot(ctx, userId, appId, () => checkImage('screenshot', bytes, contentType));
+}
+
+/** The same with a screenshot that `checkImage` passed elsewhere (the demo's, as `uploadCheckedIcon`). */
+export function addCheckedScreenshot(
+  ctx: AppContext,
+  userId: string,
+  appId: string,
+  image: CheckedImage,
+): Promise<MediaSet> {
+  return putScreenshot(ctx, userId, appId, async () => image);
+}
+
+async function putScreenshot(
+  ctx: AppContext,
+  userId: string,
+  appId: string,
+  checked: () => Promise<CheckedImage>,
+): Promise<MediaSet> {
   const app = await getApp(ctx, userId, appId);
-  const image = await checkImage('screenshot', bytes, contentType);
+  const image = await checked();
   await ctx.db.transaction().execute(async (trx) => {
     await trx
       .insertInto('listing_media_drafts')
