@@ -100,26 +100,44 @@ const TENANTS_PER_CLAIM = 16;
  * each company's deliveries are claimed by the function webhook_claim_tenant, whose every
  * statement names the company and runs in its shard. The companies come from one read of every
  * shard, those waiting longest first; the shards' nodes claim in parallel for the workers, and a
- * worker that died leaves leases that expire, as on one PostgreSQL.
+ * worker that died leaves leases that expire, as on one PostgreSQL. The walk over targets goes on
+ * from `after` in each company (target ids are unique across companies), and the next claim's
+ * walk starts after the least target where a company's walk stopped short: every target of every
+ * company gets its turn, as on one PostgreSQL, however many of a company's targets have work.
  */
 async function claimTenantByTenant(db: Db, request: ClaimRequest): Promise<Claimed> {
+  // Only rows this claim could take: not leased now, and of its targets when it names them (a
+  // listener hub's), so that companies with older messages elsewhere never crowd them out.
+  const only = request.targets ? sql`AND endpoint_id = ANY (${[...request.targets]}::text[])` : sql``;
+  const now = request.now.toISOString();
   const { rows: tenants } = await sql<{ tenant_id: string }>`
     SELECT tenant_id FROM webhook_deliveries
-    WHERE due_at IS NOT NULL AND due_at <= ${request.now.toISOString()}::timestamptz
+    WHERE due_at IS NOT NULL AND due_at <= ${now}::timestamptz
+      AND (locked_until IS NULL OR locked_until < ${now}::timestamptz) ${only}
     GROUP BY tenant_id ORDER BY min(due_at) LIMIT ${TENANTS_PER_CLAIM}`.execute(db);
   const partial = [...request.room];
   const rows: ClaimedRow[] = [];
+  // Where the walks of the companies claimed for stopped short of their last target.
+  const stoppedAt: string[] = [];
+  let walkedTo = '';
+  let visited = 0;
   for (const { tenant_id: tenant } of tenants) {
     const limit = request.limit - rows.length;
     if (limit <= 0) break;
+    visited += 1;
     const result = await sql<ClaimedRow & { walked_to: string | null; walk_ended: boolean }>`
       SELECT * FROM webhook_claim_tenant(${tenant}::text,
         ${request.workerId}::text, ${request.now.toISOString()}::timestamptz,
         ${request.leaseUntil.toISOString()}::timestamptz, ${limit}::int, ${request.perEndpoint}::int,
-        ${partial.map(([id]) => id)}::text[], ${partial.map(([, n]) => n)}::int[], ''::text,
+        ${partial.map(([id]) => id)}::text[], ${partial.map(([, n]) => n)}::int[], ${request.after}::text,
         ${request.walkTargets ?? WALK_TARGETS}::int, ${request.targets ? [...request.targets] : null}::text[])
     `.execute(db);
+    const progress = result.rows[0];
+    walkedTo = progress?.walked_to ?? '';
+    if (progress && !progress.walk_ended && progress.walked_to) stoppedAt.push(progress.walked_to);
     for (const { walked_to: _w, walk_ended: _e, ...row } of result.rows) if (row.id !== null) rows.push(row);
   }
-  return { rows, next: '', walkedTo: '' };
+  const next = stoppedAt.sort()[0] ?? '';
+  // The last target visited, when one company's walk was the whole claim's.
+  return { rows, next, walkedTo: visited === 1 ? walkedTo : '' };
 }

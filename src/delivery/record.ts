@@ -144,17 +144,27 @@ async function writeBatch(
  * attempt was made (`failedFrom`), not when the batch is written: the 3-day rule compares it with
  * a delivery's first attempt, and writing comes after sending.
  */
-type Streak = Map<string, { state: 'ok' | 'failing' | 'restarted' | 'gone'; failedFrom: Date | null }>;
+type Streak = Map<
+  string,
+  { state: 'ok' | 'failing' | 'restarted' | 'gone'; failedFrom: Date | null; tenant: string }
+>;
 
 /** Per endpoint, what the batch's outcomes say together; a 2xx alone matters only to a failing one. */
 function streaksOf(attempts: readonly FinishedAttempt[]): Streak {
   const seen = new Map<
     string,
-    { ok: boolean; failedFrom: Date | null; gone: boolean; wasFailing: boolean }
+    { ok: boolean; failedFrom: Date | null; gone: boolean; wasFailing: boolean; tenant: string }
   >();
   for (const a of attempts) {
     const endpointId = a.delivery.endpoint_id;
-    const facts = seen.get(endpointId) ?? { ok: false, failedFrom: null, gone: false, wasFailing: false };
+    const facts = seen.get(endpointId) ?? {
+      ok: false,
+      failedFrom: null,
+      gone: false,
+      wasFailing: false,
+      // An endpoint's deliveries are its company's.
+      tenant: a.delivery.tenant_id,
+    };
     if (isSuccess(a.result)) {
       facts.ok = true;
       facts.wasFailing ||= a.endpointFailing !== false;
@@ -164,10 +174,10 @@ function streaksOf(attempts: readonly FinishedAttempt[]): Streak {
     seen.set(endpointId, facts);
   }
   const streak: Streak = new Map();
-  for (const [endpointId, { ok, failedFrom, gone, wasFailing }] of seen) {
-    if (gone) streak.set(endpointId, { state: 'gone', failedFrom });
-    else if (failedFrom) streak.set(endpointId, { state: ok ? 'restarted' : 'failing', failedFrom });
-    else if (ok && wasFailing) streak.set(endpointId, { state: 'ok', failedFrom });
+  for (const [endpointId, { ok, failedFrom, gone, wasFailing, tenant }] of seen) {
+    if (gone) streak.set(endpointId, { state: 'gone', failedFrom, tenant });
+    else if (failedFrom) streak.set(endpointId, { state: ok ? 'restarted' : 'failing', failedFrom, tenant });
+    else if (ok && wasFailing) streak.set(endpointId, { state: 'ok', failedFrom, tenant });
   }
   return streak;
 }
@@ -180,15 +190,31 @@ interface StreakEffects {
 }
 
 /**
- * Ends the streaks of `endpointIds`: each streak that had been told as failing is news of a
- * recovery. Answers the endpoints whose streak it ended.
+ * `AND <alias>.tenant_id = <tenant>` when the statement is for one company (on Citus, so that it
+ * runs in that company's shard, and may lock there), nothing otherwise (one PostgreSQL: one
+ * statement for every company of the batch).
  */
-async function endStreaks(trx: Db, endpointIds: readonly string[], now: Date, news: EndpointNews[]) {
+function ofTenant(alias: string, tenant: string | null) {
+  return tenant === null ? sql`` : sql` AND ${sql.ref(`${alias}.tenant_id`)} = ${tenant}`;
+}
+
+/**
+ * Ends the streaks of `endpointIds` (of `tenant`, or of any company when null): each streak that
+ * had been told as failing is news of a recovery. Answers the endpoints whose streak it ended.
+ */
+async function endStreaks(
+  trx: Db,
+  endpointIds: readonly string[],
+  tenant: string | null,
+  now: Date,
+  news: EndpointNews[],
+) {
   const { rows } = await sql<{ id: string; failing_since: Date; noticed: boolean }>`
     UPDATE webhook_endpoints e SET failing_since = NULL, failing_noticed_at = NULL
-    FROM (SELECT id, failing_since, failing_noticed_at FROM webhook_endpoints
-      WHERE id = ANY (${endpointIds}::text[]) AND failing_since IS NOT NULL FOR UPDATE) old
-    WHERE e.id = old.id
+    FROM (SELECT o.id, o.tenant_id, o.failing_since, o.failing_noticed_at FROM webhook_endpoints o
+      WHERE o.id = ANY (${endpointIds}::text[]) AND o.failing_since IS NOT NULL${ofTenant('o', tenant)}
+      FOR UPDATE) old
+    WHERE e.id = old.id AND e.tenant_id = old.tenant_id${ofTenant('e', tenant)}
     RETURNING e.id, old.failing_since, old.failing_noticed_at IS NOT NULL AS noticed`.execute(trx);
   for (const row of rows) {
     if (row.noticed)
@@ -207,11 +233,31 @@ async function endStreaks(trx: Db, endpointIds: readonly string[], now: Date, ne
  * events target is never disabled: its deliveries are retried for three days and fail alone. A
  * delivery that used all its attempts while the endpoint never answered 2xx since that delivery's
  * first attempt disables it then (about 68.6 h): no later failure may ever come to reach the 72 h
- * mark.
+ * mark. On Citus, company by company: each statement names the company, so that it runs (and
+ * locks) in its shard; on one PostgreSQL, one statement for every company of the batch.
  */
 async function applyStreaks(
   trx: Db,
   streak: Streak,
+  exhausted: ReadonlyMap<string, string>,
+  now: Date,
+  distributed: boolean,
+): Promise<StreakEffects> {
+  if (!distributed) return applyStreaksOf(trx, streak, null, exhausted, now);
+  const effects: StreakEffects = { news: [], cancelled: new Map() };
+  for (const { tenant, items } of byTenant([...streak], ([, facts]) => facts.tenant)) {
+    const done = await applyStreaksOf(trx, new Map(items), tenant, exhausted, now);
+    effects.news.push(...done.news);
+    for (const [endpointId, cancelled] of done.cancelled) effects.cancelled.set(endpointId, cancelled);
+  }
+  return effects;
+}
+
+/** The streaks of one company's endpoints (`tenant`), or of any company's (null). */
+async function applyStreaksOf(
+  trx: Db,
+  streak: Streak,
+  tenant: string | null,
   exhausted: ReadonlyMap<string, string>,
   now: Date,
 ): Promise<StreakEffects> {
@@ -219,17 +265,18 @@ async function applyStreaks(
   const ids = (kind: string) => [...streak].filter(([, v]) => v.state === kind).map(([id]) => id);
   const failedFrom = (endpointIds: string[]) =>
     endpointIds.map((id) => (streak.get(id)?.failedFrom ?? now).toISOString());
+  const tenantOf = (endpointId: string) => (tenant === null ? undefined : streak.get(endpointId)?.tenant);
   const ended = [...ids('ok'), ...ids('restarted')];
-  if (ended.length > 0) await endStreaks(trx, ended, now, effects.news);
+  if (ended.length > 0) await endStreaks(trx, ended, tenant, now, effects.news);
   const restarted = ids('restarted');
   if (restarted.length > 0) {
     await sql`
       UPDATE webhook_endpoints e SET failing_since = v.since
       FROM unnest(${restarted}::text[], ${failedFrom(restarted)}::timestamptz[]) AS v(id, since)
-      WHERE e.id = v.id AND e.enabled`.execute(trx);
+      WHERE e.id = v.id AND e.enabled${ofTenant('e', tenant)}`.execute(trx);
   }
   for (const id of ids('gone')) {
-    const cancelled = await disableEndpoint(trx, id, 'gone', now);
+    const cancelled = await disableEndpoint(trx, id, 'gone', now, tenantOf(id));
     if (cancelled === null) continue;
     effects.news.push({ kind: 'disabled', endpointId: id, reason: 'gone', at: now });
     effects.cancelled.set(id, cancelled);
@@ -245,7 +292,7 @@ async function applyStreaks(
         AND COALESCE(e.failing_since, v.since) <= ${noticeBefore}::timestamptz
         THEN ${now.toISOString()}::timestamptz ELSE e.failing_noticed_at END
     FROM unnest(${failing}::text[], ${failedFrom(failing)}::timestamptz[]) AS v(id, since)
-    WHERE e.id = v.id AND e.enabled
+    WHERE e.id = v.id AND e.enabled${ofTenant('e', tenant)}
     RETURNING e.id, e.failing_since, e.failing_noticed_at = ${now.toISOString()}::timestamptz AS noticed_now`.execute(
     trx,
   );
@@ -257,9 +304,10 @@ async function applyStreaks(
     const exhaustedDelivery = exhausted.get(row.id);
     const failingLongEnough =
       now.getTime() - since.getTime() >= FAILING_DISABLE_MS ||
-      (exhaustedDelivery !== undefined && (await failingSinceFirstAttempt(trx, exhaustedDelivery, since)));
+      (exhaustedDelivery !== undefined &&
+        (await failingSinceFirstAttempt(trx, exhaustedDelivery, tenantOf(row.id), since)));
     if (!failingLongEnough) continue;
-    const cancelled = await disableEndpoint(trx, row.id, 'failing', now);
+    const cancelled = await disableEndpoint(trx, row.id, 'failing', now, tenantOf(row.id));
     if (cancelled === null) continue;
     effects.news.push({ kind: 'disabled', endpointId: row.id, reason: 'failing', at: now });
     effects.cancelled.set(row.id, cancelled);
@@ -268,35 +316,56 @@ async function applyStreaks(
 }
 
 /** Whether the streak began no later than the delivery's first scheduled attempt (no 2xx since). */
-async function failingSinceFirstAttempt(trx: Db, deliveryId: string, since: Date): Promise<boolean> {
-  const first = await trx
+async function failingSinceFirstAttempt(
+  trx: Db,
+  deliveryId: string,
+  tenant: string | undefined,
+  since: Date,
+): Promise<boolean> {
+  let query = trx
     .selectFrom('webhook_attempts')
     .select((eb) => eb.fn.min('attempted_at').as('at'))
     .where('delivery_id', '=', deliveryId)
-    .where('trigger', '=', 'scheduled')
-    .executeTakeFirst();
+    .where('trigger', '=', 'scheduled');
+  if (tenant !== undefined) query = query.where('tenant_id', '=', tenant);
+  const first = await query.executeTakeFirst();
   return first?.at != null && since.getTime() <= new Date(first.at).getTime();
 }
 
-/** Per endpoint, the latest end of the pauses its receiver asked for in this batch (Retry-After). */
-function pausesOf(attempts: readonly FinishedAttempt[]): Map<string, Date> {
-  const pauses = new Map<string, Date>();
+/**
+ * Per endpoint, the latest end of the pauses its receiver asked for in this batch (Retry-After),
+ * with the endpoint's company.
+ */
+function pausesOf(attempts: readonly FinishedAttempt[]): Map<string, { until: Date; tenant: string }> {
+  const pauses = new Map<string, { until: Date; tenant: string }>();
   for (const attempt of attempts) {
     const pause = pauseOf(attempt.result, attempt.attemptedAt);
     const endpointId = attempt.delivery.endpoint_id;
     const before = pauses.get(endpointId);
-    if (pause && (!before || pause > before)) pauses.set(endpointId, pause);
+    if (pause && (!before || pause > before.until))
+      pauses.set(endpointId, { until: pause, tenant: attempt.delivery.tenant_id });
   }
   return pauses;
 }
 
-/** Pauses endpoints (paused_until; the claim skips them until then); a longer pause set already stays. */
-async function pauseEndpoints(trx: Db, pauses: ReadonlyMap<string, Date>): Promise<void> {
-  await sql`
-    UPDATE webhook_endpoints e SET paused_until = GREATEST(e.paused_until, v.until)
-    FROM unnest(${[...pauses.keys()]}::text[], ${[...pauses.values()].map((d) => d.toISOString())}::timestamptz[])
-      AS v(id, until)
-    WHERE e.id = v.id`.execute(trx);
+/**
+ * Pauses endpoints (paused_until; the claim skips them until then); a longer pause set already
+ * stays. On Citus, company by company (each statement in its shard).
+ */
+async function pauseEndpoints(
+  trx: Db,
+  pauses: ReadonlyMap<string, { until: Date; tenant: string }>,
+  distributed: boolean,
+): Promise<void> {
+  const groups = distributed
+    ? byTenant([...pauses], ([, pause]) => pause.tenant)
+    : [{ tenant: null, items: [...pauses] }];
+  for (const { tenant, items } of groups)
+    await sql`
+      UPDATE webhook_endpoints e SET paused_until = GREATEST(e.paused_until, v.until)
+      FROM unnest(${items.map(([id]) => id)}::text[], ${items.map(([, p]) => p.until.toISOString())}::timestamptz[])
+        AS v(id, until)
+      WHERE e.id = v.id${ofTenant('e', tenant)}`.execute(trx);
 }
 
 /**
@@ -311,11 +380,12 @@ export async function recordAttempts(
   jitter: Jitter = Math.random,
 ): Promise<EndpointNews[]> {
   if (attempts.length === 0) return [];
+  const distributed = ctx.database.distributed === true;
   const changes = attempts.map((attempt) => changeFor(attempt, jitter));
   const streak = streaksOf(attempts);
   const pauses = pausesOf(attempts);
   if (streak.size === 0 && pauses.size === 0) {
-    await writeAttempts(ctx.db, attempts, changes, ctx.database.distributed);
+    await writeAttempts(ctx.db, attempts, changes, distributed);
     return [];
   }
   const now = ctx.clock.now();
@@ -325,9 +395,9 @@ export async function recordAttempts(
     if (change.exhausted && endpointId) exhausted.set(endpointId, change.id);
   }
   const effects = await ctx.db.transaction().execute(async (trx) => {
-    await writeAttempts(trx, attempts, changes, ctx.database.distributed);
-    if (pauses.size > 0) await pauseEndpoints(trx, pauses);
-    return applyStreaks(trx, streak, exhausted, now);
+    await writeAttempts(trx, attempts, changes, distributed);
+    if (pauses.size > 0) await pauseEndpoints(trx, pauses, distributed);
+    return applyStreaks(trx, streak, exhausted, now, distributed);
   });
   // Committed: an attempt disabled these endpoints, and their waiting deliveries were cancelled.
   for (const [endpointId, cancelled] of effects.cancelled) {

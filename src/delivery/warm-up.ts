@@ -26,15 +26,20 @@ export async function warmDeliveryStatements(ctx: DeliveryContext): Promise<void
       .transaction()
       .execute(async (trx) => {
         const now = ctx.clock.now();
-        await claimDue(trx, {
-          workerId: 'wrk_warm_up',
-          now,
-          leaseUntil: new Date(now.getTime() + 60_000),
-          limit: CLAIM_LIMIT,
-          perEndpoint: 8,
-          room: new Map(),
-          after: '',
-        });
+        // The claim the worker makes on this database (on Citus, company by company).
+        await claimDue(
+          trx,
+          {
+            workerId: 'wrk_warm_up',
+            now,
+            leaseUntil: new Date(now.getTime() + 60_000),
+            limit: CLAIM_LIMIT,
+            perEndpoint: 8,
+            room: new Map(),
+            after: '',
+          },
+          ctx.database.distributed,
+        );
         await fanOut(ctx, trx, [
           {
             id: 'evt_warm_up',

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimDue } from '../../src/delivery/claim.ts';
-import { createCompany, createShipment } from '../support/api.ts';
+import { call, createApiToken, createCompany, createShipment, signUpPerson } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 import { insertEndpoint } from './support.ts';
 
@@ -27,18 +27,30 @@ async function threeEndpoints(): Promise<{ token: string; ids: string[] }> {
   return { token: company.liveToken, ids: ids.sort() };
 }
 
-function claim(request: { after: string; room?: Map<string, number>; walkTargets?: number; limit?: number }) {
+function claim(request: {
+  after: string;
+  room?: Map<string, number>;
+  walkTargets?: number;
+  limit?: number;
+  targets?: string[];
+}) {
   const now = w.clock.now();
-  return claimDue(w.ctx.db, {
-    workerId: 'wrk_test',
-    now,
-    leaseUntil: new Date(now.getTime() + 60_000),
-    limit: request.limit ?? 100,
-    perEndpoint: 4,
-    room: request.room ?? new Map(),
-    after: request.after,
-    ...(request.walkTargets ? { walkTargets: request.walkTargets } : {}),
-  });
+  // The claim the worker makes on this database (on Citus, company by company).
+  return claimDue(
+    w.ctx.db,
+    {
+      workerId: 'wrk_test',
+      now,
+      leaseUntil: new Date(now.getTime() + 60_000),
+      limit: request.limit ?? 100,
+      perEndpoint: 4,
+      room: request.room ?? new Map(),
+      after: request.after,
+      ...(request.walkTargets ? { walkTargets: request.walkTargets } : {}),
+      ...(request.targets ? { targets: request.targets } : {}),
+    },
+    w.ctx.database.distributed,
+  );
 }
 
 function countBy(rows: ReadonlyArray<{ endpoint_id: string }>): Record<string, number> {
@@ -111,6 +123,30 @@ describe('the claim walks the targets in turn', () => {
     const cRows = claimed.rows.filter((row) => row.endpoint_id === c);
     const times = cRows.map((row) => new Date(row.next_attempt_at as Date).getTime());
     expect(times).toEqual([...times].sort((x, y) => x - y));
+    await finishAll();
+  });
+
+  it('claims for the targets it is asked for (a listener hub), however many companies have older messages', async () => {
+    // More companies with a message waiting longer than a claim on Citus asks the shards for
+    // (one owner's: sign-ups are rate limited).
+    const owner = await signUpPerson(w, 'Owner of many');
+    for (let i = 0; i < 17; i++) {
+      const company = await call(w, 'POST', '/v1/companies', {
+        token: owner.token,
+        body: { name: `Older ${i}` },
+      });
+      expect(company.status).toBe(201);
+      const tenantId = company.body.id as string;
+      await insertEndpoint(w, { tenantId, url: 'http://127.0.0.1:9/hook', eventTypes: ['shipment.created'] });
+      const token = await createApiToken(w, owner, tenantId, { mode: 'live' });
+      await createShipment(w, token, { external_ref: `older-${i}` });
+    }
+    w.clock.advance(1_000);
+    const { token, ids } = await threeEndpoints();
+    const [a] = ids as [string, string, string];
+    await createShipment(w, token, { external_ref: 'asked-for' });
+    const claimed = await claim({ after: '', targets: [a] });
+    expect(countBy(claimed.rows)).toEqual({ [a]: 1 });
     await finishAll();
   });
 

@@ -183,15 +183,19 @@ describe('ordering per shipment (issue 23)', () => {
     await move(w, company, shipment.id, 'picked_up');
     // A worker claims the first message and dies before sending it (its lease is a minute).
     const now = w.clock.now();
-    const crashed = await claimDue(w.ctx.db, {
-      workerId: 'wrk_crashed',
-      now,
-      leaseUntil: new Date(now.getTime() + 60_000),
-      limit: 10,
-      perEndpoint: 10,
-      room: new Map(),
-      after: '',
-    });
+    const crashed = await claimDue(
+      w.ctx.db,
+      {
+        workerId: 'wrk_crashed',
+        now,
+        leaseUntil: new Date(now.getTime() + 60_000),
+        limit: 10,
+        perEndpoint: 10,
+        room: new Map(),
+        after: '',
+      },
+      w.ctx.database.distributed,
+    );
     expect(crashed.rows.filter((row) => row.endpoint_id === endpoint.id).map((row) => row.in_line)).toEqual([
       true,
     ]);

@@ -112,6 +112,8 @@ async function otherProcess(w: TestWaybill): Promise<{ w: TestWaybill; close(): 
     WAYBILL_WEBHOOK_ALLOW_PRIVATE: '127.0.0.0/8',
   });
   const database = await openDatabase(config, { schema: w.schema as string });
+  // On Citus, as the distribution step at its start would find (src/roles.ts).
+  if (w.ctx.database.distributed) database.distributed = true;
   const ctx = buildContext({ config, database, clock: w.clock, logger: pino({ level: 'silent' }) });
   const app = await buildApp(ctx);
   const other: TestWaybill = { ...w, ctx, app };

@@ -107,8 +107,8 @@ describe('payload by reference', () => {
         { id: 'dlv_1', tenant_id: 'c1', queued: true },
         { id: 'dlv_2', tenant_id: 'c1', queued: false },
       ]);
-      // And it is one-way: it refuses to go down, and changes nothing.
-      const refused = await migrator.migrateDown();
+      // And it is one-way: it refuses to go down past it, and changes nothing.
+      const refused = await migrator.migrateTo('0079_tenant_keys');
       expect(String(refused.error)).toMatch(/one-way/);
       expect(
         (await sql`SELECT 1 FROM webhook_deliveries WHERE due_at IS NOT NULL`.execute(db)).rows,

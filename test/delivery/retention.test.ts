@@ -7,10 +7,19 @@ import { createCompany, createShipment } from '../support/api.ts';
 import type { TestWaybill } from '../support/harness.ts';
 import { type Answer, deliveriesOf, insertEndpoint, testWorker, useWaybillAndReceiver } from './support.ts';
 
-/** Where each attempt is stored: its day partition, or the default one. */
+/**
+ * Where each attempt is stored: its day partition, or the default one. Each partition is read by
+ * its name (on Citus a row's tableoid is its shard's, on a worker node).
+ */
 async function attemptHomes(w: TestWaybill): Promise<Array<{ delivery_id: string; home: string }>> {
+  const homes = [...(await attemptPartitions(w.ctx)), 'webhook_attempts_default'];
   const { rows } = await sql<{ delivery_id: string; home: string }>`
-    SELECT a.delivery_id, c.relname AS home FROM webhook_attempts a JOIN pg_class c ON c.oid = a.tableoid
+    SELECT a.delivery_id, a.home FROM (${sql.join(
+      homes.map(
+        (home) => sql`SELECT delivery_id, attempted_at, ${home}::text AS home FROM ONLY ${sql.id(home)}`,
+      ),
+      sql` UNION ALL `,
+    )}) a
     ORDER BY a.attempted_at, a.delivery_id`.execute(w.ctx.db);
   return rows;
 }

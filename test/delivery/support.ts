@@ -152,11 +152,14 @@ export async function runSchedule(
 }
 
 export async function deliveriesOf(w: TestWaybill, endpointId: string) {
+  // Made at one clock time, deliveries are in the order of their ids (time-ordered): the order
+  // they were written in, whatever order a scan (or Citus's merge of shards) finds them in.
   return w.ctx.db
     .selectFrom('webhook_deliveries')
     .selectAll()
     .where('endpoint_id', '=', endpointId)
     .orderBy('created_at')
+    .orderBy('id')
     .execute();
 }
 

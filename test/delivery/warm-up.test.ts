@@ -31,15 +31,20 @@ describe('the warm-up at start (issue 34 item 4)', () => {
     expect(await queueOf(w, endpoint.id)).toEqual(before);
     expect(await w.ctx.db.selectFrom('webhook_deliveries').selectAll().execute()).toEqual(deliveries);
     const now = w.clock.now();
-    const claimed = await claimDue(w.ctx.db, {
-      workerId: 'wrk_test',
-      now,
-      leaseUntil: new Date(now.getTime() + 60_000),
-      limit: 100,
-      perEndpoint: 8,
-      room: new Map(),
-      after: '',
-    });
+    // The claim the worker makes on this database (on Citus, company by company).
+    const claimed = await claimDue(
+      w.ctx.db,
+      {
+        workerId: 'wrk_test',
+        now,
+        leaseUntil: new Date(now.getTime() + 60_000),
+        limit: 100,
+        perEndpoint: 8,
+        room: new Map(),
+        after: '',
+      },
+      w.ctx.database.distributed,
+    );
     expect(claimed.rows.map((row) => row.endpoint_id)).toEqual([endpoint.id, endpoint.id, endpoint.id]);
   });
 });

@@ -43,6 +43,7 @@ import * as agentClientLimits from './0073_agent_client_limits.ts';
 import * as subscriptionDestinations from './0078_subscription_destinations.ts';
 import * as tenantKeys from './0079_tenant_keys.ts';
 import * as deliveryRows from './0080_delivery_rows.ts';
+import * as linesFollowTenant from './0081_lines_follow_tenant.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -90,4 +91,5 @@ export const migrations: Record<string, Migration> = {
   '0078_subscription_destinations': subscriptionDestinations,
   '0079_tenant_keys': tenantKeys,
   '0080_delivery_rows': deliveryRows,
+  '0081_lines_follow_tenant': linesFollowTenant,
 };

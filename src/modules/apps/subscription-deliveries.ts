@@ -37,9 +37,14 @@ export async function listSubscriptionDeliveries(
   filter: SubscriptionDeliveryFilter = {},
 ): Promise<Page<SubscriptionDelivery>> {
   const app = await ownedAppRow(ctx, developerId, appId);
+  // Joined on the company too: on Citus, a join between shards is one within a company's.
   let query = ctx.db
     .selectFrom('webhook_deliveries')
-    .innerJoin('webhook_endpoints as t', 't.id', 'webhook_deliveries.endpoint_id')
+    .innerJoin('webhook_endpoints as t', (join) =>
+      join
+        .onRef('t.id', '=', 'webhook_deliveries.endpoint_id')
+        .onRef('t.tenant_id', '=', 'webhook_deliveries.tenant_id'),
+    )
     .selectAll('webhook_deliveries')
     .select(['t.installation_id', 't.customer_account_id', 't.livemode', 't.subscription_index', 't.url'])
     .where('t.app_id', '=', app.id)
@@ -82,7 +87,9 @@ export async function replaySubscriptionDelivery(
   const app = await ownedAppRow(ctx, developerId, appId);
   const found = await ctx.db
     .selectFrom('webhook_deliveries as d')
-    .innerJoin('webhook_endpoints as t', 't.id', 'd.endpoint_id')
+    .innerJoin('webhook_endpoints as t', (join) =>
+      join.onRef('t.id', '=', 'd.endpoint_id').onRef('t.tenant_id', '=', 'd.tenant_id'),
+    )
     .select(['d.id', 'd.tenant_id', 't.url', 't.installation_id'])
     .where('d.id', '=', deliveryId)
     .where('t.app_id', '=', app.id)
@@ -90,9 +97,8 @@ export async function replaySubscriptionDelivery(
     .executeTakeFirst();
   if (!found) throw new AppError('webhook_delivery.not_found');
   const grant = await sql<{ held_reason: string | null }>`
-    SELECT held_reason FROM installation_grants WHERE installation_id = ${found.installation_id}`.execute(
-    ctx.db,
-  );
+    SELECT held_reason FROM installation_grants
+    WHERE installation_id = ${found.installation_id} AND tenant_id = ${found.tenant_id}`.execute(ctx.db);
   const held = grant.rows[0]?.held_reason;
   if (held === 'app_suspended') throw new AppError('app.suspended');
   if (held) throw new AppError('installation.needs_approval');
@@ -132,15 +138,20 @@ export async function replayFailedSubscriptionDeliveries(
       due_at = ${now.toISOString()}::timestamptz, locked_by = NULL, locked_until = NULL, line_shipment_id = NULL,
       line_seq = NULL, updated_at = ${now.toISOString()}::timestamptz
     FROM webhook_endpoints t
-    JOIN installation_grants g ON g.installation_id = t.installation_id AND g.held_reason IS NULL
-    JOIN installations inst ON inst.id = t.installation_id
+    JOIN installation_grants g ON g.installation_id = t.installation_id AND g.tenant_id = t.tenant_id
+      AND g.held_reason IS NULL
+    JOIN installations inst ON inst.id = t.installation_id AND inst.tenant_id = t.tenant_id
     WHERE d.endpoint_id = t.id AND d.tenant_id = t.tenant_id
       AND t.app_id = ${app.id} AND t.kind = 'subscription' AND t.enabled ${oneInstallation}
       AND d.status IN ('failed', 'cancelled')
       AND d.created_at >= ${since.toISOString()}::timestamptz
       AND scopes_allow(g.scopes, event_type_scope(d.event_type))
-      AND NOT (inst.muted_event_types @> jsonb_build_array(d.event_type))
-      AND EXISTS (SELECT 1 FROM events e WHERE e.id = d.event_id)`.execute(ctx.db);
+      -- jsonb_exists (the ? operator, immutable) rather than @> jsonb_build_array (stable), which
+      -- Citus refuses on a column in an UPDATE; the same test on an array of strings.
+      AND NOT jsonb_exists(inst.muted_event_types, d.event_type)
+      AND EXISTS (SELECT 1 FROM events e WHERE e.id = d.event_id AND e.tenant_id = d.tenant_id)`.execute(
+    ctx.db,
+  );
   const replayed = Number(result.numAffectedRows ?? 0);
   if (replayed > 0) runAfterCommit(ctx);
   return { replayed };
@@ -185,7 +196,7 @@ export async function subscriptionsOfInstallation(
 ): Promise<{ held_reason: string | null; scopes: string[]; muted: string[]; data: EffectiveSubscription[] }> {
   const grant = await sql<{ held_reason: string | null; scopes: string[]; muted: unknown }>`
     SELECT g.held_reason, g.scopes, i.muted_event_types AS muted FROM installation_grants g
-    JOIN installations i ON i.id = g.installation_id
+    JOIN installations i ON i.id = g.installation_id AND i.tenant_id = g.tenant_id
     WHERE g.installation_id = ${installationId} AND g.app_id = ${appId}`.execute(ctx.db);
   const found = grant.rows[0];
   if (!found) throw new AppError('installation.not_found');

@@ -63,8 +63,10 @@ export async function updateEndpoint(
             eventTypes ?? eventTypesOf(current),
           )
         : undefined;
-    if (input.enabled === false && current.enabled) cancelled = await disableEndpoint(trx, id, 'manual', now);
-    if (input.enabled === true && !current.enabled) await enableEndpoint(trx, id, now);
+    // Each statement names the endpoint's company: one shard on Citus.
+    if (input.enabled === false && current.enabled)
+      cancelled = await disableEndpoint(trx, id, 'manual', now, current.tenant_id);
+    if (input.enabled === true && !current.enabled) await enableEndpoint(trx, id, now, current.tenant_id);
     if (ordering !== undefined && ordering !== current.ordering)
       await applyOrdering(trx, { id, tenantId: current.tenant_id }, ordering);
     return trx
@@ -80,6 +82,7 @@ export async function updateEndpoint(
         updated_at: now,
       })
       .where('id', '=', id)
+      .where('tenant_id', '=', current.tenant_id)
       .returningAll()
       .executeTakeFirstOrThrow();
   });

@@ -91,8 +91,10 @@ export async function sendOperationalEvents(ctx: AppContext, news: readonly Endp
         )
         .where((eb) => eb(eb.ref('e.event_types'), '@>', eb.val(JSON.stringify([type]))))
         // An installation's endpoint only while its grant is in force and allows the type
-        // (webhooks:read): the rule of decision 0024, shared with the fan-out.
-        .where(installationReceives(sql.ref('e.installation_id'), sql.val(type)))
+        // (webhooks:read): the rule of decision 0024, shared with the fan-out. The recipients'
+        // installation is the subject's (above): named as a value, the grant is read once, not
+        // joined row by row (which Citus refuses between shards).
+        .where(installationReceives(sql.val(subject.installation_id), sql.val(type)))
         .execute();
       const eventId = newId('evt');
       const now = ctx.clock.now();
