@@ -5,13 +5,17 @@ import type { OutgoingMessage, SendError, SendResult, Transport } from '../sende
 import { checkBrokerAddress } from './guard.ts';
 import { sendHttps } from './https.ts';
 import { BrokerFailure, type BrokerKind, type BrokerLink, type BrokerMessage } from './kind.ts';
-import { natsKind } from './nats.ts';
-import { rabbitMqKind } from './rabbitmq.ts';
 import { type BrokerDestination, openDestination, sealedOf } from './spec.ts';
 
-const KINDS: { [K in BrokerDestination['type']]: BrokerKind<Extract<BrokerDestination, { type: K }>> } = {
-  rabbitmq: rabbitMqKind,
-  nats: natsKind,
+/**
+ * Each kind's module, imported by its first connection: the broker clients (amqplib, the NATS
+ * client: 13 and 25 MB once loaded) stay out of a process that delivers to none (decision 0075).
+ */
+const KINDS: {
+  [K in BrokerDestination['type']]: () => Promise<BrokerKind<Extract<BrokerDestination, { type: K }>>>;
+} = {
+  rabbitmq: async () => (await import('./rabbitmq.ts')).rabbitMqKind,
+  nats: async () => (await import('./nats.ts')).natsKind,
 };
 
 /** A broker connection unused this long is closed. */
@@ -119,9 +123,10 @@ export class Destinations {
       if (link && !link.closed) return link;
       if (this.#links.get(sealed) === held) this.#links.delete(sealed);
     }
-    const connecting = checkBrokerAddress(this.#ctx, destination).then((address) =>
-      (KINDS[destination.type] as BrokerKind).connect(destination, address, deadlineMs),
-    );
+    const connecting = checkBrokerAddress(this.#ctx, destination).then(async (address) => {
+      const kind = (await KINDS[destination.type]()) as BrokerKind;
+      return kind.connect(destination, address, deadlineMs);
+    });
     this.#links.set(sealed, { link: connecting, lastUsed: now });
     this.#sweepSoon();
     // A failed connection is not kept: the next message tries again (after its retry's wait).
