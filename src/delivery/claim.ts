@@ -101,9 +101,13 @@ const TENANTS_PER_CLAIM = 16;
  * statement names the company and runs in its shard. The companies come from one read of every
  * shard, those waiting longest first; the shards' nodes claim in parallel for the workers, and a
  * worker that died leaves leases that expire, as on one PostgreSQL. The walk over targets goes on
- * from `after` in each company (target ids are unique across companies), and the next claim's
- * walk starts after the least target where a company's walk stopped short: every target of every
- * company gets its turn, as on one PostgreSQL, however many of a company's targets have work.
+ * from `after` in each company (target ids are unique across companies), and only companies with
+ * due rows past `after` are asked for. The next claim starts at the least target where a
+ * company's walk stopped short; when every walk ended and the companies asked for filled the
+ * claim's places, past the furthest target walked (so that companies whose targets can take
+ * nothing now, held back by room, rate or line, cannot keep the places from the others); and
+ * from the start once fewer came. Every target of every company gets its turn, as on one
+ * PostgreSQL, however many of a company's targets have work.
  */
 async function claimTenantByTenant(db: Db, request: ClaimRequest): Promise<Claimed> {
   // Only rows this claim could take: not leased now, and of its targets when it names them (a
@@ -113,13 +117,15 @@ async function claimTenantByTenant(db: Db, request: ClaimRequest): Promise<Claim
   const { rows: tenants } = await sql<{ tenant_id: string }>`
     SELECT tenant_id FROM webhook_deliveries
     WHERE due_at IS NOT NULL AND due_at <= ${now}::timestamptz
-      AND (locked_until IS NULL OR locked_until < ${now}::timestamptz) ${only}
+      AND (locked_until IS NULL OR locked_until < ${now}::timestamptz)
+      AND endpoint_id > ${request.after}::text ${only}
     GROUP BY tenant_id ORDER BY min(due_at) LIMIT ${TENANTS_PER_CLAIM}`.execute(db);
   const partial = [...request.room];
   const rows: ClaimedRow[] = [];
   // Where the walks of the companies claimed for stopped short of their last target.
   const stoppedAt: string[] = [];
   let walkedTo = '';
+  let furthest = '';
   let visited = 0;
   for (const { tenant_id: tenant } of tenants) {
     const limit = request.limit - rows.length;
@@ -134,10 +140,14 @@ async function claimTenantByTenant(db: Db, request: ClaimRequest): Promise<Claim
     `.execute(db);
     const progress = result.rows[0];
     walkedTo = progress?.walked_to ?? '';
+    if (walkedTo > furthest) furthest = walkedTo;
     if (progress && !progress.walk_ended && progress.walked_to) stoppedAt.push(progress.walked_to);
     for (const { walked_to: _w, walk_ended: _e, ...row } of result.rows) if (row.id !== null) rows.push(row);
   }
-  const next = stoppedAt.sort()[0] ?? '';
+  let next = stoppedAt.sort()[0];
+  // The claim filled before every company was visited: the next one asks again from here.
+  if (next === undefined && visited < tenants.length) next = request.after;
+  next ??= tenants.length === TENANTS_PER_CLAIM ? furthest : '';
   // The last target visited, when one company's walk was the whole claim's.
   return { rows, next, walkedTo: visited === 1 ? walkedTo : '' };
 }

@@ -150,6 +150,43 @@ describe('the claim walks the targets in turn', () => {
     await finishAll();
   });
 
+  it('does not let companies whose targets can take nothing here keep the places from a company behind them', async () => {
+    // More companies than a claim on Citus asks the shards for, each with an older message for a
+    // target that has no room here: they must not hold every place, claim after claim.
+    const owner = await signUpPerson(w, 'Owner of the full');
+    const full = new Map<string, number>();
+    for (let i = 0; i < 17; i++) {
+      const company = await call(w, 'POST', '/v1/companies', {
+        token: owner.token,
+        body: { name: `Full ${i}` },
+      });
+      expect(company.status).toBe(201);
+      const tenantId = company.body.id as string;
+      const endpoint = await insertEndpoint(w, {
+        tenantId,
+        url: 'http://127.0.0.1:9/hook',
+        eventTypes: ['shipment.created'],
+      });
+      full.set(endpoint.id, 0);
+      const token = await createApiToken(w, owner, tenantId, { mode: 'live' });
+      await createShipment(w, token, { external_ref: `full-${i}` });
+    }
+    w.clock.advance(1_000);
+    const { token, ids } = await threeEndpoints();
+    await createShipment(w, token, { external_ref: 'behind-the-full' });
+    // As the worker does: each claim from where the last one stopped, until round.
+    const claimed: { endpoint_id: string }[] = [];
+    let after = '';
+    for (let claims = 0; claims < 3; claims++) {
+      const next = await claim({ after, room: full });
+      claimed.push(...next.rows);
+      after = next.next;
+      if (after === '') break;
+    }
+    expect(countBy(claimed)).toEqual(Object.fromEntries(ids.map((id) => [id, 1])));
+    await finishAll();
+  });
+
   it('does not claim for a disabled or held target', async () => {
     const { token, ids } = await threeEndpoints();
     const [a, b, c] = ids as [string, string, string];
