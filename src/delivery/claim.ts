@@ -96,6 +96,47 @@ export async function claimDue(db: Db, request: ClaimRequest, distributed = fals
 const TENANTS_PER_CLAIM = 16;
 
 /**
+ * Up to TENANTS_PER_CLAIM companies with due deliveries this claim could take: not leased now,
+ * on targets past its cursor, and of its targets when it names them (a listener hub's, so that
+ * companies with older messages elsewhere never crowd them out); longest waiting first. Asked of
+ * each shard by `run_command_on_shards`, which answers shard by shard: while a worker node is
+ * away, the companies of the nodes still up are claimed for (a query over the table itself fails
+ * whole). Only when no shard answered does the claim fail, as when the database is away.
+ */
+async function tenantsDue(db: Db, request: ClaimRequest): Promise<string[]> {
+  const now = request.now.toISOString();
+  const targets = request.targets ? `{${request.targets.map((id) => `"${id}"`).join(',')}}` : null;
+  const { rows } = await sql<{ success: boolean; result: string }>`
+    SELECT success, result FROM run_command_on_shards('webhook_deliveries', format(
+      $c$SELECT string_agg(tenant_id || ' ' || m, ',') FROM (
+        SELECT tenant_id, extract(epoch FROM min(due_at))::text AS m FROM %%s
+        WHERE due_at IS NOT NULL AND due_at <= %L::timestamptz
+          AND (locked_until IS NULL OR locked_until < %L::timestamptz) AND endpoint_id > %L
+          AND (%L::text[] IS NULL OR endpoint_id = ANY (%L::text[]))
+        GROUP BY tenant_id ORDER BY min(due_at) LIMIT %s) due$c$,
+      ${now}::text, ${now}::text, ${request.after}::text, ${targets}::text, ${targets}::text,
+      ${TENANTS_PER_CLAIM}::int))`.execute(db);
+  const answered = rows.filter((row) => row.success);
+  if (rows.length > 0 && answered.length === 0)
+    // As a connection failure (SQLSTATE class 08): the worker waits for the database, as in an outage.
+    throw Object.assign(new Error(`no shard of the delivery log answered: ${rows[0]?.result ?? ''}`), {
+      code: '08006',
+    });
+  const due: { tenant: string; since: number }[] = [];
+  for (const { result } of answered) {
+    if (!result) continue;
+    for (const pair of result.split(',')) {
+      const [tenant, since] = pair.split(' ');
+      if (tenant) due.push({ tenant, since: Number(since) });
+    }
+  }
+  return due
+    .sort((a, b) => a.since - b.since)
+    .slice(0, TENANTS_PER_CLAIM)
+    .map((d) => d.tenant);
+}
+
+/**
  * The claim on Citus (decision 0074): `FOR UPDATE SKIP LOCKED` runs inside one shard only, so
  * each company's deliveries are claimed by the function webhook_claim_tenant, whose every
  * statement names the company and runs in its shard. The companies come from one read of every
@@ -110,16 +151,7 @@ const TENANTS_PER_CLAIM = 16;
  * PostgreSQL, however many of a company's targets have work.
  */
 async function claimTenantByTenant(db: Db, request: ClaimRequest): Promise<Claimed> {
-  // Only rows this claim could take: not leased now, and of its targets when it names them (a
-  // listener hub's), so that companies with older messages elsewhere never crowd them out.
-  const only = request.targets ? sql`AND endpoint_id = ANY (${[...request.targets]}::text[])` : sql``;
-  const now = request.now.toISOString();
-  const { rows: tenants } = await sql<{ tenant_id: string }>`
-    SELECT tenant_id FROM webhook_deliveries
-    WHERE due_at IS NOT NULL AND due_at <= ${now}::timestamptz
-      AND (locked_until IS NULL OR locked_until < ${now}::timestamptz)
-      AND endpoint_id > ${request.after}::text ${only}
-    GROUP BY tenant_id ORDER BY min(due_at) LIMIT ${TENANTS_PER_CLAIM}`.execute(db);
+  const tenants = await tenantsDue(db, request);
   const partial = [...request.room];
   const rows: ClaimedRow[] = [];
   // Where the walks of the companies claimed for stopped short of their last target.
@@ -127,7 +159,7 @@ async function claimTenantByTenant(db: Db, request: ClaimRequest): Promise<Claim
   let walkedTo = '';
   let furthest = '';
   let visited = 0;
-  for (const { tenant_id: tenant } of tenants) {
+  for (const tenant of tenants) {
     const limit = request.limit - rows.length;
     if (limit <= 0) break;
     visited += 1;

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { isDatabaseUnavailable } from '../db/database.ts';
 import { reportNews } from './attempt.ts';
+import { byTenant } from './by-tenant.ts';
 import type { DeliveryContext } from './context.ts';
 import { analyzeQueue } from './queue-statistics.ts';
 import { type FinishedAttempt, recordAttempts } from './record.ts';
@@ -107,30 +108,48 @@ export class AttemptRecorder {
     while (this.#waiting.length > 0 && (first || this.#writeAll || this.#waiting.length >= FULL_BATCH)) {
       first = false;
       const batch = this.#waiting.splice(0);
-      try {
-        await this.#write(batch);
-        this.#retryMs = RETRY_FIRST_MS;
-      } catch (err) {
-        if (!isDatabaseUnavailable(err)) {
-          await this.#writeOneByOne(batch);
-          continue;
+      const kept: FinishedAttempt[] = [];
+      let away: unknown = null;
+      for (const part of this.#parts(batch)) {
+        try {
+          await this.#write(part);
+        } catch (err) {
+          if (!isDatabaseUnavailable(err)) await this.#writeOneByOne(part);
+          else {
+            away = err;
+            kept.push(...part);
+          }
         }
-        if (this.#stopped) {
-          this.#ctx.log.warn({ err, attempts: batch.length }, 'database away at stop: leases will expire');
-          return;
-        }
-        // The database is away: keep the batch and try again, waiting longer each time.
-        this.#waiting.unshift(...batch);
-        this.#ctx.log.warn(
-          { err, retryInMs: this.#retryMs },
-          'recording webhook attempts waits for the database',
-        );
-        await new Promise((resolve) => setTimeout(resolve, this.#retryMs).unref());
-        this.#retryMs = Math.min(this.#retryMs * 2, RETRY_MAX_MS);
-        // The kept batch is tried again now, however small.
-        first = true;
       }
+      if (kept.length === 0) {
+        this.#retryMs = RETRY_FIRST_MS;
+        continue;
+      }
+      if (this.#stopped) {
+        this.#ctx.log.warn({ err: away, attempts: kept.length }, 'database away at stop: leases will expire');
+        return;
+      }
+      // The database (or, on Citus, the node of some companies) is away: keep what it refused and
+      // try again, waiting longer each time.
+      this.#waiting.unshift(...kept);
+      this.#ctx.log.warn(
+        { err: away, retryInMs: this.#retryMs },
+        'recording webhook attempts waits for the database',
+      );
+      await new Promise((resolve) => setTimeout(resolve, this.#retryMs).unref());
+      this.#retryMs = Math.min(this.#retryMs * 2, RETRY_MAX_MS);
+      // The kept batch is tried again now, however small.
+      first = true;
     }
+  }
+
+  /**
+   * The batch as written: whole on one database; on Citus company by company, so that a worker
+   * node away holds back only its own companies' attempts, and no transaction spans two nodes.
+   */
+  #parts(batch: FinishedAttempt[]): FinishedAttempt[][] {
+    if (!this.#ctx.database.distributed) return [batch];
+    return byTenant(batch, (attempt) => attempt.delivery.tenant_id).map((group) => group.items);
   }
 
   async #write(batch: readonly FinishedAttempt[]): Promise<void> {

@@ -91,6 +91,7 @@ describe.skipIf(!onCitus || !nodeCtl)('a Citus worker node stopped and started a
     expect(companies.filter((c) => c.port !== nodePort).length).toBeGreaterThan(0);
     worker = startDeliveryWorker(w.ctx, { pollMs: 200, jitter: () => 0 });
 
+    const received = () => new Set(receiver.received.map((m) => String(m.headers['webhook-id'])));
     // Shipments written in rounds; the node goes down after a few and comes back a few later.
     const written: string[] = [];
     const refused: Array<{ tenantId: string; status: number; round: number }> = [];
@@ -100,6 +101,18 @@ describe.skipIf(!onCitus || !nodeCtl)('a Citus worker node stopped and started a
         stopped = true;
       }
       if (round === 20) {
+        // While the node is away, the other node's companies are delivered to: they do not wait.
+        const others = companies.filter((c) => c.port !== nodePort).map((c) => c.tenantId);
+        await until(async () => {
+          const events = await w.ctx.db
+            .selectFrom('events')
+            .select('id')
+            .where('tenant_id', 'in', others)
+            .where('type', '=', 'shipment.created')
+            .execute();
+          const got = received();
+          return events.length >= others.length * 20 && events.every((event) => got.has(event.id));
+        }, 60_000);
         await node('start');
         stopped = false;
       }
@@ -132,7 +145,6 @@ describe.skipIf(!onCitus || !nodeCtl)('a Citus worker node stopped and started a
         .where('tenant_id', 'in', tenants)
         .where('type', '=', 'shipment.created')
         .execute();
-    const received = () => new Set(receiver.received.map((m) => String(m.headers['webhook-id'])));
     await until(async () => {
       const events = await owed();
       const got = received();
