@@ -4,6 +4,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type Receiver, startReceiver } from '../delivery/support.ts';
 import type { Json } from '../support/api.ts';
+import { until as untilIn } from '../support/eventually.ts';
 import { createSchema, engine, TEST_SECRET_KEY } from '../support/harness.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
 import { type Run, waitFor, waybill } from './support.ts';
@@ -14,13 +15,8 @@ const TIMEOUT = 240_000;
 const direct = new URL(process.env.WAYBILL_TEST_DATABASE_URL ?? 'postgres://localhost/none');
 
 /** Real time passes here: the processes run on the system clock, over real sockets. */
-async function until(check: () => Promise<unknown>, what: string, timeoutMs = 90_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
+const until = (check: () => Promise<unknown>, what: string, timeoutMs = 90_000) =>
+  untilIn(check, timeoutMs, what, 200);
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -6,6 +6,7 @@ import { type DeliveryWorker, startDeliveryWorker } from '../../src/delivery/wor
 import { ManualClock } from '../../src/lib/clock.ts';
 import { insertEndpoint, type Receiver, startReceiver } from '../delivery/support.ts';
 import { type CompanyFixture, call, createCompany } from '../support/api.ts';
+import { until } from '../support/eventually.ts';
 import { onCitus, startWaybill, type TestWaybill } from '../support/harness.ts';
 
 /**
@@ -25,19 +26,6 @@ const run = promisify(execFile);
 
 async function node(action: 'stop' | 'start'): Promise<void> {
   await run('/bin/sh', ['-c', `${nodeCtl} ${action}`], { timeout: 120_000 });
-}
-
-/** Real time passes here: the node's stop and start are a matter of processes, not of the clock. */
-async function until(check: () => Promise<boolean> | boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (
-    !(await Promise.resolve()
-      .then(check)
-      .catch(() => false))
-  ) {
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
 }
 
 describe.skipIf(!onCitus || !nodeCtl)('a Citus worker node stopped and started again', () => {

@@ -1,19 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCompany, createShipment } from '../support/api.ts';
+import { until } from '../support/eventually.ts';
 import { engine, startWaybill, TEST_SECRET_KEY, type TestWaybill } from '../support/harness.ts';
 import { insertEndpoint, type Receiver, startReceiver } from './support.ts';
 
 const EVENTS = 40;
-
-/** Real time passes here: the worker is another process on the system clock. */
-async function until(check: () => Promise<boolean> | boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 // A separate worker process needs PostgreSQL: the embedded engine belongs to one process.
 describe.runIf(engine === 'postgres')('a worker killed mid-batch', () => {

@@ -6,22 +6,13 @@ import { loadConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/database.ts';
 import { type DeliveryWorker, startDeliveryWorker } from '../../src/delivery/worker.ts';
 import { call, createCompany, createShipment } from '../support/api.ts';
+import { until as untilIn } from '../support/eventually.ts';
 import { engine, startWaybill, TEST_SECRET_KEY, type TestWaybill } from '../support/harness.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
 import { attemptsOf, deliveriesOf, insertEndpoint, type Receiver, startReceiver } from './support.ts';
 
 /** Real time passes here: reconnecting is a matter of sockets, not of the injected clock. */
-async function until(check: () => Promise<boolean> | boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (
-    !(await Promise.resolve()
-      .then(check)
-      .catch(() => false))
-  ) {
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const until = (check: () => Promise<boolean> | boolean, timeoutMs = 20_000) => untilIn(check, timeoutMs);
 
 // The outage is made by a proxy of the test's own, never by stopping the shared server.
 describe.runIf(engine === 'postgres')('a PostgreSQL outage', () => {
