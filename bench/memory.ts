@@ -19,15 +19,24 @@
  * its mappings (/proc/<pid>/smaps, sampled every 250 ms) at the highest RSS, by kind.
  * WAYBILL_BENCH_NODE_FLAGS passes Node or V8 flags to the server, to try a setting without changing it.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Agent, request } from 'undici';
-import { SHIPMENT_EVENT_TYPES } from '../src/modules/webhooks/event-types.ts';
-import { freePort } from '../test/support/harness.ts';
-import { STEPS, startShipmentReceiver } from './shipment-load.ts';
+import {
+  cpuSecondsOf,
+  createEndpoint,
+  demoKeyOf,
+  drained,
+  type LoadOutcome,
+  MAX_OUTSTANDING,
+  percentile,
+  shipmentChanges,
+  startShipmentReceiver,
+  startWaybill,
+  stopWaybill,
+  type Waybill,
+} from './shipment-load.ts';
 
 const IDLE_SECONDS = Number(process.env.WAYBILL_BENCH_IDLE_SECONDS ?? 15);
 const LOAD_SECONDS = Number(process.env.WAYBILL_BENCH_LOAD_SECONDS ?? 60);
@@ -39,8 +48,6 @@ const NODE_FLAGS = (process.env.WAYBILL_BENCH_NODE_FLAGS ?? '').split(' ').filte
 const PROBE = fileURLToPath(new URL('./memory-probe.ts', import.meta.url));
 const PEAK_TARGET_MB = 800;
 const IDLE_TARGET_MB = 400;
-/** Requests to the server left unanswered at most; beyond it the load generator waits (and says so). */
-const MAX_OUTSTANDING = 256;
 /** How long the messages of the last events may take to arrive once the load stops. */
 const DRAIN_TIMEOUT_MS = 120_000;
 
@@ -48,13 +55,6 @@ function memoryOf(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
-}
-
-/** A process's CPU so far, user and system, in seconds (proc(5): fields 14 and 15, in clock ticks). */
-function cpuSecondsOf(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  const TICKS_PER_SECOND = 100;
-  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
 }
 
 /** Starts the peak (VmHWM) over from the RSS of now (proc(5), clear_refs). */
@@ -162,62 +162,25 @@ function watchMappings(pid: number): { stop(): Kinds | null } {
   };
 }
 
-interface Waybill {
-  child: ChildProcess;
-  pid: number;
-  url: string;
-  /** What the server printed up to the listening line (the demo's sign-ins and test key). */
-  banner: string;
-  seconds: number;
+interface Measured extends Waybill {
+  /** The peak RSS of its child processes while it started (initdb's, on a first start). */
   children: number;
   probeFile: string;
 }
 
-async function startWaybill(folder: string, round: string): Promise<Waybill> {
-  const port = await freePort();
+/** `npm start` on the folder, its children watched from the spawn, its probe loaded if asked. */
+async function start(folder: string, round: string): Promise<Measured> {
   const probeFile = join(folder, `probe-${round}.jsonl`);
-  const started = performance.now();
-  const child = spawn(
-    process.execPath,
-    [...NODE_FLAGS, ...(BREAKDOWN ? ['--import', PROBE] : []), 'src/main.ts', 'serve'],
-    {
-      env: {
-        ...process.env,
-        PORT: String(port),
-        WAYBILL_DATABASE_URL: join(folder, 'pglite'),
-        WAYBILL_DEMO: '1',
-        // The receiver is on this machine: development's exception in the URL guard.
-        WAYBILL_WEBHOOK_ALLOW_PRIVATE: '127.0.0.1/32',
-        WAYBILL_BENCH_PROBE_FILE: probeFile,
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
+  let children: { stop(): number } | null = null;
+  const waybill = await startWaybill({
+    database: join(folder, 'pglite'),
+    nodeFlags: [...NODE_FLAGS, ...(BREAKDOWN ? ['--import', PROBE] : [])],
+    env: { WAYBILL_BENCH_PROBE_FILE: probeFile },
+    onSpawn: (pid) => {
+      children = watchChildren(pid);
     },
-  );
-  const pid = child.pid as number;
-  const children = watchChildren(pid);
-  let banner = '';
-  await new Promise<void>((resolve, reject) => {
-    const read = (chunk: Buffer) => {
-      banner += chunk.toString();
-      if (banner.includes('Waybill listening on')) {
-        // From now on its output (a log line per request) is read and dropped.
-        child.stdout?.off('data', read);
-        child.stdout?.resume();
-        resolve();
-      }
-    };
-    child.stdout?.on('data', read);
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}:\n${banner}`)));
   });
-  return {
-    child,
-    pid,
-    url: `http://127.0.0.1:${port}`,
-    banner,
-    seconds: (performance.now() - started) / 1000,
-    children: children.stop(),
-    probeFile,
-  };
+  return { ...waybill, children: (children as { stop(): number } | null)?.stop() ?? 0, probeFile };
 }
 
 /** Marks the end of a phase for the probe (its line holds that phase's figures). */
@@ -225,108 +188,8 @@ function endPhase(waybill: Waybill): void {
   if (BREAKDOWN) waybill.child.kill('SIGUSR2');
 }
 
-async function stopWaybill(waybill: Waybill): Promise<void> {
-  waybill.child.kill('SIGTERM');
-  await new Promise((resolve) => waybill.child.once('exit', resolve));
-}
-
 async function idle(): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000));
-}
-
-interface LoadOutcome {
-  events: number;
-  requests: number;
-  failed: number;
-  /** Seconds the generator spent held back by MAX_OUTSTANDING unanswered requests. */
-  heldBack: number;
-  /** Answer times of the requests, by the key of each event they made. */
-  made: Map<string, number>;
-}
-
-/** Shipment changes at `rate` events a second for `seconds`, open loop, through the API. */
-async function shipmentChanges(
-  api: string,
-  key: string,
-  rate: number,
-  seconds: number,
-): Promise<LoadOutcome> {
-  const agent = new Agent({ connections: 32, keepAliveTimeout: 60_000 });
-  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-  const outcome: LoadOutcome = { events: 0, requests: 0, failed: 0, heldBack: 0, made: new Map() };
-  /** Shipments waiting for their next step (their last request answered). */
-  const ready: { id: string; step: number }[] = [];
-  const inFlight = new Set<Promise<void>>();
-  let sequence = 0;
-
-  const send = async (shipment: { id: string; step: number } | null) => {
-    const step = shipment ? shipment.step : 0;
-    const { status, events } = STEPS[step] as (typeof STEPS)[number];
-    const response = shipment
-      ? await request(`${api}/v1/shipments/${shipment.id}/status`, {
-          method: 'POST',
-          dispatcher: agent,
-          headers,
-          body: JSON.stringify({ status }),
-        })
-      : await request(`${api}/v1/shipments`, {
-          method: 'POST',
-          dispatcher: agent,
-          headers: { ...headers, 'idempotency-key': `memory-${sequence++}` },
-          body: JSON.stringify({ recipient_name: 'Memory Bench', currency: 'EUR', status }),
-        });
-    const at = performance.now();
-    const body = (await response.body.json()) as { id?: string };
-    if (response.statusCode >= 300 || !body.id) {
-      outcome.failed++;
-      return;
-    }
-    for (const type of events) outcome.made.set(`${type} ${body.id} ${status}`, at);
-    if (step + 1 < STEPS.length) ready.push({ id: body.id, step: step + 1 });
-  };
-
-  const started = performance.now();
-  let heldSince: number | null = null;
-  while (performance.now() - started < seconds * 1000) {
-    const due = Math.floor(((performance.now() - started) / 1000) * rate);
-    while (outcome.events < due) {
-      if (inFlight.size >= MAX_OUTSTANDING) {
-        heldSince ??= performance.now();
-        break;
-      }
-      if (heldSince !== null) {
-        outcome.heldBack += (performance.now() - heldSince) / 1000;
-        heldSince = null;
-      }
-      const shipment = ready.shift() ?? null;
-      outcome.events += (STEPS[shipment ? shipment.step : 0] as (typeof STEPS)[number]).events.length;
-      outcome.requests++;
-      const sending: Promise<void> = send(shipment)
-        .catch(() => {
-          outcome.failed++;
-        })
-        .finally(() => inFlight.delete(sending));
-      inFlight.add(sending);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  await Promise.all(inFlight);
-  await agent.close();
-  return outcome;
-}
-
-async function createEndpoint(api: string, key: string, url: string): Promise<void> {
-  const response = await request(`${api}/v1/webhook-endpoints`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ url, event_types: SHIPMENT_EVENT_TYPES }),
-  });
-  const text = await response.body.text();
-  if (response.statusCode !== 201) throw new Error(`endpoint not created (${response.statusCode}): ${text}`);
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN;
 }
 
 /** Samples the RSS every 50 ms: its highest value and when it came (seconds after the start). */
@@ -357,7 +220,7 @@ interface StartFigures {
   children: number;
 }
 
-async function measureStart(waybill: Waybill): Promise<StartFigures> {
+async function measureStart(waybill: Measured): Promise<StartFigures> {
   const atReady = memoryOf(waybill.pid);
   endPhase(waybill);
   await idle();
@@ -366,7 +229,7 @@ async function measureStart(waybill: Waybill): Promise<StartFigures> {
   return {
     peak: Math.max(atReady.peak, after.peak),
     idle: after.rss,
-    seconds: waybill.seconds,
+    seconds: waybill.listeningAfter,
     children: waybill.children,
   };
 }
@@ -397,13 +260,8 @@ async function measureLoad(waybill: Waybill, key: string): Promise<LoadFigures> 
     const sampled = watchRss(waybill.pid);
     const mappings = BREAKDOWN ? watchMappings(waybill.pid) : null;
     const cpuBefore = cpuSecondsOf(waybill.pid);
-    const outcome = await shipmentChanges(waybill.url, key, RATE, LOAD_SECONDS);
-    const stopped = performance.now();
-    const expected = outcome.made.size;
-    const deadline = stopped + DRAIN_TIMEOUT_MS;
-    while (receiver.arrivals.size < expected && performance.now() < deadline)
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    const drainSeconds = (performance.now() - stopped) / 1000;
+    const outcome = await shipmentChanges(waybill, key, RATE, LOAD_SECONDS, `memory-${process.pid}`);
+    const drainSeconds = await drained(outcome, receiver.arrivals, DRAIN_TIMEOUT_MS);
     const cpuSeconds = cpuSecondsOf(waybill.pid) - cpuBefore;
     const loadAverage = loadAverageNow();
     const loadPeak = memoryOf(waybill.pid).peak;
@@ -411,9 +269,9 @@ async function measureLoad(waybill: Waybill, key: string): Promise<LoadFigures> 
     const highestMappings = mappings?.stop() ?? null;
     endPhase(waybill);
     const latencies: number[] = [];
-    for (const [event, madeAt] of outcome.made) {
+    for (const [event, made] of outcome.made) {
       const arrivedAt = receiver.arrivals.get(event);
-      if (arrivedAt !== undefined) latencies.push(arrivedAt - madeAt);
+      if (arrivedAt !== undefined) latencies.push(arrivedAt - made.at);
     }
     latencies.sort((a, b) => a - b);
     await idle();
@@ -478,20 +336,20 @@ function probeLines(file: string, phases: string[]): string[] {
 
 const folder = mkdtempSync(join(tmpdir(), 'waybill-memory-'));
 try {
-  const firstStart = await startWaybill(folder, 'first');
-  const key = /test API key\s+(sk_test_\S+)/.exec(firstStart.banner)?.[1];
+  const firstStart = await start(folder, 'first');
+  const key = demoKeyOf(firstStart.banner);
   if (!key) throw new Error(`the demo printed no test API key:\n${firstStart.banner}`);
   const first = await measureStart(firstStart);
   const firstLoad = loadAverageNow();
   await stopWaybill(firstStart);
 
-  const restart = await startWaybill(folder, 'restart');
+  const restart = await start(folder, 'restart');
   const again = await measureStart(restart);
   const againLoad = loadAverageNow();
   await stopWaybill(restart);
 
   // Loaded from the moment it listens, as when a service comes back to a queue of work.
-  const busy = await startWaybill(folder, 'loaded');
+  const busy = await start(folder, 'loaded');
   const loaded = await measureLoad(busy, key);
   await stopWaybill(busy);
 
@@ -504,7 +362,7 @@ try {
     `[pglite] (g) npm start (a restart) under ${RATE} events/s of shipment changes for ${LOAD_SECONDS} s from the moment it listens, one endpoint on a receiver at 127.0.0.1: peak RSS ${verdict(loaded.lifePeak, PEAK_TARGET_MB)} over the process's life, ${loaded.loadPeak.toFixed(0)} MB during the load (sampled: ${loaded.sampledPeak.highest.toFixed(0)} MB, ${loaded.sampledPeak.at.toFixed(0)} s in); idle RSS ${IDLE_SECONDS} s after ${verdict(loaded.idle, IDLE_TARGET_MB)}; load average ${loaded.loadAverage}`,
   );
   console.log(
-    `[pglite]     delivery: ${outcome.events} events in ${outcome.requests} requests (${outcome.failed} failed, ${outcome.heldBack.toFixed(1)} s held back by ${MAX_OUTSTANDING} unanswered), ${loaded.arrived} messages arrived, the last ${loaded.drainSeconds.toFixed(1)} s after the load stopped; answer-to-arrival p50 ${loaded.p50.toFixed(1)} ms, p99 ${loaded.p99.toFixed(1)} ms; the server's CPU ${((loaded.cpuSeconds / outcome.events) * 1e6).toFixed(0)} µs per event`,
+    `[pglite]     delivery: ${outcome.made.size} events in ${outcome.requests} requests (${outcome.failed} failed, ${outcome.heldBack.toFixed(1)} s held back by ${MAX_OUTSTANDING} unanswered), ${loaded.arrived} messages arrived, the last ${loaded.drainSeconds.toFixed(1)} s after the load stopped; answer-to-arrival p50 ${loaded.p50.toFixed(1)} ms, p99 ${loaded.p99.toFixed(1)} ms; the server's CPU ${((loaded.cpuSeconds / outcome.made.size) * 1e6).toFixed(0)} µs per event`,
   );
   if (BREAKDOWN) {
     for (const line of probeLines(busy.probeFile, ['start', 'load', 'idle after the load']))

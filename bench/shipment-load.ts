@@ -101,6 +101,8 @@ export interface StartOptions {
   /** A file to append the server's output to. */
   output?: string;
   env?: Record<string, string>;
+  /** Told the server's pid as soon as it is spawned (to watch its start). */
+  onSpawn?: (pid: number) => void;
 }
 
 const THIS_MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
@@ -123,6 +125,7 @@ export async function startWaybill(options: StartOptions): Promise<Waybill> {
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  options.onSpawn?.(child.pid as number);
   let banner = '';
   await new Promise<void>((resolve, reject) => {
     const read = (chunk: Buffer) => {
