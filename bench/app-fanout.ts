@@ -4,7 +4,9 @@
  * `shipment.status_changed`; events of those companies are recorded as the API records them (the
  * fan-out in the same transaction, one statement for every installation), BENCH_APPS_PER_TX a
  * transaction. Figures, per engine (PGlite, then PostgreSQL when WAYBILL_BENCH_DATABASE_URL or
- * postgres://postgres@127.0.0.1:5432/bench answers, in a throwaway schema):
+ * postgres://postgres@127.0.0.1:5432/bench answers, in a throwaway schema; when that URL names a
+ * Citus coordinator, the schema is distributed as `waybill migrate` does, and the deliveries'
+ * split between the worker nodes is printed too):
  *   - events/s through the fan-out: the subscription without a filter, with a filter that keeps a
  *     quarter (`data.shipment.status in [delivered]`), and the peer in the same run: the same events
  *     to companies with one plain endpoint each and no app;
@@ -16,6 +18,7 @@ import pino from 'pino';
 import { loadConfig } from '../src/config.ts';
 import { type AppContext, runAfterCommit } from '../src/context.ts';
 import { openDatabase } from '../src/db/database.ts';
+import { distributeTables } from '../src/db/distribute.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { startDeliveryWorker } from '../src/delivery/worker.ts';
 import { systemClock } from '../src/lib/clock.ts';
@@ -194,7 +197,20 @@ async function clearQueue(ctx: AppContext) {
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 
-async function benchEngine(label: string, databaseUrl: string, schema?: string): Promise<void> {
+/** On Citus: the deliveries made so far, by the worker node holding their company's shard. */
+async function splitByNode(ctx: AppContext): Promise<string> {
+  const { rows } = await sql<{ node: string; deliveries: string; companies: string }>`
+    SELECT n.nodename || ':' || n.nodeport AS node, sum(d.n) AS deliveries, count(*) AS companies
+    FROM (SELECT tenant_id, count(*) AS n FROM webhook_deliveries GROUP BY tenant_id) d
+    JOIN pg_dist_placement p
+      ON p.shardid = get_shard_id_for_distribution_column('webhook_deliveries', d.tenant_id)
+    JOIN pg_dist_node n ON n.groupid = p.groupid
+    GROUP BY 1 ORDER BY 1`.execute(ctx.db);
+  return `deliveries by worker node: ${rows.map((r) => `${r.node} ${fmt(Number(r.deliveries))} (${fmt(Number(r.companies))} companies)`).join(', ')}`;
+}
+
+async function benchEngine(engineLabel: string, databaseUrl: string, schema?: string): Promise<void> {
+  let label = engineLabel;
   const config = loadConfig({
     WAYBILL_DATABASE_URL: databaseUrl,
     WAYBILL_SECRET_KEY: BENCH_SECRET_KEY,
@@ -203,6 +219,12 @@ async function benchEngine(label: string, databaseUrl: string, schema?: string):
   });
   const database = await openDatabase(config, schema ? { schema, poolSize: 10 } : {});
   await migrateToLatest(database.db);
+  // On a Citus coordinator, as `waybill migrate` does: the schema's tables distributed by company.
+  const placed = database.engine === 'postgres' ? await distributeTables(database.db) : null;
+  if (placed) {
+    database.distributed = true;
+    label = `${label} on Citus (${placed.done.length} tables placed)`;
+  }
   const ctx = buildContext({ config, database, clock: systemClock, logger: pino({ level: 'warn' }) });
   const sink = await receiver();
   try {
@@ -240,6 +262,7 @@ async function benchEngine(label: string, databaseUrl: string, schema?: string):
     console.log(
       `${label}: delivery rate, subscription messages (${fmt(again.deliveries)} to as many installations): ${fmt(subscriptionRate)}/s; plain endpoints (${fmt(plainFanOut.deliveries)} to ${fmt(PLAIN_COMPANIES)} endpoints): ${fmt(plainRate)}/s`,
     );
+    if (placed) console.log(`${label}: ${await splitByNode(ctx)}`);
   } finally {
     sink.server.closeAllConnections();
     await new Promise<void>((resolve) => sink.server.close(() => resolve()));

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { isDatabaseUnavailable } from '../db/database.ts';
+import { eachAtMost } from '../lib/concurrency.ts';
 import { reportNews } from './attempt.ts';
 import { byTenant } from './by-tenant.ts';
 import type { DeliveryContext } from './context.ts';
@@ -21,6 +22,8 @@ const VACUUM_EVERY = 2000;
 // Statistics of the queue this often besides (queue-statistics.ts analyzes on a backlog only).
 const ANALYZE_EVERY = 100_000;
 const RETRY_FIRST_MS = 250;
+/** On Citus, companies' parts written at once (each its own transaction, on its company's node). */
+const PARTS_AT_ONCE = 4;
 const RETRY_MAX_MS = 5_000;
 
 export interface RecorderOptions {
@@ -110,7 +113,7 @@ export class AttemptRecorder {
       const batch = this.#waiting.splice(0);
       const kept: FinishedAttempt[] = [];
       let away: unknown = null;
-      for (const part of this.#parts(batch)) {
+      await eachAtMost(this.#parts(batch), PARTS_AT_ONCE, async (part) => {
         try {
           await this.#write(part);
         } catch (err) {
@@ -120,7 +123,7 @@ export class AttemptRecorder {
             kept.push(...part);
           }
         }
-      }
+      });
       if (kept.length === 0) {
         this.#retryMs = RETRY_FIRST_MS;
         continue;
