@@ -212,7 +212,11 @@ async function claimTenantByTenant(db: Db, request: ClaimRequest): Promise<Claim
   }
   // Where the walks of the companies claimed for stopped short of their last target.
   const stoppedAt = walks.filter((walk) => walk.stoppedShort).map((walk) => walk.walkedTo);
-  const furthest = walks.map((walk) => walk.walkedTo).sort().at(-1) ?? '';
+  const furthest =
+    walks
+      .map((walk) => walk.walkedTo)
+      .sort()
+      .at(-1) ?? '';
   const next = stoppedAt.sort()[0] ?? (tenants.length === TENANTS_PER_CLAIM ? furthest : '');
   // The last target visited, when one company's walk was the whole claim's.
   return { rows, next, walkedTo: walks.length === 1 ? (walks[0] as TenantWalk).walkedTo : '' };

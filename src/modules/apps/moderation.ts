@@ -62,18 +62,16 @@ export async function conflictOfInterest(
     : null;
 }
 
-/** Holds (or lets go) everything waiting for the app: its events target and its installations' endpoints. */
+/**
+ * Holds (or lets go) everything waiting for the app: its events target and its installations' endpoints.
+ * An endpoint meets its installation on the company too, which Citus needs to join them.
+ */
 async function holdTargets(trx: Trx, appId: string, held: boolean, now: Date): Promise<void> {
-  await trx
-    .updateTable('webhook_endpoints')
-    .set({ held, updated_at: now })
-    .where((eb) =>
-      eb.or([
-        eb('app_id', '=', appId),
-        eb('installation_id', 'in', eb.selectFrom('installations').select('id').where('app_id', '=', appId)),
-      ]),
-    )
-    .execute();
+  await sql`
+    UPDATE webhook_endpoints e SET held = ${held}, updated_at = ${now.toISOString()}::timestamptz
+    WHERE e.app_id = ${appId} OR EXISTS (
+      SELECT 1 FROM installations i
+      WHERE i.id = e.installation_id AND i.tenant_id = e.tenant_id AND i.app_id = ${appId})`.execute(trx);
 }
 
 /** What was held past the retry window is cancelled rather than sent days late. */
@@ -82,9 +80,11 @@ async function cancelStale(trx: Trx, appId: string, now: Date): Promise<void> {
   // The app's events target, its subscription targets and its installations' endpoints.
   await cancelQueued(
     trx,
-    sql<SqlBool>`d.created_at < ${heldSince}::timestamptz AND d.endpoint_id IN (
-      SELECT e.id FROM webhook_endpoints e WHERE e.app_id = ${appId}
-        OR e.installation_id IN (SELECT i.id FROM installations i WHERE i.app_id = ${appId}))`,
+    sql<SqlBool>`d.created_at < ${heldSince}::timestamptz AND EXISTS (
+      SELECT 1 FROM webhook_endpoints e
+      WHERE e.id = d.endpoint_id AND e.tenant_id = d.tenant_id AND (e.app_id = ${appId} OR EXISTS (
+        SELECT 1 FROM installations i
+        WHERE i.id = e.installation_id AND i.tenant_id = e.tenant_id AND i.app_id = ${appId})))`,
     now,
   );
 }
@@ -94,6 +94,8 @@ async function statusBeforeSuspension(trx: Trx, appId: string): Promise<AppsTabl
   const row = await trx
     .selectFrom('audit_events')
     .select(sql<AppsTable['status'] | null>`details->>'previous_status'`.as('previous'))
+    // A moderation is the platform's (moderateApp): one shard on Citus.
+    .where('tenant_id', '=', PLATFORM_TENANT)
     .where('action', '=', 'app.suspended')
     .where(sql`details->>'app_id'`, '=', appId)
     .orderBy('created_at', 'desc')
@@ -138,18 +140,27 @@ export async function moderateApp(
       if (app.status === 'suspended')
         throw new AppError('app.invalid_status', 'The app is already suspended');
       next = 'suspended';
-      await holdTargets(trx, appId, true, now);
     } else if (action === 'delist') {
       if (app.status !== 'published')
         throw new AppError('app.invalid_status', 'Only a published app is delisted');
       next = 'delisted';
     } else {
-      if (app.status === 'suspended') {
-        next = await statusBeforeSuspension(trx, appId);
-        await cancelStale(trx, appId, now);
-        await holdTargets(trx, appId, false, now);
-      } else if (app.status === 'delisted') next = 'published';
+      if (app.status === 'suspended') next = await statusBeforeSuspension(trx, appId);
+      else if (app.status === 'delisted') next = 'published';
       else throw new AppError('app.invalid_status', 'Only a suspended or delisted app is reinstated');
+    }
+    // The app (a reference table) is written before its targets: on Citus no reference table may
+    // be written after a write to many shards in the same transaction.
+    const changed = await trx
+      .updateTable('apps')
+      .set({ status: next, updated_at: now })
+      .where('id', '=', appId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    if (action === 'suspend') await holdTargets(trx, appId, true, now);
+    else if (action === 'reinstate' && app.status === 'suspended') {
+      await cancelStale(trx, appId, now);
+      await holdTargets(trx, appId, false, now);
     }
     await trx
       .insertInto('audit_events')
@@ -162,12 +173,7 @@ export async function moderateApp(
         created_at: now,
       })
       .execute();
-    return trx
-      .updateTable('apps')
-      .set({ status: next, updated_at: now })
-      .where('id', '=', appId)
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    return changed;
   });
   // Held deliveries are due already: reinstating wakes the workers for them.
   if (action === 'reinstate') runAfterCommit(ctx);

@@ -144,7 +144,7 @@ export async function upsertInstallation(
   if (row.id === newInstallationId) await countStoreInstall(trx, { app_id: input.appId, resource }, 1);
   await recordInstallation(trx, { ...input, id: row.id, scopes }, now);
   // The app's subscriptions reach the new installation (its grant decides at each event).
-  await syncSubscriptionTargets(trx, input.appId, now, row.id);
+  await syncSubscriptionTargets(trx, input.appId, now, { id: row.id, tenantId: input.tenantId });
   const codes = await trx
     .deleteFrom('oauth_codes')
     .where('installation_id', '=', row.id)

@@ -18,13 +18,16 @@ const inMode = (livemode: RawBuilder<unknown>) => sql`i.resource = 'v1' AND (i.l
  * One statement for every installation of the app, however many: a row that exists is updated in
  * place (its waiting messages keep their place), a new one is made, and one whose subscription
  * the version no longer has is disabled (what waits for it is cancelled). Called in the
- * transaction of a release and of an installation's approval.
+ * transaction of a release and of an installation's approval (`installation`: that one only,
+ * named with its company, so that on Citus every statement runs in the company's shard).
+ * Statements join endpoints and installations on the company too, as Citus's co-located joins
+ * need (decision 0073).
  */
 export async function syncSubscriptionTargets(
   trx: Trx,
   appId: string,
   now: Date,
-  installationId: string | null = null,
+  installation: { id: string; tenantId: string } | null = null,
 ): Promise<void> {
   const active = await trx
     .selectFrom('app_versions')
@@ -58,7 +61,9 @@ export async function syncSubscriptionTargets(
     }));
   });
   const at = now.toISOString();
-  const onlyOne = installationId ? sql`AND i.id = ${installationId}` : sql``;
+  const onlyOne = installation
+    ? sql`AND i.id = ${installation.id} AND i.tenant_id = ${installation.tenantId}`
+    : sql``;
   if (rows.length > 0) {
     // A target whose ordering the version changes: its waiting messages join or leave their
     // shipments' lines at once, as an endpoint's do on PATCH.
@@ -70,7 +75,7 @@ export async function syncSubscriptionTargets(
       ordering: string;
     }>`
       SELECT e.id, e.tenant_id, e.subscription_index AS idx, e.livemode, e.ordering FROM webhook_endpoints e
-      JOIN installations i ON i.id = e.installation_id
+      JOIN installations i ON i.id = e.installation_id AND i.tenant_id = e.tenant_id
       WHERE e.kind = 'subscription' AND i.app_id = ${appId} ${onlyOne}`.execute(trx);
     await sql`
       INSERT INTO webhook_endpoints (id, kind, app_id, tenant_id, customer_account_id, installation_id,
@@ -110,14 +115,23 @@ export async function syncSubscriptionTargets(
     }
   }
   const kept = rows.map((r) => `${r.index}:${r.livemode}`);
-  const { rows: removed } = await sql<{ id: string }>`
+  // The casts spell what `||` would (`0:true`), but immutably: `text || anynonarray` is STABLE,
+  // which Citus refuses on a column in an UPDATE of a distributed table.
+  const { rows: removed } = await sql<{ id: string; tenant_id: string }>`
     UPDATE webhook_endpoints e SET enabled = false, disabled_reason = 'manual', updated_at = ${at}::timestamptz
     FROM installations i
-    WHERE e.kind = 'subscription' AND e.installation_id = i.id AND i.app_id = ${appId} ${onlyOne}
-      AND e.enabled AND NOT ((e.subscription_index || ':' || e.livemode) = ANY (${kept}::text[])
+    WHERE e.kind = 'subscription' AND e.installation_id = i.id AND e.tenant_id = i.tenant_id
+      AND i.app_id = ${appId} ${onlyOne}
+      AND e.enabled AND NOT ((e.subscription_index::text || ':' || e.livemode::text) = ANY (${kept}::text[])
         AND ${inMode(sql`e.livemode`)})
-    RETURNING e.id`.execute(trx);
+    RETURNING e.id, e.tenant_id`.execute(trx);
   if (removed.length > 0) {
-    await cancelQueued(trx, sql<SqlBool>`d.endpoint_id = ANY (${removed.map((r) => r.id)}::text[])`, now);
+    // Their companies named: on Citus, the shards of those companies only.
+    const tenants = [...new Set(removed.map((r) => r.tenant_id))];
+    await cancelQueued(
+      trx,
+      sql<SqlBool>`d.tenant_id = ANY (${tenants}::text[]) AND d.endpoint_id = ANY (${removed.map((r) => r.id)}::text[])`,
+      now,
+    );
   }
 }

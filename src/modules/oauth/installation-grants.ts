@@ -23,16 +23,20 @@ export type HeldReason = 'app_suspended' | 'needs_approval';
 
 /**
  * SQL condition: an endpoint of `installation` (an expression, null for a company's endpoint) may
- * receive a message of `type` (an expression) now.
+ * receive a message of `type` (an expression) now. `tenant` (an expression), the installation's
+ * company, when the caller knows it: the grant is then read in that company's shard on Citus,
+ * where a read by installation id alone asks every shard (or, correlated, is refused).
  */
 export function installationReceives(
   installation: RawBuilder<unknown>,
   type: RawBuilder<unknown>,
+  tenant?: RawBuilder<unknown>,
 ): RawBuilder<boolean> {
+  const ofTenant = tenant ? sql`AND g.tenant_id = (${tenant})::text` : sql``;
   // Cast: a bound null alone has no type.
   return sql<boolean>`((${installation})::text IS NULL OR EXISTS (
     SELECT 1 FROM installation_grants g
-    WHERE g.installation_id = (${installation})::text AND g.held_reason IS NULL
+    WHERE g.installation_id = (${installation})::text ${ofTenant} AND g.held_reason IS NULL
       AND scopes_allow(g.scopes, event_type_scope((${type})::text))))`;
 }
 
@@ -56,7 +60,8 @@ export async function endpointGrantStates(
       SELECT t FROM jsonb_array_elements_text(e.event_types) AS t
       WHERE NOT scopes_allow(g.scopes, event_type_scope(t))
     ) AS withheld
-    FROM webhook_endpoints e JOIN installation_grants g ON g.installation_id = e.installation_id
+    FROM webhook_endpoints e
+    JOIN installation_grants g ON g.installation_id = e.installation_id AND g.tenant_id = e.tenant_id
     WHERE e.id = ANY (${[...endpointIds]}::text[])
   `.execute(db);
   return new Map(
@@ -70,19 +75,22 @@ export async function endpointGrantStates(
 /**
  * Refuses to send to an endpoint of an installation that may not receive these types now (replays
  * and test messages): 409 `app.suspended`, `installation.needs_approval` or
- * `installation.scope_not_granted`. Nothing changes before the refusal.
+ * `installation.scope_not_granted`. Nothing changes before the refusal. `tenantId`, the
+ * installation's company when known: on Citus, the grant is read in its shard only.
  */
 export async function assertInstallationReceives(
   db: Db | Trx,
   installationId: string | null,
   types: readonly string[],
+  tenantId?: string,
 ): Promise<void> {
   if (installationId === null) return;
+  const ofTenant = tenantId === undefined ? sql`` : sql`AND g.tenant_id = ${tenantId}`;
   const result = await sql<{ held_reason: HeldReason | null; withheld: string[] | null }>`
     SELECT g.held_reason, ARRAY(
       SELECT t FROM unnest(${[...types]}::text[]) AS t WHERE NOT scopes_allow(g.scopes, event_type_scope(t))
     ) AS withheld
-    FROM installation_grants g WHERE g.installation_id = ${installationId}
+    FROM installation_grants g WHERE g.installation_id = ${installationId} ${ofTenant}
   `.execute(db);
   const row = result.rows[0];
   // The installation is gone: its endpoints went with it (ON DELETE CASCADE).
@@ -121,11 +129,12 @@ export async function cancelWithheldDeliveries(trx: Trx, tenantId: string, now: 
     trx,
     sql<SqlBool>`d.tenant_id = ${tenantId} AND d.endpoint_id IN (
       SELECT e.id FROM webhook_endpoints e
-      JOIN installation_grants g ON g.installation_id = e.installation_id
+      JOIN installation_grants g ON g.installation_id = e.installation_id AND g.tenant_id = e.tenant_id
       WHERE e.tenant_id = ${tenantId} AND e.kind <> 'subscription' AND g.held_reason IS DISTINCT FROM 'app_suspended')
     AND NOT ${installationReceives(
-      sql`(SELECT e.installation_id FROM webhook_endpoints e WHERE e.id = d.endpoint_id)`,
+      sql`(SELECT e.installation_id FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.tenant_id = ${tenantId})`,
       sql.ref('d.event_type'),
+      sql`${tenantId}`,
     )}`,
     now,
   );

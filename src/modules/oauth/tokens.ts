@@ -62,30 +62,70 @@ export function sealPair(ctx: AppContext, pair: TokenPair, now: Date): string {
 }
 
 /**
+ * The installations a spend reads (the approver's standing, the mode, the answer's columns): the
+ * table itself on one PostgreSQL. On Citus, where an UPDATE of a reference table (`oauth_codes`,
+ * `oauth_tokens`) may read no distributed table, their rows are read first, by their companies
+ * (one shard each), and the statement reads them as values: same columns, same rules.
+ */
+export async function grantInstallations(
+  ctx: AppContext,
+  table: 'oauth_codes' | 'oauth_tokens',
+  grantHashes: readonly string[],
+): Promise<RawBuilder<unknown>> {
+  if (!ctx.database.distributed) return sql`installations`;
+  const hash = table === 'oauth_codes' ? sql.ref('code_hash') : sql.ref('token_hash');
+  const { rows: grants } = await sql<{ installation_id: string; tenant_id: string }>`
+    SELECT DISTINCT installation_id, tenant_id FROM ${sql.table(table)}
+    WHERE ${hash} = ANY (${[...grantHashes]}::text[])`.execute(ctx.db);
+  const { rows } =
+    grants.length === 0
+      ? { rows: [] }
+      : await sql<{
+          id: string;
+          tenant_id: string;
+          user_id: string;
+          livemode: boolean;
+          customer_account_id: string | null;
+        }>`
+    SELECT id, tenant_id, user_id, livemode, customer_account_id FROM installations
+    WHERE tenant_id = ANY (${[...new Set(grants.map((g) => g.tenant_id))]}::text[])
+      AND id = ANY (${grants.map((g) => g.installation_id)}::text[])`.execute(ctx.db);
+  return sql`(SELECT * FROM unnest(${rows.map((r) => r.id)}::text[], ${rows.map((r) => r.tenant_id)}::text[],
+    ${rows.map((r) => r.user_id)}::text[], ${rows.map((r) => r.livemode)}::boolean[],
+    ${rows.map((r) => r.customer_account_id)}::text[]) AS gi(id, tenant_id, user_id, livemode, customer_account_id))`;
+}
+
+/**
  * Spends one grant (a code or a refresh token) and issues a fresh access and refresh token for it, in
  * ONE statement: the UPDATE is a compare-and-swap on `used_at IS NULL`, so of two requests racing
  * with the same grant exactly one gets a row back (RFC 9700 section 4.14.2), and the new tokens exist
  * only if the spend happened. `spend` is an `UPDATE ... RETURNING app_id, installation_id, tenant_id,
  * user_id, scopes`.
  * The grant is spent only while the approver still belongs to the company (spec 3.4). The new
- * tokens keep the grant's resource (RFC 8707), returned by `spend` as `resource`.
+ * tokens keep the grant's resource (RFC 8707), returned by `spend` as `resource`. `installations`:
+ * what `spend` was built with (grantInstallations).
  */
 export async function spendAndIssue(
   ctx: AppContext,
   spend: RawBuilder<unknown>,
   pair: TokenPair = newTokenPair(),
+  installations: RawBuilder<unknown> = sql`installations`,
 ): Promise<TokenResponse | null> {
   const now = ctx.clock.now();
   const { access, refresh } = pair;
   const statement = sql<IssuedRow>`
     WITH spent AS (${spend}),
-    ${issueForSpent(now, {
-      accessId: sql`${newId('grt')}`,
-      accessHash: sql`${hashSecret(access)}`,
-      accessTestHash: sql`${hashSecret(testVariant(access))}`,
-      refreshId: sql`${newId('grt')}`,
-      refreshHash: sql`${hashSecret(refresh)}`,
-    })}`;
+    ${issueForSpent(
+      now,
+      {
+        accessId: sql`${newId('grt')}`,
+        accessHash: sql`${hashSecret(access)}`,
+        accessTestHash: sql`${hashSecret(testVariant(access))}`,
+        refreshId: sql`${newId('grt')}`,
+        refreshHash: sql`${hashSecret(refresh)}`,
+      },
+      installations,
+    )}`;
   // The text is the same for every call of a grant type: prepared once per connection.
   const [row] = await ctx.database.prepared<IssuedRow>(statement.compile(ctx.db));
   return row ? responseOf(row, access, refresh) : null;
@@ -94,7 +134,7 @@ export async function spendAndIssue(
 /**
  * The tail both spends share: for each grant `spent` returned, its new access and refresh token
  * (ids and hashes from `pair`, values or `spent` columns), and the row of its answer, with
- * `spent`'s own `extra` columns first.
+ * `spent`'s own `extra` columns first; `installations` as grantInstallations gives it.
  */
 function issueForSpent(
   now: Date,
@@ -102,6 +142,7 @@ function issueForSpent(
     'accessId' | 'accessHash' | 'accessTestHash' | 'refreshId' | 'refreshHash',
     RawBuilder<unknown>
   >,
+  installations: RawBuilder<unknown>,
   extra: RawBuilder<unknown> = sql``,
 ): RawBuilder<unknown> {
   return sql`issued AS (
@@ -109,7 +150,7 @@ function issueForSpent(
         created_at, expires_at)
       SELECT t.id, t.token_hash, t.kind, s.app_id, s.installation_id, s.tenant_id, s.user_id, s.scopes, s.resource,
         ${now}, t.expires_at
-      FROM spent s JOIN installations si ON si.id = s.installation_id AND si.tenant_id = s.tenant_id
+      FROM spent s JOIN ${installations} si ON si.id = s.installation_id AND si.tenant_id = s.tenant_id
       CROSS JOIN LATERAL (VALUES
         (${pair.accessId}, CASE WHEN si.livemode THEN ${pair.accessHash} ELSE ${pair.accessTestHash} END, 'access',
           ${addMs(now, ACCESS_TOKEN_LIFETIME_MS)}::timestamptz),
@@ -118,7 +159,7 @@ function issueForSpent(
       RETURNING 1
     )
     SELECT ${extra} s.installation_id, s.scopes, i.livemode, i.tenant_id, i.customer_account_id
-    FROM spent s JOIN installations i ON i.id = s.installation_id AND i.tenant_id = s.tenant_id`;
+    FROM spent s JOIN ${installations} i ON i.id = s.installation_id AND i.tenant_id = s.tenant_id`;
 }
 
 function responseOf(
@@ -223,7 +264,14 @@ async function spendGroup(
   let rows: (IssuedRow & { n: number })[];
   try {
     // One text per grant type, whatever the group's size: prepared once per connection.
-    rows = await ctx.database.prepared<IssuedRow & { n: number }>(groupedSpendStatement(ctx, kind, spends));
+    const installations = await grantInstallations(
+      ctx,
+      kind === 'refresh_token' ? 'oauth_tokens' : 'oauth_codes',
+      spends.map((spend) => spend.grantHash),
+    );
+    rows = await ctx.database.prepared<IssuedRow & { n: number }>(
+      groupedSpendStatement(ctx, kind, spends, installations),
+    );
   } catch (err) {
     if (isDatabaseUnavailable(err)) throw err;
     // Whatever one request's input did to the group, each goes the full way on its own.
@@ -239,6 +287,7 @@ export function groupedSpendStatement(
   ctx: AppContext,
   kind: ReuseKind,
   spends: readonly GroupedSpend[],
+  installations: RawBuilder<unknown> = sql`installations`,
 ): CompiledQuery {
   const now = ctx.clock.now();
   const column = (pick: (spend: GroupedSpend) => string | null) => spends.map(pick);
@@ -253,8 +302,8 @@ export function groupedSpendStatement(
           FROM v, apps a
           WHERE oauth_tokens.token_hash = v.grant_hash AND oauth_tokens.kind = 'refresh'
             AND oauth_tokens.used_at IS NULL AND oauth_tokens.revoked_at IS NULL AND oauth_tokens.expires_at > ${now}
-            AND a.id = oauth_tokens.app_id AND ${proven} AND ${approverStillMember('oauth_tokens')}
-            AND ${agentRulesHold('oauth_tokens', sql`a.developer_id IS NULL`)}
+            AND a.id = oauth_tokens.app_id AND ${proven} AND ${approverStillMember('oauth_tokens', installations)}
+            AND ${agentRulesHold('oauth_tokens', sql`a.developer_id IS NULL`, installations)}
             AND (v.resource IS NULL OR v.resource = oauth_tokens.resource)
           RETURNING ${returning}, oauth_tokens.app_id, oauth_tokens.installation_id, oauth_tokens.tenant_id,
             oauth_tokens.user_id, oauth_tokens.scopes, oauth_tokens.resource`
@@ -262,8 +311,8 @@ export function groupedSpendStatement(
           WHERE oauth_codes.code_hash = v.grant_hash AND oauth_codes.used_at IS NULL
             AND oauth_codes.expires_at > ${now} AND oauth_codes.redirect_uri = v.redirect_uri
             AND oauth_codes.code_challenge = v.challenge
-            AND a.id = oauth_codes.app_id AND ${proven} AND ${approverStillMember('oauth_codes')}
-            AND ${agentRulesHold('oauth_codes', sql`a.developer_id IS NULL`)}
+            AND a.id = oauth_codes.app_id AND ${proven} AND ${approverStillMember('oauth_codes', installations)}
+            AND ${agentRulesHold('oauth_codes', sql`a.developer_id IS NULL`, installations)}
             AND (v.resource IS NULL OR v.resource = oauth_codes.resource)
           RETURNING ${returning}, oauth_codes.app_id, oauth_codes.installation_id, oauth_codes.tenant_id,
             oauth_codes.user_id, oauth_codes.scopes, oauth_codes.resource`;
@@ -290,6 +339,7 @@ export function groupedSpendStatement(
         refreshId: sql`s.refresh_id`,
         refreshHash: sql`s.refresh_hash`,
       },
+      installations,
       sql`s.n,`,
     )}`;
   return statement.compile(ctx.db);
@@ -299,14 +349,17 @@ export function groupedSpendStatement(
  * `AND` clause: the person behind the grant is still the installation's approver (a new approval by
  * someone else ends the grants of the one before) and still a member of its company.
  */
-export function approverStillMember(table: 'oauth_codes' | 'oauth_tokens'): RawBuilder<unknown> {
+export function approverStillMember(
+  table: 'oauth_codes' | 'oauth_tokens',
+  installations: RawBuilder<unknown> = sql`installations`,
+): RawBuilder<unknown> {
   // `|| ''` keeps the installation's index of tokens out of this check, so each grant is found by
   // its hash. Without statistics (PGlite, which never analyzes this table; PostgreSQL before
   // autovacuum's first ANALYZE) the planner otherwise started a group of 20 from the installation
   // and read every token it ever had: 186 ms instead of 1.6. OFFSET 0 would do it too, but then the
   // statement never keeps a generic plan and is planned again on every call (60 µs a grant).
   return sql`EXISTS (
-    SELECT 1 FROM installations i JOIN memberships m ON m.tenant_id = i.tenant_id AND m.user_id = i.user_id
+    SELECT 1 FROM ${installations} i JOIN memberships m ON m.tenant_id = i.tenant_id AND m.user_id = i.user_id
     WHERE i.id = ${sql.ref(`${table}.installation_id`)} || '' AND i.tenant_id = ${sql.ref(`${table}.tenant_id`)}
       AND i.user_id = ${sql.ref(`${table}.user_id`)})`;
 }
@@ -320,9 +373,10 @@ export function approverStillMember(table: 'oauth_codes' | 'oauth_tokens'): RawB
 export function agentRulesHold(
   table: 'oauth_codes' | 'oauth_tokens',
   agentClient: RawBuilder<unknown>,
+  installations: RawBuilder<unknown> = sql`installations`,
 ): RawBuilder<unknown> {
   return sql`CASE WHEN ${sql.ref(`${table}.resource`)} = 'v1' THEN NOT (${agentClient})::boolean
-    ELSE EXISTS (SELECT 1 FROM installations gi JOIN companies gc ON gc.id = gi.tenant_id
+    ELSE EXISTS (SELECT 1 FROM ${installations} gi JOIN companies gc ON gc.id = gi.tenant_id
       WHERE gi.id = ${sql.ref(`${table}.installation_id`)} || '' AND gi.tenant_id = ${sql.ref(`${table}.tenant_id`)}
         AND CASE WHEN gi.livemode
         THEN gc.live AND (gc.agent_access ->> 'live')::boolean IS TRUE
@@ -342,19 +396,19 @@ export async function reissuedPair(
 ): Promise<TokenResponse | null> {
   if (client.developer_id !== null) return null;
   const now = ctx.clock.now();
+  const installations = await grantInstallations(ctx, 'oauth_tokens', [tokenHash]);
   const { rows } = await sql<IssuedRow & { reissue_sealed: string }>`
     SELECT oauth_tokens.installation_id, oauth_tokens.scopes, i.livemode, i.tenant_id,
       i.customer_account_id, oauth_tokens.reissue_sealed
-    FROM oauth_tokens JOIN installations i ON i.id = oauth_tokens.installation_id
+    FROM oauth_tokens JOIN ${installations} i ON i.id = oauth_tokens.installation_id
         AND i.tenant_id = oauth_tokens.tenant_id
       JOIN apps a ON a.id = oauth_tokens.app_id
     WHERE oauth_tokens.token_hash = ${tokenHash} AND oauth_tokens.kind = 'refresh'
       AND oauth_tokens.app_id = ${client.id} AND a.developer_id IS NULL AND a.status <> 'suspended'
       AND oauth_tokens.reissue_sealed IS NOT NULL AND oauth_tokens.revoked_at IS NULL
       AND oauth_tokens.used_at >= ${addMs(now, -REFRESH_RACE_WINDOW_MS)}
-      AND ${approverStillMember('oauth_tokens')} AND ${agentRulesHold('oauth_tokens', sql`true`)}`.execute(
-    ctx.db,
-  );
+      AND ${approverStillMember('oauth_tokens', installations)}
+      AND ${agentRulesHold('oauth_tokens', sql`true`, installations)}`.execute(ctx.db);
   const row = rows[0];
   if (!row) return null;
   const pair = JSON.parse(ctx.secrets.open(row.reissue_sealed)) as TokenPair & { expires_at: string };

@@ -130,7 +130,9 @@ export async function createPrivacyRequest(
       .selectFrom('installations')
       .select(['id', 'app_id', 'customer_account_id'])
       .where('tenant_id', '=', tenantId)
-      .where(installationReceives(sql.ref('installations.id'), sql.val(type)))
+      .where(
+        installationReceives(sql.ref('installations.id'), sql.val(type), sql.ref('installations.tenant_id')),
+      )
       .orderBy('created_at')
       .execute();
     const events: AppEvent[] = [];

@@ -11,6 +11,7 @@ import { fastResource, resourceUrl, tokenRequestResource } from '../resource.ts'
 import {
   agentRulesHold,
   approverStillMember,
+  grantInstallations,
   revokeForReuse,
   spendAndIssue,
   spendAndIssueGrouped,
@@ -81,12 +82,15 @@ export async function authorizationCodeGrant(
     );
   }
 
+  const installations = await grantInstallations(ctx, 'oauth_codes', [codeHash]);
   const issued = await spendAndIssue(
     ctx,
     sql`UPDATE oauth_codes SET used_at = ${now}
-      WHERE code_hash = ${codeHash} AND used_at IS NULL AND ${approverStillMember('oauth_codes')}
-        AND ${agentRulesHold('oauth_codes', sql`${client.developer_id === null}`)}
+      WHERE code_hash = ${codeHash} AND used_at IS NULL AND ${approverStillMember('oauth_codes', installations)}
+        AND ${agentRulesHold('oauth_codes', sql`${client.developer_id === null}`, installations)}
       RETURNING app_id, installation_id, tenant_id, user_id, scopes, resource`,
+    undefined,
+    installations,
   );
   if (issued) return issued;
   // Lost the race to a concurrent exchange of the same code: that is a second use too.

@@ -9,6 +9,7 @@ import { fastResource, resourceUrl, tokenRequestResource } from '../resource.ts'
 import {
   agentRulesHold,
   approverStillMember,
+  grantInstallations,
   newTokenPair,
   reissuedPair,
   revokeForReuse,
@@ -43,15 +44,18 @@ export async function refreshTokenGrant(
   // OAuth 2.1 section 4.3.1 and RFC 9700 section 4.14.2: spend and rotate in one compare-and-swap.
   // The happy path is this one statement; everything below only explains a failure. An agent's
   // spent token keeps the new pair sealed for the grace.
+  const installations = await grantInstallations(ctx, 'oauth_tokens', [tokenHash]);
   const issued = await spendAndIssue(
     ctx,
     sql`UPDATE oauth_tokens SET used_at = ${now}, reissue_sealed = ${agent ? sealPair(ctx, pair, now) : null}
       WHERE token_hash = ${tokenHash} AND kind = 'refresh' AND app_id = ${client.id}
         AND used_at IS NULL AND revoked_at IS NULL AND expires_at > ${now}
-        AND ${approverStillMember('oauth_tokens')} AND ${agentRulesHold('oauth_tokens', sql`${agent}`)}
+        AND ${approverStillMember('oauth_tokens', installations)}
+        AND ${agentRulesHold('oauth_tokens', sql`${agent}`, installations)}
         AND resource = COALESCE(${wanted}::text, resource)
       RETURNING app_id, installation_id, tenant_id, user_id, scopes, resource`,
     pair,
+    installations,
   );
   if (issued) return issued;
 
