@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { AppContext, Trx } from '../../context.ts';
+import type { Db } from '../../db/database.ts';
 import type { BackgroundJob } from '../../jobs.ts';
 import { MINUTE } from '../../lib/clock.ts';
 
@@ -47,14 +48,40 @@ function redactPrivacyRecipient(payload: string): string {
 async function rewrite(
   trx: Trx,
   table: 'events' | 'webhook_deliveries',
-  rows: ReadonlyArray<{ id: string; payload: string }>,
+  rows: ReadonlyArray<{ id: string; tenantId: string; payload: string }>,
 ): Promise<void> {
-  for (let start = 0; start < rows.length; start += CHUNK) {
-    const chunk = rows.slice(start, start + CHUNK);
-    const values = sql.join(chunk.map((row) => sql`(${row.id}, ${row.payload})`));
-    await sql`UPDATE ${sql.table(table)} AS t SET payload = v.payload
-      FROM (VALUES ${values}) AS v(id, payload) WHERE t.id = v.id`.execute(trx);
+  // Company by company: on Citus each statement runs in that company's shard.
+  for (const tenantId of new Set(rows.map((row) => row.tenantId))) {
+    const own = rows.filter((row) => row.tenantId === tenantId);
+    for (let start = 0; start < own.length; start += CHUNK) {
+      const chunk = own.slice(start, start + CHUNK);
+      const values = sql.join(chunk.map((row) => sql`(${row.id}, ${row.payload})`));
+      await sql`UPDATE ${sql.table(table)} AS t SET payload = v.payload
+        FROM (VALUES ${values}) AS v(id, payload) WHERE t.id = v.id AND t.tenant_id = ${tenantId}`.execute(
+        trx,
+      );
+    }
   }
+}
+
+/**
+ * The deliveries of privacy messages, by id. A message's delivery is its app's (an app's events
+ * target is a tenant of its own, decision 0074): read by its key, not joined with the message,
+ * since on Citus the two sit in different shards.
+ */
+export async function messageDeliveries(
+  db: Db,
+  messages: ReadonlyArray<{ delivery_id: string | null; app_id: string }>,
+): Promise<Map<string, { tenant_id: string; status: string; payload: string | null }>> {
+  const ids = messages.flatMap((message) => (message.delivery_id ? [message.delivery_id] : []));
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('webhook_deliveries')
+    .select(['id', 'tenant_id', 'status', 'payload'])
+    .where('tenant_id', 'in', [...new Set(messages.map((message) => message.app_id))])
+    .where('id', 'in', ids)
+    .execute();
+  return new Map(rows.map(({ id, ...delivery }) => [id, delivery]));
 }
 
 /**
@@ -97,6 +124,7 @@ export async function redactCopies(
       'events',
       events.map((event) => ({
         id: event.id,
+        tenantId: input.tenantId,
         payload: JSON.stringify(redactShipmentFields(JSON.parse(event.payload))),
       })),
     );
@@ -113,6 +141,7 @@ export async function redactCopies(
           : [
               {
                 id: delivery.id,
+                tenantId: input.tenantId,
                 payload: JSON.stringify(redactShipmentFields(JSON.parse(delivery.payload))),
               },
             ],
@@ -138,19 +167,24 @@ export async function redactCopies(
     return;
   }
   const requestIds = earlier.map((row) => row.id);
-  const messages = await trx
-    .selectFrom('privacy_request_messages as m')
-    .innerJoin('webhook_deliveries as d', 'd.id', 'm.delivery_id')
-    .select(['d.id', 'd.payload'])
-    .where('m.privacy_request_id', 'in', requestIds)
-    .where('d.payload', 'is not', null)
+  // The messages' deliveries are their apps' (an app's events target is a tenant of its own,
+  // decision 0074): read by their keys, not joined, since on Citus they sit in other shards.
+  const sent = await trx
+    .selectFrom('privacy_request_messages')
+    .select(['delivery_id', 'app_id'])
+    .where('tenant_id', '=', input.tenantId)
+    .where('privacy_request_id', 'in', requestIds)
     .execute();
+  const messages = [...(await messageDeliveries(trx, sent))].flatMap(([id, delivery]) =>
+    delivery.payload === null ? [] : [{ id, tenant_id: delivery.tenant_id, payload: delivery.payload }],
+  );
   await rewrite(
     trx,
     'webhook_deliveries',
     messages.map((message) => ({
       id: message.id,
-      payload: redactPrivacyRecipient(message.payload as string),
+      tenantId: message.tenant_id,
+      payload: redactPrivacyRecipient(message.payload),
     })),
   );
   await trx
@@ -159,6 +193,7 @@ export async function redactCopies(
       recipient_email: eb.case().when('recipient_email', 'is not', null).then(REDACTED).else(null).end(),
       recipient_phone: eb.case().when('recipient_phone', 'is not', null).then(REDACTED).else(null).end(),
     }))
+    .where('tenant_id', '=', input.tenantId)
     .where('id', 'in', requestIds)
     .execute();
   deliveryIds.push(...messages.map((message) => message.id));
@@ -179,6 +214,7 @@ async function deliveriesOf(
   const rows = await trx
     .selectFrom('webhook_deliveries')
     .select(['id', 'payload'])
+    .where('tenant_id', '=', tenantId)
     .where('endpoint_id', 'in', (eb) =>
       eb.selectFrom('webhook_endpoints').select('id').where('tenant_id', '=', tenantId),
     )
@@ -231,7 +267,7 @@ const OPEN_ERASURES_PER_RUN = 100;
 export async function forgetToldContacts(ctx: AppContext): Promise<{ redacted: number; completed: number }> {
   const open = await ctx.db
     .selectFrom('privacy_requests')
-    .select('id')
+    .select(['id', 'tenant_id'])
     .where('kind', '=', 'redact')
     .where('completed_at', 'is', null)
     .orderBy('created_at')
@@ -239,15 +275,25 @@ export async function forgetToldContacts(ctx: AppContext): Promise<{ redacted: n
     .execute();
   let redacted = 0;
   let completed = 0;
-  for (const { id } of open) {
+  for (const { id, tenant_id: tenantId } of open) {
     await ctx.db.transaction().execute(async (trx) => {
-      const messages = await trx
-        .selectFrom('privacy_request_messages as m')
-        .leftJoin('webhook_deliveries as d', 'd.id', 'm.delivery_id')
-        .select(['m.delivery_id', 'd.status', 'd.payload'])
-        .where('m.privacy_request_id', '=', id)
+      const sent = await trx
+        .selectFrom('privacy_request_messages')
+        .select(['delivery_id', 'app_id'])
+        .where('tenant_id', '=', tenantId)
+        .where('privacy_request_id', '=', id)
         .execute();
-      const rewritten: Array<{ id: string; payload: string }> = [];
+      const deliveries = await messageDeliveries(trx, sent);
+      const messages = sent.map((message) => {
+        const delivery = message.delivery_id ? deliveries.get(message.delivery_id) : undefined;
+        return {
+          delivery_id: message.delivery_id as string,
+          tenant_id: delivery?.tenant_id ?? '',
+          status: delivery?.status ?? null,
+          payload: delivery?.payload ?? null,
+        };
+      });
+      const rewritten: Array<{ id: string; tenantId: string; payload: string }> = [];
       const traces: string[] = [];
       let holding = 0;
       for (const message of messages) {
@@ -258,7 +304,7 @@ export async function forgetToldContacts(ctx: AppContext): Promise<{ redacted: n
         }
         const payload = redactPrivacyRecipient(message.payload);
         if (payload === message.payload) continue;
-        rewritten.push({ id: message.delivery_id, payload });
+        rewritten.push({ id: message.delivery_id, tenantId: message.tenant_id, payload });
         const { email, phone } = (JSON.parse(message.payload) as { data: { recipient: PrivacyContact } }).data
           .recipient;
         traces.push(email ?? '', phone ?? '');

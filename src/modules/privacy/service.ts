@@ -8,7 +8,7 @@ import { requireRole } from '../accounts/companies.ts';
 import { managesMembers } from '../accounts/roles.ts';
 import { type AppEvent, enqueueAppEvents } from '../app-events/enqueue.ts';
 import { installationReceives } from '../oauth/installation-grants.ts';
-import { REDACTED, redactCopies } from './erasure.ts';
+import { messageDeliveries, REDACTED, redactCopies } from './erasure.ts';
 
 /** Spec section 8: at most 500 shipment ids in one message; more go in several with one id. */
 export const SHIPMENT_IDS_PER_MESSAGE = 500;
@@ -238,22 +238,25 @@ type RequestRow = {
 
 async function present(ctx: AppContext, rows: readonly RequestRow[]): Promise<PrivacyRequest[]> {
   const ids = rows.map((row) => row.id);
-  const messages =
+  const sent =
     ids.length === 0
       ? []
       : await ctx.db
           .selectFrom('privacy_request_messages as m')
-          .leftJoin('webhook_deliveries as d', 'd.id', 'm.delivery_id')
           .select([
             'm.privacy_request_id',
             'm.app_id',
             'm.installation_id',
             'm.delivery_id',
             'm.shipment_count',
-            'd.status',
           ])
           .where('m.privacy_request_id', 'in', ids)
           .execute();
+  const deliveries = await messageDeliveries(ctx.db, sent);
+  const messages = sent.map((m) => ({
+    ...m,
+    status: m.delivery_id ? (deliveries.get(m.delivery_id)?.status ?? null) : null,
+  }));
   return rows.map((row) => {
     const own = messages
       .filter((m) => m.privacy_request_id === row.id)
