@@ -6,7 +6,7 @@ const postgresUrl = process.env.WAYBILL_TEST_DATABASE_URL;
 // And on a Citus cluster when WAYBILL_TEST_CITUS_URL names its coordinator (not in CI): the
 // database-heavy folders, each file's schema distributed after its migrations (decision 0073).
 const citusUrl = process.env.WAYBILL_TEST_CITUS_URL;
-const CITUS_FOLDERS = ['db', 'delivery', 'webhooks', 'apps', 'store', 'shipments'];
+const CITUS_FOLDERS = ['db', 'delivery', 'webhooks', 'apps', 'store', 'shipments', 'app-events', 'oauth', 'accounts', 'console', 'listeners', 'mcp', 'operations', 'outbound', 'http', 'web', 'cli', 'e2e'];
 
 const shared = {
   include: ['test/**/*.test.ts'],

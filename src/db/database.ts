@@ -97,6 +97,9 @@ async function openPGlite(dataDir: string | null, options: DatabaseOptions): Pro
 
 /** Bounds on waiting for PostgreSQL, so that an outage answers 503 instead of hanging a request. */
 const CONNECT_TIMEOUT_MS = 5_000;
+/** SQLSTATE deadlock_detected, and how many times a prepared statement meets it before it fails. */
+const DEADLOCK_DETECTED = '40P01';
+const DEADLOCK_TRIES = 3;
 const QUERY_TIMEOUT_MS = 30_000;
 async function openPostgres(url: string, options: DatabaseOptions): Promise<DatabaseHandle> {
   const connection = {
@@ -125,11 +128,17 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<Data
   return {
     async prepared<Row>(query: CompiledQuery) {
       const name = `w_${createHash('sha1').update(query.sql).digest('hex').slice(0, 16)}`;
-      try {
-        const result = await pool.query({ name, text: query.sql, values: query.parameters as unknown[] });
-        return result.rows as Row[];
-      } catch (error) {
-        throw scrubDatabaseError(error);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const result = await pool.query({ name, text: query.sql, values: query.parameters as unknown[] });
+          return result.rows as Row[];
+        } catch (error) {
+          // A statement of its own, cancelled to break a deadlock, did nothing: it runs again. On
+          // Citus, concurrent writes to a reference table (a token spend) take their locks on
+          // every node, and the cluster cancels one of them to end a distributed deadlock.
+          if ((error as { code?: string }).code === DEADLOCK_DETECTED && attempt < DEADLOCK_TRIES) continue;
+          throw scrubDatabaseError(error);
+        }
       }
     },
     db,

@@ -1,4 +1,5 @@
-// Whether a failure is the database being away (answered 503 and retried) or a refused statement.
+// Whether a failure is the database being away, or a passing conflict (answered 503 and retried),
+// or a refused statement.
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -11,6 +12,9 @@ const UNAVAILABLE_CODES = new Set([
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now: starting up or shutting down
   '53300', // too_many_connections
+  // deadlock_detected: the statement was cancelled and undone; trying again is safe (on Citus,
+  // concurrent writes to a reference table can meet a deadlock across nodes).
+  '40P01',
 ]);
 const UNAVAILABLE_MESSAGES =
   /Connection terminated|connection timeout|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection ended|not queryable|Cannot use a pool after calling end/i;

@@ -175,8 +175,11 @@ describe('an erasure', () => {
     // event's, which migration 0031 left): it is what that delivery sends.
     const legacy = await w.ctx.db
       .selectFrom('webhook_deliveries as d')
-      .innerJoin('events as ev', 'ev.id', 'd.event_id')
+      .innerJoin('events as ev', (join) =>
+        join.onRef('ev.id', '=', 'd.event_id').onRef('ev.tenant_id', '=', 'd.tenant_id'),
+      )
       .select(['d.id', 'ev.payload'])
+      .where('d.tenant_id', '=', company.tenantId)
       .where('d.endpoint_id', '=', endpointA.id)
       .where('ev.shipment_id', '=', shipments[1].id)
       .executeTakeFirstOrThrow();

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashSecret, newId } from '../../src/lib/ids.ts';
 import { type GroupedSpend, groupedSpendStatement } from '../../src/modules/oauth/tokens.ts';
 import { createCompany } from '../support/api.ts';
-import { engine, startWaybill, type TestWaybill } from '../support/harness.ts';
+import { engine, onCitus, startWaybill, type TestWaybill } from '../support/harness.ts';
 import { discover, obtainTokens, registerApp } from './support.ts';
 
 interface PlanNode {
@@ -21,9 +21,11 @@ function* nodesOf(node: PlanNode): Generator<PlanNode> {
 /**
  * The token endpoint's grouped statement finds each grant by its hash whatever the planner knows:
  * on a table no ANALYZE has read yet, a group of refreshes must not start from the installation
- * and read every token it ever had.
+ * and read every token it ever had. One PostgreSQL's plan: on Citus, EXPLAIN shows Citus's own plan
+ * (a custom scan over the nodes), and the statement there reads the installations first
+ * (grantInstallations).
  */
-describe('the grouped grant statement', () => {
+describe.skipIf(onCitus)('the grouped grant statement', () => {
   let w: TestWaybill;
   beforeAll(async () => {
     w = await startWaybill();

@@ -35,8 +35,14 @@ export async function listEventMessages(
   const deliveries = await newestFirst(
     ctx.db
       .selectFrom('webhook_deliveries')
-      .innerJoin('webhook_endpoints', 'webhook_endpoints.id', 'webhook_deliveries.endpoint_id')
+      // An app's events target is a tenant of its own, named by the app (decision 0074): one shard.
+      .innerJoin('webhook_endpoints', (join) =>
+        join
+          .onRef('webhook_endpoints.id', '=', 'webhook_deliveries.endpoint_id')
+          .onRef('webhook_endpoints.tenant_id', '=', 'webhook_deliveries.tenant_id'),
+      )
       .selectAll('webhook_deliveries')
+      .where('webhook_deliveries.tenant_id', '=', appId)
       .where('webhook_endpoints.app_id', '=', appId)
       .where('webhook_endpoints.kind', '=', 'app_events'),
     'webhook_deliveries',
@@ -79,8 +85,13 @@ export async function replayEventMessage(
   await requireNotSuspended(ctx, developerId, appId);
   const found = await ctx.db
     .selectFrom('webhook_deliveries')
-    .innerJoin('webhook_endpoints', 'webhook_endpoints.id', 'webhook_deliveries.endpoint_id')
+    .innerJoin('webhook_endpoints', (join) =>
+      join
+        .onRef('webhook_endpoints.id', '=', 'webhook_deliveries.endpoint_id')
+        .onRef('webhook_endpoints.tenant_id', '=', 'webhook_deliveries.tenant_id'),
+    )
     .select(['webhook_deliveries.id', 'webhook_endpoints.url'])
+    .where('webhook_deliveries.tenant_id', '=', appId)
     .where('webhook_deliveries.id', '=', deliveryId)
     .where('webhook_endpoints.app_id', '=', appId)
     .where('webhook_endpoints.kind', '=', 'app_events')
