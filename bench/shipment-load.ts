@@ -103,6 +103,11 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Told the server's pid as soon as it is spawned (to watch its start). */
   onSpawn?: (pid: number) => void;
+  /**
+   * Output awaited besides the listening line: on PostgreSQL the server listens before it
+   * migrates, and prints the demo's sign-ins after.
+   */
+  awaiting?: RegExp;
 }
 
 const THIS_MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
@@ -130,7 +135,7 @@ export async function startWaybill(options: StartOptions): Promise<Waybill> {
   await new Promise<void>((resolve, reject) => {
     const read = (chunk: Buffer) => {
       banner += chunk.toString();
-      if (banner.includes('Waybill listening on')) {
+      if (banner.includes('Waybill listening on') && (options.awaiting?.test(banner) ?? true)) {
         // From now on its output (a log line per request) is read and dropped.
         child.stdout?.off('data', read);
         child.stdout?.resume();

@@ -21,6 +21,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { BENCH_SECRET_KEY } from './fixtures.ts';
 import {
   createEndpoint,
   demoKeyOf,
@@ -75,6 +76,10 @@ async function soak(engine: string, database: string): Promise<void> {
   try {
     waybill = await startWaybill({
       database,
+      // PostgreSQL needs the key to seal secrets with (the embedded engine makes one of its own).
+      ...(engine === 'postgres'
+        ? { env: { WAYBILL_SECRET_KEY: BENCH_SECRET_KEY }, awaiting: /test API key\s+sk_test_\S+/ }
+        : {}),
       nodeFlags: NODE_FLAGS,
       ...(process.env.WAYBILL_BENCH_SOAK_OUTPUT ? { output: process.env.WAYBILL_BENCH_SOAK_OUTPUT } : {}),
     });
