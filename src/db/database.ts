@@ -9,7 +9,7 @@ import type { Database } from './schema.ts';
 import { scrubDatabaseError } from './scrub.ts';
 
 /** Whether the database is away now: what services ask of it besides their statements. */
-export { isDatabaseUnavailable } from './outage.ts';
+export { isDatabaseUnavailable, isDeadlock } from './outage.ts';
 
 // COUNT(*) and other int8 values as numbers; ours never pass 2^53.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));

@@ -35,3 +35,17 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * Whether the database cancelled the statement to break a deadlock (SQLSTATE 40P01): undone, so
+ * the work may run again. On Citus, concurrent writes to a reference table (eight refreshes of one
+ * token at once) can meet one across nodes.
+ */
+export function isDeadlock(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; current && depth < 4; depth++) {
+    if ((current as { code?: unknown }).code === '40P01') return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}

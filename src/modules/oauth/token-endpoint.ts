@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.ts';
+import { isDeadlock } from '../../db/database.ts';
 import type { AppRecord } from '../apps/registry.ts';
 import type { GrantOutcome } from '../operations/metrics.ts';
 import { authenticateClient, type Presented, presentedCredentials } from './client-auth.ts';
@@ -110,5 +111,15 @@ async function grantTokens(
   if (!grant) {
     throw new OAuthError('unsupported_grant_type', `grant_type ${grantType.slice(0, 50)} is not supported`);
   }
-  return grant.run(ctx, client, params);
+  // A deadlock broken by the database undid this request's writes: its checks and spend run again
+  // (a grant another request spent meanwhile is then refused, as it would have been).
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await grant.run(ctx, client, params);
+    } catch (error) {
+      if (!isDeadlock(error) || attempt >= GRANT_TRIES) throw error;
+    }
+  }
 }
+
+const GRANT_TRIES = 3;
