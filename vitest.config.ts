@@ -3,10 +3,9 @@ import { defineConfig } from 'vitest/config';
 // The suite runs on the embedded PGlite always, and on PostgreSQL as well when
 // WAYBILL_TEST_DATABASE_URL is set (CI sets it): the same files, one project per engine.
 const postgresUrl = process.env.WAYBILL_TEST_DATABASE_URL;
-// And on a Citus cluster when WAYBILL_TEST_CITUS_URL names its coordinator (not in CI): the
-// database-heavy folders, each file's schema distributed after its migrations (decision 0073).
+// And on a Citus cluster when WAYBILL_TEST_CITUS_URL names its coordinator (not in CI): every
+// file, its schema distributed after its migrations (decision 0073).
 const citusUrl = process.env.WAYBILL_TEST_CITUS_URL;
-const CITUS_FOLDERS = ['db', 'delivery', 'webhooks', 'apps', 'store', 'shipments', 'app-events', 'oauth', 'accounts', 'console', 'listeners', 'mcp', 'operations', 'outbound', 'http', 'web', 'cli', 'e2e'];
 
 const shared = {
   include: ['test/**/*.test.ts'],
@@ -47,7 +46,6 @@ export default defineConfig({
               test: {
                 ...shared,
                 name: 'citus',
-                include: CITUS_FOLDERS.map((folder) => `test/${folder}/**/*.test.ts`),
                 env: {
                   WAYBILL_TEST_ENGINE: 'postgres',
                   WAYBILL_TEST_DATABASE_URL: citusUrl,
