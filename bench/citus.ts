@@ -24,18 +24,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import pg from 'pg';
-import pino from 'pino';
-import { loadConfig } from '../src/config.ts';
-import { openDatabase } from '../src/db/database.ts';
 import { distributeTables } from '../src/db/distribute.ts';
 import { claimDue } from '../src/delivery/claim.ts';
 import { type DeliveryWorker, startDeliveryWorker } from '../src/delivery/worker.ts';
 import type { WorkerCounts } from '../src/delivery/worker-types.ts';
-import { systemClock } from '../src/lib/clock.ts';
-import { buildContext } from '../src/services.ts';
 import {
   addEndpoint,
-  BENCH_SECRET_KEY,
   insertEvents,
   newTenant,
   openBenchContext,
@@ -52,16 +46,9 @@ const CONCURRENCY = 8;
 
 /** The worker process: the engine as `waybill worker` runs it on Citus, counts on "stop". */
 async function runWorker(schema: string): Promise<void> {
-  const config = loadConfig({
-    WAYBILL_DATABASE_URL: url,
-    WAYBILL_SECRET_KEY: BENCH_SECRET_KEY,
-    WAYBILL_DEMO: '0',
-    WAYBILL_WEBHOOK_ALLOW_PRIVATE: '127.0.0.0/8',
-  });
-  const database = await openDatabase(config, { schema, poolSize: 10 });
+  const { ctx, database } = await openBenchContext(url, schema);
   // What the distribution step at a worker's start finds (roles.ts): the tables are distributed.
   database.distributed = true;
-  const ctx = buildContext({ config, database, clock: systemClock, logger: pino({ level: 'warn' }) });
   let worker: DeliveryWorker | null = null;
   process.on('disconnect', () => process.exit(0));
   process.on('message', async (command: 'go' | 'stop') => {
