@@ -51,8 +51,11 @@ export async function migrate(database: DatabaseHandle, log: Logger): Promise<Di
   const distribution = await distributeTables(database.db);
   // The delivery engine claims and records company by company there (decision 0074).
   database.distributed = distribution !== null;
-  if (distribution && distribution.done.length > 0)
-    log.info({ done: distribution.done, already: distribution.already }, 'tables distributed on Citus');
+  if (distribution && (distribution.done.length > 0 || distribution.delegated.length > 0))
+    log.info(
+      { done: distribution.done, already: distribution.already, delegated: distribution.delegated },
+      'tables distributed on Citus',
+    );
   return distribution;
 }
 

@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from './database.ts';
 import {
+  DELEGATED_FUNCTIONS,
+  DELEGATED_WITH,
   DISTRIBUTED_TABLES,
   DISTRIBUTION_COLUMN,
   type Placement,
@@ -22,6 +24,8 @@ export interface DistributionOutcome {
   done: DistributedNow[];
   /** How many tables were already what they should be. */
   already: number;
+  /** The functions made Citus distributed functions by this run (DELEGATED_FUNCTIONS). */
+  delegated: string[];
 }
 
 /** One table Citus would not make what src/db/distribution.ts says, and its reason. */
@@ -87,13 +91,15 @@ export async function distributeTables(
     const schema = rows[0]?.schema;
     if (!schema) throw new Error('no current schema to distribute');
     const found = await tablesOf(conn, schema);
-    if (found.every(isPlaced)) return { schema, done: [], already: found.length };
+    if (found.every(isPlaced) && (await undelegated(conn, schema)).length === 0)
+      return { schema, done: [], already: found.length, delegated: [] };
     // Processes started together on a new database: one places the tables, the others wait for it
     // and then find them placed.
     const lockKey = `waybill.distribute.${schema}`;
     await sql`SELECT pg_advisory_lock(hashtext(${lockKey}))`.execute(conn);
     try {
-      return await placeTables(conn, schema, options);
+      const placed = await placeTables(conn, schema, options);
+      return { ...placed, delegated: await delegateFunctions(conn, schema) };
     } finally {
       await sql`SELECT pg_advisory_unlock(hashtext(${lockKey}))`.execute(conn).catch(() => {});
     }
@@ -125,11 +131,39 @@ function isPlaced(table: TableRow): boolean {
     : table.partmethod === 'h' && table.column === DISTRIBUTION_COLUMN;
 }
 
+/** The DELEGATED_FUNCTIONS of the schema that are not Citus distributed functions yet. */
+async function undelegated(conn: Db, schema: string): Promise<string[]> {
+  const { rows } = await sql<{ name: string }>`
+    SELECT p.proname AS name FROM pg_proc p
+    WHERE p.pronamespace = ${schema}::regnamespace AND p.proname = ANY (${[...DELEGATED_FUNCTIONS]}::text[])
+      AND NOT EXISTS (
+        SELECT 1 FROM pg_dist_object o
+        WHERE o.classid = 'pg_proc'::regclass AND o.objid = p.oid AND o.distribution_argument_index IS NOT NULL
+      )
+    ORDER BY p.proname`.execute(conn);
+  return rows.map((row) => row.name);
+}
+
+/**
+ * Makes each of DELEGATED_FUNCTIONS a distributed function routed by its first argument (the
+ * company) and co-located with DELEGATED_WITH, so that Citus runs a call on the company's node.
+ * After the tables: the co-location needs them distributed.
+ */
+async function delegateFunctions(conn: Db, schema: string): Promise<string[]> {
+  const names = await undelegated(conn, schema);
+  for (const name of names)
+    await sql`SELECT create_distributed_function(
+        (SELECT p.oid::regprocedure FROM pg_proc p
+          WHERE p.pronamespace = ${schema}::regnamespace AND p.proname = ${name}),
+        '$1', colocate_with => ${`${quoteIdent(schema)}.${quoteIdent(DELEGATED_WITH)}`})`.execute(conn);
+  return names;
+}
+
 async function placeTables(
   conn: Db,
   schema: string,
   options: DistributeOptions,
-): Promise<DistributionOutcome> {
+): Promise<Omit<DistributionOutcome, 'delegated'>> {
   const tables = await tablesOf(conn, schema);
   const { rows: keys } = await sql<{ from: string; to: string }>`
     SELECT DISTINCT f.relname AS from, t.relname AS to
@@ -198,15 +232,22 @@ async function placeTables(
 
 /** The lines `waybill migrate` prints about the distribution step. */
 export function describeDistribution(outcome: DistributionOutcome): string[] {
+  const delegated = outcome.delegated.map(
+    (name) => `Citus: ${name} made a distributed function, run on its company's node`,
+  );
   if (outcome.done.length === 0)
-    return [`Citus: all ${outcome.already} tables were already reference or distributed tables`];
-  return outcome.done.map((step) =>
+    return [
+      `Citus: all ${outcome.already} tables were already reference or distributed tables`,
+      ...delegated,
+    ];
+  const tables = outcome.done.map((step) =>
     step.placement === 'reference'
       ? `Citus: ${step.table} made a reference table`
       : `Citus: ${step.table} distributed by ${DISTRIBUTION_COLUMN}${
           step.colocatedWith ? `, co-located with ${step.colocatedWith}` : ''
         }`,
   );
+  return [...tables, ...delegated];
 }
 
 /**

@@ -60,6 +60,18 @@ export const REFERENCE_TABLES = [
   'kysely_migration_lock',
 ] as const;
 
+/**
+ * The delivery engine's per-company twins (decision 0074), made Citus distributed functions
+ * routed by their first argument: a call runs on the node that holds that company's shards, its
+ * statements there, so the coordinator only forwards one call per company (decision 0076). The
+ * fan-out's twin is left out: it runs inside the API's transaction, where Citus delegates only
+ * with `force_delegation`, and that refuses its INSERT ... SELECT (decision 0076).
+ */
+export const DELEGATED_FUNCTIONS = ['webhook_claim_tenant', 'webhook_record_attempts_tenant'] as const;
+
+/** The table the delegated functions are co-located with. */
+export const DELEGATED_WITH: DistributedTable = 'webhook_deliveries';
+
 /** Tables a list may name that a schema no longer has (a migration on its way removes them). */
 export const TABLES_BEING_REMOVED: readonly string[] = [];
 

@@ -3,7 +3,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { type DatabaseHandle, openDatabase } from '../../src/db/database.ts';
 import { DistributionRefused, distributeTables } from '../../src/db/distribute.ts';
-import { DISTRIBUTION_COLUMN, placementOf } from '../../src/db/distribution.ts';
+import {
+  DELEGATED_FUNCTIONS,
+  DELEGATED_WITH,
+  DISTRIBUTION_COLUMN,
+  placementOf,
+} from '../../src/db/distribution.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { CITUS_TEST_SHARD_COUNT, createSchema, onCitus, TEST_SECRET_KEY } from '../support/harness.ts';
 
@@ -89,7 +94,7 @@ describe.skipIf(!onCitus)('the distribution step on Citus', () => {
       { table: 'webhook_attempts', placement: 'distributed', colocatedWith: 'customer_accounts' },
     ]);
     const second = await distributeTables(database.db, { shardCount: CITUS_TEST_SHARD_COUNT });
-    expect(second).toEqual({ schema, done: [], already: 6 });
+    expect(second).toEqual({ schema, done: [], already: 6, delegated: [] });
 
     const placed = await placements(database, schema);
     expect(placed.map((row) => row.table)).toEqual([
@@ -169,15 +174,35 @@ describe.skipIf(!onCitus)('the distribution step on Citus', () => {
     ]);
   });
 
-  // Passes once migrations 0079 (tenant keys) and 0080 (delivery tables) make the schema conform
-  // (test/db/distribution.test.ts lists what is missing); until then Citus refuses the tables it names.
-  it('places every table of a freshly migrated schema, and does nothing the second time', async () => {
+  it('places every table of a freshly migrated schema and delegates the per-company functions, and does nothing the second time', async () => {
     const { database, schema } = await freshSchema();
     await migrateToLatest(database.db);
     const first = await distributeTables(database.db, { shardCount: CITUS_TEST_SHARD_COUNT });
     expect(first?.done.length).toBeGreaterThan(0);
+    expect(first?.delegated).toEqual([...DELEGATED_FUNCTIONS].sort());
     const second = await distributeTables(database.db, { shardCount: CITUS_TEST_SHARD_COUNT });
     expect(second?.done).toEqual([]);
+    expect(second?.delegated).toEqual([]);
     expectPlacedAsListed(await placements(database, schema));
+
+    // Routed by the company (argument 1) and co-located with the delivery log.
+    const { rows: functions } = await sql<{ name: string; arg: number; same_group: boolean }>`
+      SELECT p.proname AS name, o.distribution_argument_index AS arg,
+        o.colocationid = (SELECT colocationid FROM pg_dist_partition
+          WHERE logicalrelid = ${`${schema}.${DELEGATED_WITH}`}::regclass) AS same_group
+      FROM pg_dist_object o JOIN pg_proc p ON o.classid = 'pg_proc'::regclass AND p.oid = o.objid
+      WHERE p.pronamespace = ${schema}::regnamespace AND o.distribution_argument_index IS NOT NULL
+      ORDER BY p.proname`.execute(database.db);
+    expect(functions).toEqual(
+      [...DELEGATED_FUNCTIONS].sort().map((name) => ({ name, arg: 0, same_group: true })),
+    );
+    // A call is sent whole to the node that holds the company's shard.
+    const { rows: plan } = await sql<{ 'QUERY PLAN': string }>`
+      EXPLAIN (COSTS OFF) SELECT * FROM webhook_claim_tenant('cmp_somewhere', 'w', now(), now(), 1, 1,
+        '{}'::text[], '{}'::int[], '', 1, NULL::text[])`.execute(database.db);
+    const text = plan.map((row) => row['QUERY PLAN']).join('\n');
+    expect(text).toContain('Custom Scan (Citus Adaptive)');
+    expect(text).toMatch(/Task Count: 1/);
+    expect(text).toMatch(/Node: host=\S+ port=\d+/);
   });
 });

@@ -204,13 +204,15 @@ describe('what waybill migrate prints of the distribution step', () => {
           { table: 'shipments', placement: 'distributed', colocatedWith: 'customer_accounts' },
         ],
         already: 0,
+        delegated: ['webhook_claim_tenant'],
       }),
     ).toEqual([
       'Citus: companies made a reference table',
       'Citus: customer_accounts distributed by tenant_id',
       'Citus: shipments distributed by tenant_id, co-located with customer_accounts',
+      "Citus: webhook_claim_tenant made a distributed function, run on its company's node",
     ]);
-    expect(describeDistribution({ schema: 'public', done: [], already: 39 })).toEqual([
+    expect(describeDistribution({ schema: 'public', done: [], already: 39, delegated: [] })).toEqual([
       'Citus: all 39 tables were already reference or distributed tables',
     ]);
   });
