@@ -7,6 +7,14 @@ const postgresUrl = process.env.WAYBILL_TEST_DATABASE_URL;
 // file, its schema distributed after its migrations (decision 0073).
 const citusUrl = process.env.WAYBILL_TEST_CITUS_URL;
 
+const NODE_LOSS = 'test/db/citus-node-loss.test.ts';
+
+const citusEnv = (url: string) => ({
+  WAYBILL_TEST_ENGINE: 'postgres',
+  WAYBILL_TEST_DATABASE_URL: url,
+  WAYBILL_TEST_ON_CITUS: '1',
+});
+
 const shared = {
   include: ['test/**/*.test.ts'],
   testTimeout: 30_000,
@@ -46,12 +54,19 @@ export default defineConfig({
               test: {
                 ...shared,
                 name: 'citus',
-                env: {
-                  WAYBILL_TEST_ENGINE: 'postgres',
-                  WAYBILL_TEST_DATABASE_URL: citusUrl,
-                  WAYBILL_TEST_ON_CITUS: '1',
-                },
+                exclude: [NODE_LOSS],
+                env: citusEnv(citusUrl),
                 globalSetup: ['test/support/citus-schemas.ts'],
+              },
+            },
+            // Stops a worker node: alone, after every other file, which would meet the node away.
+            {
+              test: {
+                ...shared,
+                name: 'citus-node-loss',
+                include: [NODE_LOSS],
+                env: citusEnv(citusUrl),
+                sequence: { groupOrder: 1 },
               },
             },
           ]
