@@ -425,7 +425,7 @@ BEGIN
 END $$`;
 }
 
-function claimFunction(perTenant: boolean): string {
+export function claimFunction(perTenant: boolean): string {
   /** On Citus, every statement names the tenant: each runs in that tenant's shard alone. */
   const t = (alias: string) => (perTenant ? ` AND ${alias}.tenant_id = p_tenant` : '');
   return `

@@ -44,6 +44,7 @@ import * as subscriptionDestinations from './0078_subscription_destinations.ts';
 import * as tenantKeys from './0079_tenant_keys.ts';
 import * as deliveryRows from './0080_delivery_rows.ts';
 import * as linesFollowTenant from './0081_lines_follow_tenant.ts';
+import * as claimRateLimitsApart from './0082_claim_rate_limits_apart.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -92,4 +93,5 @@ export const migrations: Record<string, Migration> = {
   '0079_tenant_keys': tenantKeys,
   '0080_delivery_rows': deliveryRows,
   '0081_lines_follow_tenant': linesFollowTenant,
+  '0082_claim_rate_limits_apart': claimRateLimitsApart,
 };
