@@ -18,7 +18,6 @@ import pino from 'pino';
 import { loadConfig } from '../src/config.ts';
 import { type AppContext, runAfterCommit } from '../src/context.ts';
 import { openDatabase } from '../src/db/database.ts';
-import { distributeTables } from '../src/db/distribute.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { startDeliveryWorker } from '../src/delivery/worker.ts';
 import { systemClock } from '../src/lib/clock.ts';
@@ -26,7 +25,15 @@ import { newId } from '../src/lib/ids.ts';
 import { syncSubscriptionTargets } from '../src/modules/apps/subscriptions.ts';
 import { recordEvents } from '../src/modules/shipments/events.ts';
 import { buildContext } from '../src/services.ts';
-import { addEndpoint, BENCH_SECRET_KEY, receiver, type Sink, throwawaySchema, waitFor } from './fixtures.ts';
+import {
+  addEndpoint,
+  BENCH_SECRET_KEY,
+  distributeOnCitus,
+  receiver,
+  type Sink,
+  throwawaySchema,
+  waitFor,
+} from './fixtures.ts';
 import { shipmentData } from './message.ts';
 
 const INSTALLATIONS = Number(process.env.BENCH_APPS_INSTALLATIONS ?? 10_000);
@@ -210,7 +217,6 @@ async function splitByNode(ctx: AppContext): Promise<string> {
 }
 
 async function benchEngine(engineLabel: string, databaseUrl: string, schema?: string): Promise<void> {
-  let label = engineLabel;
   const config = loadConfig({
     WAYBILL_DATABASE_URL: databaseUrl,
     WAYBILL_SECRET_KEY: BENCH_SECRET_KEY,
@@ -219,12 +225,7 @@ async function benchEngine(engineLabel: string, databaseUrl: string, schema?: st
   });
   const database = await openDatabase(config, schema ? { schema, poolSize: 10 } : {});
   await migrateToLatest(database.db);
-  // On a Citus coordinator, as `waybill migrate` does: the schema's tables distributed by company.
-  const placed = database.engine === 'postgres' ? await distributeTables(database.db) : null;
-  if (placed) {
-    database.distributed = true;
-    label = `${label} on Citus (${placed.done.length} tables placed)`;
-  }
+  const label = await distributeOnCitus(database, engineLabel);
   const ctx = buildContext({ config, database, clock: systemClock, logger: pino({ level: 'warn' }) });
   const sink = await receiver();
   try {
@@ -262,7 +263,7 @@ async function benchEngine(engineLabel: string, databaseUrl: string, schema?: st
     console.log(
       `${label}: delivery rate, subscription messages (${fmt(again.deliveries)} to as many installations): ${fmt(subscriptionRate)}/s; plain endpoints (${fmt(plainFanOut.deliveries)} to ${fmt(PLAIN_COMPANIES)} endpoints): ${fmt(plainRate)}/s`,
     );
-    if (placed) console.log(`${label}: ${await splitByNode(ctx)}`);
+    if (database.distributed) console.log(`${label}: ${await splitByNode(ctx)}`);
   } finally {
     sink.server.closeAllConnections();
     await new Promise<void>((resolve) => sink.server.close(() => resolve()));

@@ -10,6 +10,7 @@ import pino from 'pino';
 import { loadConfig } from '../src/config.ts';
 import { type AppContext, runAfterCommit } from '../src/context.ts';
 import { type DatabaseHandle, openDatabase } from '../src/db/database.ts';
+import { distributeTables } from '../src/db/distribute.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { systemClock } from '../src/lib/clock.ts';
 import { newSigningSecret } from '../src/lib/crypto.ts';
@@ -212,6 +213,17 @@ export async function openBenchContext(
   await migrateToLatest(database.db);
   const ctx = buildContext({ config, database, clock: systemClock, logger: pino({ level: 'warn' }) });
   return { ctx, database };
+}
+
+/**
+ * On a Citus coordinator, as `waybill migrate` does: the schema's tables distributed by company
+ * and the engine told so. Returns the engine's label with what was done, or as it was elsewhere.
+ */
+export async function distributeOnCitus(database: DatabaseHandle, label: string): Promise<string> {
+  const placed = database.engine === 'postgres' ? await distributeTables(database.db) : null;
+  if (!placed) return label;
+  database.distributed = true;
+  return `${label} on Citus (${placed.done.length} tables placed)`;
 }
 
 /** A receiver on 127.0.0.1 that answers 200 and tells when the next request arrives. */

@@ -18,7 +18,7 @@ import { systemClock } from '../src/lib/clock.ts';
 import { newId } from '../src/lib/ids.ts';
 import { searchDocument, searchQuery } from '../src/modules/store/index.ts';
 import { buildContext } from '../src/services.ts';
-import { BENCH_SECRET_KEY, throwawaySchema } from './fixtures.ts';
+import { BENCH_SECRET_KEY, distributeOnCitus, throwawaySchema } from './fixtures.ts';
 
 const APPS = Number(process.env.BENCH_STORE_APPS ?? 5000);
 const REQUESTS = Number(process.env.BENCH_STORE_REQUESTS ?? 150);
@@ -121,7 +121,7 @@ async function timed(n: number, run: (i: number) => Promise<void>): Promise<numb
   return samples;
 }
 
-async function benchEngine(label: string, databaseUrl: string, schema?: string): Promise<void> {
+async function benchEngine(engineLabel: string, databaseUrl: string, schema?: string): Promise<void> {
   const config = loadConfig({
     PORT: '0',
     WAYBILL_DATABASE_URL: databaseUrl,
@@ -130,6 +130,7 @@ async function benchEngine(label: string, databaseUrl: string, schema?: string):
   });
   const database = await openDatabase(config, schema ? { schema, poolSize: 10 } : {});
   await migrateToLatest(database.db);
+  const label = await distributeOnCitus(database, engineLabel);
   const ctx = buildContext({ config, database, clock: systemClock, logger: pino({ level: 'warn' }) });
   const app = await buildApp(ctx);
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
