@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { type DatabaseHandle, openDatabase } from '../../src/db/database.ts';
@@ -9,6 +9,7 @@ import {
   DISTRIBUTION_COLUMN,
   placementOf,
 } from '../../src/db/distribution.ts';
+import * as claimRateLimitsApart from '../../src/db/migrations/0082_claim_rate_limits_apart.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { CITUS_TEST_SHARD_COUNT, createSchema, onCitus, TEST_SECRET_KEY } from '../support/harness.ts';
 
@@ -204,5 +205,31 @@ describe.skipIf(!onCitus)('the distribution step on Citus', () => {
     expect(text).toContain('Custom Scan (Citus Adaptive)');
     expect(text).toMatch(/Task Count: 1/);
     expect(text).toMatch(/Node: host=\S+ port=\d+/);
+  });
+
+  it('carries a later migration that replaces a delegated function to every node, and keeps it delegated', async () => {
+    const { database, schema } = await freshSchema();
+    await migrateToLatest(database.db);
+    await distributeTables(database.db, { shardCount: CITUS_TEST_SHARD_COUNT });
+    // What an upgrade of a running cluster does: migration 0082 replaced on the coordinator.
+    const migrations = database.db as unknown as Kysely<unknown>;
+    await claimRateLimitsApart.down(migrations);
+    const onNodes = async () => {
+      const { rows } = await sql<{ result: string }>`
+        SELECT result FROM run_command_on_all_nodes(format(
+          $q$SELECT count(*) FROM pg_proc WHERE proname = 'webhook_claim_tenant'
+            AND pronamespace = %L::regnamespace AND prosrc LIKE '%%FOR UPDATE OF s%%'$q$, ${schema}::text))`.execute(
+        database.db,
+      );
+      return rows.map((row) => row.result);
+    };
+    expect(await onNodes()).toEqual(['0', '0', '0']);
+    await claimRateLimitsApart.up(migrations);
+    expect(await onNodes()).toEqual(['1', '1', '1']);
+    const { rows } = await sql<{ arg: number }>`
+      SELECT o.distribution_argument_index AS arg FROM pg_dist_object o
+      WHERE o.classid = 'pg_proc'::regclass
+        AND o.objid = ${`${schema}.webhook_claim_tenant`}::regproc`.execute(database.db);
+    expect(rows).toEqual([{ arg: 0 }]);
   });
 });
