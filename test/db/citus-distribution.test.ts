@@ -9,8 +9,8 @@ import {
   DISTRIBUTION_COLUMN,
   placementOf,
 } from '../../src/db/distribution.ts';
-import * as claimRateLimitsApart from '../../src/db/migrations/0082_claim_rate_limits_apart.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
+import * as claimRateLimitsApart from '../../src/db/migrations/0082_claim_rate_limits_apart.ts';
 import { CITUS_TEST_SHARD_COUNT, createSchema, onCitus, TEST_SECRET_KEY } from '../support/harness.ts';
 
 /**
