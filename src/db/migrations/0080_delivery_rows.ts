@@ -425,6 +425,32 @@ BEGIN
 END $$`;
 }
 
+/**
+ * The claim's rate-limit step as this migration wrote it (migration 0082 replaces it): each limited
+ * target's arrival time, locked by a data-modifying CTE.
+ */
+export const RATE_LIMIT_STEP = (t: (alias: string) => string) => `    WITH locked AS (
+      INSERT INTO webhook_rate_state AS s (endpoint_id, tenant_id, tat)
+        SELECT en.id, en.tenant_id, NULL FROM webhook_endpoints en
+        LEFT JOIN webhook_rate_state seen ON seen.endpoint_id = en.id AND seen.tenant_id = en.tenant_id
+        WHERE en.id = ANY (walked) AND en.rate_limit IS NOT NULL${t('en')}
+          AND (seen.tat IS NULL OR seen.tat < p_now + interval '1 second'
+            - make_interval(secs => 1.0::double precision / (en.rate_limit * 0.9)))
+        ORDER BY en.id
+      ON CONFLICT (endpoint_id, tenant_id) DO UPDATE SET tat = s.tat
+      RETURNING s.endpoint_id, s.tat
+    )
+    SELECT array_agg(st.endpoint_id), array_agg(st.start), array_agg(st.step),
+      array_agg(GREATEST(0, floor(extract(epoch FROM (p_now + interval '1 second' - st.start))
+        / extract(epoch FROM st.step)))::int)
+    INTO lim_ids, lim_start, lim_step, lim_allow
+    FROM (
+      SELECT l.endpoint_id, GREATEST(l.tat, p_now + interval '100 milliseconds') AS start,
+        make_interval(secs => 1.0::double precision / (en.rate_limit * 0.9)) AS step
+      FROM locked l JOIN webhook_endpoints en ON en.id = l.endpoint_id${t('en')}
+    ) st;
+`;
+
 export function claimFunction(perTenant: boolean): string {
   /** On Citus, every statement names the tenant: each runs in that tenant's shard alone. */
   const t = (alias: string) => (perTenant ? ` AND ${alias}.tenant_id = p_tenant` : '');
@@ -473,27 +499,7 @@ BEGIN
     -- apart from then, and a claim takes those that fall within the next second. A target whose
     -- second ahead is already given out is left alone: no lock, no write. The pace is 90 % of the
     -- limit (95 % before 0080): the margin absorbs a loaded sender's lateness, measured at the receiver.
-    WITH locked AS (
-      INSERT INTO webhook_rate_state AS s (endpoint_id, tenant_id, tat)
-        SELECT en.id, en.tenant_id, NULL FROM webhook_endpoints en
-        LEFT JOIN webhook_rate_state seen ON seen.endpoint_id = en.id AND seen.tenant_id = en.tenant_id
-        WHERE en.id = ANY (walked) AND en.rate_limit IS NOT NULL${t('en')}
-          AND (seen.tat IS NULL OR seen.tat < p_now + interval '1 second'
-            - make_interval(secs => 1.0::double precision / (en.rate_limit * 0.9)))
-        ORDER BY en.id
-      ON CONFLICT (endpoint_id, tenant_id) DO UPDATE SET tat = s.tat
-      RETURNING s.endpoint_id, s.tat
-    )
-    SELECT array_agg(st.endpoint_id), array_agg(st.start), array_agg(st.step),
-      array_agg(GREATEST(0, floor(extract(epoch FROM (p_now + interval '1 second' - st.start))
-        / extract(epoch FROM st.step)))::int)
-    INTO lim_ids, lim_start, lim_step, lim_allow
-    FROM (
-      SELECT l.endpoint_id, GREATEST(l.tat, p_now + interval '100 milliseconds') AS start,
-        make_interval(secs => 1.0::double precision / (en.rate_limit * 0.9)) AS step
-      FROM locked l JOIN webhook_endpoints en ON en.id = l.endpoint_id${t('en')}
-    ) st;
-    -- Each target with room here and not paused by its receiver: its oldest due rows that are
+${RATE_LIMIT_STEP(t)}    -- Each target with room here and not paused by its receiver: its oldest due rows that are
     -- first in their shipment's line (if in one), up to that room and its rate limit's allowance,
     -- skipping rows another worker is locking.
     SELECT array_agg(c.id), array_agg(c.id) FILTER (WHERE c.in_line), array_agg(c.row_address)

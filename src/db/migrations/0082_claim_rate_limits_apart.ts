@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { setSearchPath } from './0040_function_search_path.ts';
-import { claimFunction } from './0080_delivery_rows.ts';
+import { claimFunction, RATE_LIMIT_STEP } from './0080_delivery_rows.ts';
 import { runStatements } from './sql.ts';
 
 /**
@@ -21,28 +21,6 @@ import { runStatements } from './sql.ts';
  * each routed to one shard. On one PostgreSQL as well: a claim no longer writes a new version of
  * every limited target's row only to lock it. The rest of the function is migration 0080's text.
  */
-const LOCK_BY_WRITING = (t: (alias: string) => string) => `    WITH locked AS (
-      INSERT INTO webhook_rate_state AS s (endpoint_id, tenant_id, tat)
-        SELECT en.id, en.tenant_id, NULL FROM webhook_endpoints en
-        LEFT JOIN webhook_rate_state seen ON seen.endpoint_id = en.id AND seen.tenant_id = en.tenant_id
-        WHERE en.id = ANY (walked) AND en.rate_limit IS NOT NULL${t('en')}
-          AND (seen.tat IS NULL OR seen.tat < p_now + interval '1 second'
-            - make_interval(secs => 1.0::double precision / (en.rate_limit * 0.9)))
-        ORDER BY en.id
-      ON CONFLICT (endpoint_id, tenant_id) DO UPDATE SET tat = s.tat
-      RETURNING s.endpoint_id, s.tat
-    )
-    SELECT array_agg(st.endpoint_id), array_agg(st.start), array_agg(st.step),
-      array_agg(GREATEST(0, floor(extract(epoch FROM (p_now + interval '1 second' - st.start))
-        / extract(epoch FROM st.step)))::int)
-    INTO lim_ids, lim_start, lim_step, lim_allow
-    FROM (
-      SELECT l.endpoint_id, GREATEST(l.tat, p_now + interval '100 milliseconds') AS start,
-        make_interval(secs => 1.0::double precision / (en.rate_limit * 0.9)) AS step
-      FROM locked l JOIN webhook_endpoints en ON en.id = l.endpoint_id${t('en')}
-    ) st;
-`;
-
 const LOCK_BY_READING = (t: (alias: string) => string) => `    PERFORM 1 FROM webhook_endpoints en
       WHERE en.id = ANY (walked) AND en.rate_limit IS NOT NULL${t('en')} LIMIT 1;
     IF FOUND THEN
@@ -74,9 +52,7 @@ function claim(perTenant: boolean, readLimits: boolean): string {
   const t = (alias: string) => (perTenant ? ` AND ${alias}.tenant_id = p_tenant` : '');
   const text = claimFunction(perTenant).replace('CREATE FUNCTION', 'CREATE OR REPLACE FUNCTION');
   if (!readLimits) return text;
-  const before = LOCK_BY_WRITING(t);
-  if (!text.includes(before)) throw new Error("migration 0082: the claim's rate-limit step is not 0080's");
-  return text.replace(before, LOCK_BY_READING(t));
+  return text.replace(RATE_LIMIT_STEP(t), LOCK_BY_READING(t));
 }
 
 export async function up(db: Kysely<unknown>): Promise<void> {
