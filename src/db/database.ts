@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { Config } from '../config.ts';
 import { ScrubbingPostgresDialect, SerializedPGliteDialect } from './drivers.ts';
 import { type Listener, ListenSubscription } from './listen.ts';
+import { isDeadlock } from './outage.ts';
 import type { Database } from './schema.ts';
 import { scrubDatabaseError } from './scrub.ts';
 
@@ -97,8 +98,7 @@ async function openPGlite(dataDir: string | null, options: DatabaseOptions): Pro
 
 /** Bounds on waiting for PostgreSQL, so that an outage answers 503 instead of hanging a request. */
 const CONNECT_TIMEOUT_MS = 5_000;
-/** SQLSTATE deadlock_detected, and how many times a prepared statement meets it before it fails. */
-const DEADLOCK_DETECTED = '40P01';
+/** How many times a prepared statement meets a deadlock before it fails. */
 const DEADLOCK_TRIES = 3;
 const QUERY_TIMEOUT_MS = 30_000;
 async function openPostgres(url: string, options: DatabaseOptions): Promise<DatabaseHandle> {
@@ -136,7 +136,7 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<Data
           // A statement of its own, cancelled to break a deadlock, did nothing: it runs again. On
           // Citus, concurrent writes to a reference table (a token spend) take their locks on
           // every node, and the cluster cancels one of them to end a distributed deadlock.
-          if ((error as { code?: string }).code === DEADLOCK_DETECTED && attempt < DEADLOCK_TRIES) continue;
+          if (isDeadlock(error) && attempt < DEADLOCK_TRIES) continue;
           throw scrubDatabaseError(error);
         }
       }

@@ -24,6 +24,23 @@ function envelopeOf(payload: string | null): { tenant_id?: string; test?: boolea
   }
 }
 
+/**
+ * The app's event messages with their target. An app's events target is a tenant of its own,
+ * named by the app (decision 0074): every row is read in that one shard.
+ */
+function appEventDeliveries(ctx: AppContext, appId: string) {
+  return ctx.db
+    .selectFrom('webhook_deliveries')
+    .innerJoin('webhook_endpoints', (join) =>
+      join
+        .onRef('webhook_endpoints.id', '=', 'webhook_deliveries.endpoint_id')
+        .onRef('webhook_endpoints.tenant_id', '=', 'webhook_deliveries.tenant_id'),
+    )
+    .where('webhook_deliveries.tenant_id', '=', appId)
+    .where('webhook_endpoints.app_id', '=', appId)
+    .where('webhook_endpoints.kind', '=', 'app_events');
+}
+
 /** The latest app-event messages of the developer's app, newest first, each with its attempts. */
 export async function listEventMessages(
   ctx: AppContext,
@@ -33,18 +50,7 @@ export async function listEventMessages(
 ): Promise<Page<EventMessage>> {
   await ownedAppRow(ctx, developerId, appId);
   const deliveries = await newestFirst(
-    ctx.db
-      .selectFrom('webhook_deliveries')
-      // An app's events target is a tenant of its own, named by the app (decision 0074): one shard.
-      .innerJoin('webhook_endpoints', (join) =>
-        join
-          .onRef('webhook_endpoints.id', '=', 'webhook_deliveries.endpoint_id')
-          .onRef('webhook_endpoints.tenant_id', '=', 'webhook_deliveries.tenant_id'),
-      )
-      .selectAll('webhook_deliveries')
-      .where('webhook_deliveries.tenant_id', '=', appId)
-      .where('webhook_endpoints.app_id', '=', appId)
-      .where('webhook_endpoints.kind', '=', 'app_events'),
+    appEventDeliveries(ctx, appId).selectAll('webhook_deliveries'),
     'webhook_deliveries',
     page,
     (row) => row,
@@ -83,18 +89,9 @@ export async function replayEventMessage(
   deliveryId: string,
 ): Promise<AttemptOutcome> {
   await requireNotSuspended(ctx, developerId, appId);
-  const found = await ctx.db
-    .selectFrom('webhook_deliveries')
-    .innerJoin('webhook_endpoints', (join) =>
-      join
-        .onRef('webhook_endpoints.id', '=', 'webhook_deliveries.endpoint_id')
-        .onRef('webhook_endpoints.tenant_id', '=', 'webhook_deliveries.tenant_id'),
-    )
+  const found = await appEventDeliveries(ctx, appId)
     .select(['webhook_deliveries.id', 'webhook_endpoints.url'])
-    .where('webhook_deliveries.tenant_id', '=', appId)
     .where('webhook_deliveries.id', '=', deliveryId)
-    .where('webhook_endpoints.app_id', '=', appId)
-    .where('webhook_endpoints.kind', '=', 'app_events')
     .executeTakeFirst();
   if (!found) throw new AppError('webhook_delivery.not_found');
   // One request on the developer's behalf (decision 0028).
