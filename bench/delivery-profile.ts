@@ -93,6 +93,38 @@ function printRows(label: string, before: Map<string, TableRows>, after: Map<str
   console.log(`  ${label}: rows written ${(total / n).toFixed(2)} per message: ${parts.join('; ')}`);
 }
 
+type IndexReads = Map<string, { scans: number; read: number; fetched: number }>;
+
+/** Index entries read and live rows fetched through each index of the delivery log so far. */
+async function indexReads(schema: string): Promise<IndexReads> {
+  const rows = await query<{ name: string; scans: string; read: string; fetched: string }>(
+    `SELECT indexrelname AS name, idx_scan AS scans, idx_tup_read AS read, idx_tup_fetch AS fetched
+     FROM pg_stat_all_indexes WHERE schemaname = $1 AND relname = 'webhook_deliveries'`,
+    [schema],
+  );
+  return new Map(
+    rows.map((r) => [r.name, { scans: Number(r.scans), read: Number(r.read), fetched: Number(r.fetched) }]),
+  );
+}
+
+/**
+ * Issue 41 item 2: what the drain reads through the delivery log's indexes per message. A claim
+ * that read only what it takes would read one entry of the claim's index (`webhook_deliveries_due`)
+ * per message; the rest are entries of rows in flight (leased, not yet recorded) and of finished
+ * rows whose entries no scan has yet found dead.
+ */
+function printIndexReads(label: string, before: IndexReads, after: IndexReads, n: number) {
+  const parts: string[] = [];
+  for (const [name, t] of after) {
+    const b = before.get(name) ?? { scans: 0, read: 0, fetched: 0 };
+    if (t.scans === b.scans) continue;
+    parts.push(
+      `${name} ${(t.scans - b.scans).toLocaleString('en-US')} scans, ${((t.read - b.read) / n).toFixed(2)} entries read, ${((t.fetched - b.fetched) / n).toFixed(2)} rows fetched`,
+    );
+  }
+  console.log(`  ${label} index reads per message: ${parts.join('; ')}`);
+}
+
 /** pg_waldump's record statistics over [from, to), the kinds that carry 1% or more of the bytes. */
 function walRecords(label: string, from: string, to: string, n: number) {
   const dataDirectory = execFileSync('psql', [url, '-Atc', 'SHOW data_directory'], {
@@ -202,17 +234,20 @@ async function profileWaybill() {
   const lsn1 = await walLsn();
   const rows1 = await rowsWritten(schema.name);
   const f1 = await functionTimes(schema.name);
+  const i1 = await indexReads(schema.name);
   opened = await openBenchContext(named, schema.name);
   const counts = await drain(EVENTS, WARM_UP + EVENTS);
   await opened.database.close();
   const lsn2 = await walLsn();
   const rows2 = await rowsWritten(schema.name);
   const f2 = await functionTimes(schema.name);
+  const i2 = await indexReads(schema.name);
   printFunctions('fan-out', f0, f1, EVENTS);
   printFunctions('drain', f1, f2, EVENTS);
   printRows('fan-out', rows0, rows1, EVENTS);
   printRows('drain', rows1, rows2, EVENTS);
   printRows('in all', rows0, rows2, EVENTS);
+  printIndexReads('drain', i1, i2, EVENTS);
   const fanOutWal = await walBetween(lsn0, lsn1);
   const drainWal = await walBetween(lsn1, lsn2);
   console.log(

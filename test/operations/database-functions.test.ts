@@ -26,4 +26,26 @@ describe('database functions', () => {
     });
     expect(unset.map((row) => `${row.name} ${JSON.stringify(row.config)}`)).toEqual([]);
   });
+
+  it('the fan-out and the claim on one PostgreSQL keep one generic plan; their Citus twins plan each call', async () => {
+    const { rows } = await sql<{ name: string; config: string[] | null }>`
+      SELECT p.proname AS name, p.proconfig AS config
+      FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+      WHERE n.nspname = current_schema() AND p.prokind = 'f'
+        AND p.proname IN ('webhook_claim', 'webhook_claim_tenant', 'webhook_fan_out', 'webhook_fan_out_tenant',
+          'webhook_fan_out_endpoints', 'webhook_fan_out_endpoints_tenant')
+      ORDER BY p.proname`.execute(w.ctx.db);
+    const generic = rows.map(({ name, config }) => [
+      name,
+      (config ?? []).includes('plan_cache_mode=force_generic_plan'),
+    ]);
+    expect(generic).toEqual([
+      ['webhook_claim', true],
+      ['webhook_claim_tenant', false],
+      ['webhook_fan_out', true],
+      ['webhook_fan_out_endpoints', true],
+      ['webhook_fan_out_endpoints_tenant', false],
+      ['webhook_fan_out_tenant', false],
+    ]);
+  });
 });

@@ -45,6 +45,7 @@ import * as tenantKeys from './0079_tenant_keys.ts';
 import * as deliveryRows from './0080_delivery_rows.ts';
 import * as linesFollowTenant from './0081_lines_follow_tenant.ts';
 import * as claimRateLimitsApart from './0082_claim_rate_limits_apart.ts';
+import * as claimGenericPlan from './0083_claim_generic_plan.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -94,4 +95,5 @@ export const migrations: Record<string, Migration> = {
   '0080_delivery_rows': deliveryRows,
   '0081_lines_follow_tenant': linesFollowTenant,
   '0082_claim_rate_limits_apart': claimRateLimitsApart,
+  '0083_claim_generic_plan': claimGenericPlan,
 };
