@@ -1,8 +1,14 @@
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerApp } from '../apps/fixtures.ts';
-import { testWorker } from '../delivery/support.ts';
+import {
+  type Receiver as AnsweringReceiver,
+  startReceiver as startAnsweringReceiver,
+  testWorker,
+  verify as verifyReceived,
+} from '../delivery/support.ts';
 import { listTools } from '../mcp/support.ts';
+import { REVIEWERS, reviewerEnv, signUpAs } from '../store/support.ts';
 import {
   type CompanyFixture,
   call,
@@ -26,15 +32,22 @@ describe('one grant per resource', () => {
   let as: oauth.AuthorizationServer;
   let developer: Person;
   let receiver: Receiver;
+  let appEvents: AnsweringReceiver;
+  let reviewer: Person;
   let app: Json;
   let client: TestApp;
 
   beforeAll(async () => {
-    w = await startWaybill();
+    w = await startWaybill(reviewerEnv);
     as = await discover(w);
     developer = await signUpPerson(w, 'Store Developer');
     receiver = await startReceiver('/subscription');
-    app = await registerApp(w, developer, { scopes: ['shipments:read', 'shipments:write'] });
+    appEvents = await startAnsweringReceiver();
+    reviewer = await signUpAs(w, REVIEWERS[0] as string, 'Reviewer');
+    app = await registerApp(w, developer, {
+      scopes: ['shipments:read', 'shipments:write'],
+      events_url: appEvents.url,
+    });
     client = {
       clientId: app.id,
       clientSecret: app.client_secret,
@@ -53,6 +66,7 @@ describe('one grant per resource', () => {
           support_url: listing.support_url,
           redirect_uris: listing.redirect_uris,
           scopes: ['shipments:read', 'shipments:write'],
+          events_url: appEvents.url,
           subscriptions: [{ event_types: ['shipment.created'], url: receiver.url }],
         },
       },
@@ -68,6 +82,7 @@ describe('one grant per resource', () => {
   });
   afterAll(async () => {
     await receiver?.close();
+    await appEvents?.close();
     await w?.close();
   });
 
@@ -162,6 +177,109 @@ describe('one grant per resource', () => {
     const mcpAgain = await forMcp(company);
     expect((await listTools(w, mcp.access_token)).status).toBe(401);
     expect((await listTools(w, mcpAgain.access_token)).status).toBe(200);
+    expect((await call(w, 'GET', '/v1/shipments', { token: rest.access_token })).status).toBe(200);
+  });
+
+  /** Both grants of the app on one company, each answering on its own resource. */
+  async function bothGrants(company: CompanyFixture) {
+    const rest = await forRest(company);
+    const mcp = await forMcp(company);
+    expect((await call(w, 'GET', '/v1/shipments', { token: rest.access_token })).status).toBe(200);
+    expect((await listTools(w, mcp.access_token)).status).toBe(200);
+    return { rest, mcp };
+  }
+
+  const refresh = (refreshToken: string) =>
+    oauth.refreshTokenGrantRequest(
+      as,
+      { client_id: client.clientId },
+      clientAuthOf(client),
+      refreshToken,
+      insecure,
+    );
+
+  it('an uninstall ends the /mcp grant too, before app.uninstalled is sent (CONTRACT.md, Trust 3)', async () => {
+    const company = await createCompany(w, 'Leaving Whole');
+    const { rest, mcp } = await bothGrants(company);
+    // What the app finds when app.uninstalled arrives: both of its tokens already refused.
+    const atArrival: number[] = [];
+    appEvents.answer = (_m, res) => {
+      void Promise.all([
+        call(w, 'GET', '/v1/shipments', { token: rest.access_token }).then((r) => r.status),
+        listTools(w, mcp.access_token).then((r) => r.status),
+      ]).then((statuses) => {
+        atArrival.push(...statuses);
+        res.end('ok');
+      });
+    };
+    const before = appEvents.received.length;
+    const removed = await call(
+      w,
+      'DELETE',
+      `/v1/companies/${company.tenantId}/installations/${rest.installation_id}`,
+      { token: company.owner.token },
+    );
+    expect(removed.status, removed.text).toBe(204);
+    expect((await call(w, 'GET', '/v1/shipments', { token: rest.access_token })).status).toBe(401);
+    expect((await listTools(w, mcp.access_token)).status).toBe(401);
+    for (const token of [rest.refresh_token, mcp.refresh_token]) {
+      expect((await refresh(token as string)).status).toBe(400);
+    }
+    expect(await grantsOf(company)).toEqual({ installations: [], connections: [] });
+    await deliverAll();
+    appEvents.answer = (_m, res) => res.end('ok');
+    const sent = appEvents.received
+      .slice(before)
+      .map((m) => verifyReceived(m, app.events_secret, w.clock.now()) as Json);
+    expect(sent.map((m) => m.type)).toEqual(['app.uninstalled']);
+    expect(atArrival).toEqual([401, 401]);
+  });
+
+  it("an uninstall on one company leaves the app's grants on another company", async () => {
+    const company = await createCompany(w, 'Kept Elsewhere');
+    const { rest, mcp } = await bothGrants(company);
+    const other = await createCompany(w, 'Not Touched');
+    const untouched = await bothGrants(other);
+    const removed = await call(
+      w,
+      'DELETE',
+      `/v1/companies/${company.tenantId}/installations/${rest.installation_id}`,
+      { token: company.owner.token },
+    );
+    expect(removed.status).toBe(204);
+    expect((await listTools(w, mcp.access_token)).status).toBe(401);
+    expect((await listTools(w, untouched.mcp.access_token)).status).toBe(200);
+    expect((await call(w, 'GET', '/v1/shipments', { token: untouched.rest.access_token })).status).toBe(200);
+  });
+
+  it('a suspension refuses both grants at once, and reinstating restores both', async () => {
+    const company = await createCompany(w, 'Suspended Both');
+    const { rest, mcp } = await bothGrants(company);
+    const moderate = (action: string) =>
+      call(w, 'POST', `/v1/review/apps/${app.id}/${action}`, {
+        token: reviewer.token,
+        body: { reason: 'sends spam' },
+      });
+    expect((await moderate('suspend')).status).toBe(200);
+    try {
+      expect((await call(w, 'GET', '/v1/shipments', { token: rest.access_token })).status).toBe(401);
+      expect((await listTools(w, mcp.access_token)).status).toBe(401);
+      expect((await refresh(mcp.refresh_token as string)).status).toBe(401);
+    } finally {
+      expect((await moderate('reinstate')).status).toBe(200);
+    }
+    expect((await call(w, 'GET', '/v1/shipments', { token: rest.access_token })).status).toBe(200);
+    expect((await listTools(w, mcp.access_token)).status).toBe(200);
+  });
+
+  it("a refresh token's reuse revokes its own grant and leaves the other resource's", async () => {
+    const company = await createCompany(w, 'Reused Once');
+    const { rest, mcp } = await bothGrants(company);
+    expect((await refresh(mcp.refresh_token as string)).status).toBe(200);
+    // A second use outside the grace window is a reuse: the /mcp grant's tokens all end.
+    w.clock.advance(5 * 60_000);
+    expect((await refresh(mcp.refresh_token as string)).status).toBe(400);
+    expect((await listTools(w, mcp.access_token)).status).toBe(401);
     expect((await call(w, 'GET', '/v1/shipments', { token: rest.access_token })).status).toBe(200);
   });
 });

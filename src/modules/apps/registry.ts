@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { type AppContext, runAfterCommit, type Trx } from '../../context.ts';
 import { constantTimeEqual } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
@@ -274,6 +275,18 @@ export async function uninstall(
       .executeTakeFirst();
     if (!deleted) throw new AppError('installation.not_found');
     await removeInstallationGrants(trx, deleted);
+    // The app leaves the company (or merchant account) whole: its grant for the other resource
+    // (decision 0063 keeps `/v1` and `/mcp` apart) ends in the same transaction, before
+    // `app.uninstalled` is queued, so no token of the app outlives the uninstall.
+    const siblings = await trx
+      .deleteFrom('installations')
+      .where('tenant_id', '=', tenantId)
+      .where('app_id', '=', deleted.app_id)
+      .where('resource', '<>', deleted.resource)
+      .where(sql<boolean>`customer_account_id IS NOT DISTINCT FROM ${deleted.customer_account_id}`)
+      .returning(['id', 'app_id', 'tenant_id', 'resource'])
+      .execute();
+    for (const sibling of siblings) await removeInstallationGrants(trx, sibling);
     const { resource: _, ...row } = deleted;
     const removed = { ...row, uninstalled_at: ctx.clock.now() };
     await recordUninstall(trx, removed, removed.uninstalled_at, options.reason ?? null);
