@@ -7,7 +7,7 @@ import {
   testWorker,
   verify as verifyReceived,
 } from '../delivery/support.ts';
-import { listTools } from '../mcp/support.ts';
+import { listTools, mcpTokens } from '../mcp/support.ts';
 import { REVIEWERS, reviewerEnv, signUpAs } from '../store/support.ts';
 import {
   type CompanyFixture,
@@ -281,5 +281,29 @@ describe('one grant per resource', () => {
     expect((await refresh(mcp.refresh_token as string)).status).toBe(400);
     expect((await listTools(w, mcp.access_token)).status).toBe(401);
     expect((await call(w, 'GET', '/v1/shipments', { token: rest.access_token })).status).toBe(200);
+  });
+
+  it("a privacy request reaches the app once, at its events URL, naming only its mode's shipments", async () => {
+    const company = await createCompany(w, 'Privacy Once');
+    const { rest } = await bothGrants(company);
+    // An agent client approved too: it has no events URL and is told nothing.
+    await mcpTokens(w, company);
+    const email = 'grace@example.test';
+    const live = await createShipment(w, company.liveToken, { recipient_email: email });
+    await createShipment(w, company.testToken, { recipient_email: email });
+    await deliverAll();
+    const before = appEvents.received.length;
+    const asked = await call(w, 'POST', `/v1/companies/${company.tenantId}/privacy-requests`, {
+      token: company.owner.token,
+      body: { kind: 'data_request', recipient: { email } },
+    });
+    expect(asked.status, asked.text).toBe(201);
+    await deliverAll();
+    const told = appEvents.received
+      .slice(before)
+      .map((m) => verifyReceived(m, app.events_secret, w.clock.now()) as Json);
+    expect(told.map((m) => [m.type, m.data.installation_id, m.data.shipment_ids])).toEqual([
+      ['customer.data_request', rest.installation_id, [live.id]],
+    ]);
   });
 });

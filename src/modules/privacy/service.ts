@@ -126,10 +126,13 @@ export async function createPrivacyRequest(
     const type = input.kind === 'redact' ? 'customer.redact' : 'customer.data_request';
     // Only installations that may read the shipments now are told: grant in force (app not
     // suspended, approver still there) and shipments:read among its scopes in force (decision 0024).
+    // The app's `/v1` installation only: its events URL is where privacy messages go, once per app
+    // and company; an `/mcp` grant (an agent's, or a store app's second grant) is told nothing.
     const installations = await trx
       .selectFrom('installations')
-      .select(['id', 'app_id', 'customer_account_id'])
+      .select(['id', 'app_id', 'customer_account_id', 'livemode'])
       .where('tenant_id', '=', tenantId)
+      .where('resource', '=', 'v1')
       .where(
         installationReceives(sql.ref('installations.id'), sql.val(type), sql.ref('installations.tenant_id')),
       )
@@ -138,8 +141,9 @@ export async function createPrivacyRequest(
     const events: AppEvent[] = [];
     const messages: Array<{ app_id: string; installation_id: string; shipment_count: number }> = [];
     for (const installation of installations) {
+      // Only the shipments of the installation's own mode: a test grant never learns live ids.
       const visible = shipments
-        .filter((s) => s.livemode)
+        .filter((s) => s.livemode === installation.livemode)
         .filter(
           (s) =>
             !installation.customer_account_id || s.customer_account_id === installation.customer_account_id,
