@@ -75,6 +75,10 @@ describe.skipIf(!hasChromium)('the MCP SDK client against /mcp', () => {
     /** The scope this client asks for the first time (it starts small); null: what the SDK chose. */
     firstScope: string | null = 'shipments:read';
     approve = true;
+    /** Scopes the person also ticks on the consent page, beyond those asked (Trust 3). */
+    alsoTick: string[] = [];
+    /** A host that keeps its refresh token (the 1.x SDK then refreshes and never steps up). */
+    keepsRefreshToken = false;
     authorizationUrls: URL[] = [];
 
     get redirectUrl() {
@@ -98,6 +102,7 @@ describe.skipIf(!hasChromium)('the MCP SDK client against /mcp', () => {
     tokens() {
       // This host keeps no refresh token: a wider grant always goes through the person.
       if (!this.#tokens) return undefined;
+      if (this.keepsRefreshToken) return this.#tokens;
       const { refresh_token: _refresh, ...access } = this.#tokens;
       return access as OAuthTokens;
     }
@@ -134,6 +139,9 @@ describe.skipIf(!hasChromium)('the MCP SDK client against /mcp', () => {
       log(
         `consent page: "${await page.getByRole('heading').first().textContent()}", mode ${await page.locator('input[name=mode]:checked').getAttribute('value')}`,
       );
+      for (const scope of this.alsoTick) {
+        await page.locator(`input[name=grant_scope][value="${scope}"]`).check();
+      }
       await page.getByRole('button', { name: 'Approve' }).click();
       await page.waitForURL(/\/callback\?/);
       const landed = new URL(page.url());
@@ -328,5 +336,67 @@ describe.skipIf(!hasChromium)('the MCP SDK client against /mcp', () => {
     const found = await client.callTool({ name: 'search_shipments', arguments: { query: 'Katherine' } });
     expect((found.structuredContent as { data: unknown[] }).data).toHaveLength(1);
     await client.close();
+  });
+
+  it('writes after a consent that ticked shipments:write, though it asked to read only and never steps up', async () => {
+    const shipment = await createShipment(w, company.testToken, { recipient_name: 'Mary Jackson' });
+    const provider = new BrowserProvider({ client_id: app.clientId });
+    provider.keepsRefreshToken = true;
+    provider.alsoTick = ['shipments:write'];
+    const mcpUrl = new URL(`${w.url}/mcp`);
+    const first = new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider });
+    await expect(new Client({ name: 'desk-agent', version: '1.0.0' }).connect(first)).rejects.toThrow(
+      UnauthorizedError,
+    );
+    expect((provider.authorizationUrls[0] as URL).searchParams.get('scope')).toBe('shipments:read');
+    await first.finishAuth(provider.code as string);
+    // RFC 6749 3.3: the token response names the wider grant the person chose.
+    expect(provider.tokens()?.scope?.split(' ').sort()).toEqual(['shipments:read', 'shipments:write']);
+    expect(provider.tokens()?.refresh_token).toMatch(/^atr_/);
+    const client = new Client({ name: 'desk-agent', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }));
+    const moved = await client.callTool({
+      name: 'update_shipment_status',
+      arguments: { id: shipment.id, status: 'picked_up' },
+    });
+    expect(moved.isError).toBeFalsy();
+    expect((moved.structuredContent as { status: string }).status).toBe('picked_up');
+    // One consent, no step-up: the person was asked once.
+    expect(provider.authorizationUrls).toHaveLength(1);
+    await client.close();
+  });
+
+  it('lists every /mcp scope on the consent page, those not asked for unticked', async () => {
+    const context = await browser.newContext();
+    try {
+      await context.addCookies([{ name: 'waybill_session', value: company.owner.token, url: w.url }]);
+      const page = await context.newPage();
+      const url = new URL(`${w.url}/oauth/authorize`);
+      for (const [k, v] of Object.entries({
+        response_type: 'code',
+        client_id: app.clientId,
+        redirect_uri: app.redirectUri,
+        scope: 'shipments:read',
+        state: 'xyz',
+        code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+        code_challenge_method: 'S256',
+        resource: `${w.url}/mcp`,
+      }))
+        url.searchParams.set(k, v);
+      await page.goto(url.href);
+      const boxes = await page
+        .locator('input[name=grant_scope]')
+        .evaluateAll((inputs) =>
+          inputs.map((i) => [(i as HTMLInputElement).value, (i as HTMLInputElement).checked]),
+        );
+      expect(boxes).toEqual([
+        ['shipments:read', true],
+        ['shipments:write', false],
+        ['webhooks:read', false],
+        ['webhooks:write', false],
+      ]);
+    } finally {
+      await context.close();
+    }
   });
 });

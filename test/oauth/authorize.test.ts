@@ -341,12 +341,18 @@ describe('the authorization endpoint for agent clients', () => {
     expect(page).not.toContain('Homepage');
   });
 
-  it('the person unticks scopes: the code holds the rest; none, or one not asked for, is refused', async () => {
+  it('the person unticks scopes: the code holds the rest; none, or one not offered, is refused', async () => {
     const request = await authorizationRequest(agent, {
       scope: 'shipments:read shipments:write webhooks:read',
     });
     const page = await (await jar.fetch(`/oauth/authorize?${request.query}`)).text();
-    expect(scopeChoices(page)).toEqual(['shipments:read', 'shipments:write', 'webhooks:read']);
+    // An agent's consent lists every /mcp scope; the one not asked for is offered unticked.
+    expect(scopeChoices(page)).toEqual([
+      'shipments:read',
+      'shipments:write',
+      'webhooks:read',
+      'webhooks:write',
+    ]);
     const fields: Record<string, string | string[]> = {
       ...formFields(page),
       account: accountChoices(page)[0] as string,
@@ -360,7 +366,7 @@ describe('the authorization endpoint for agent clients', () => {
     expect(await none.text()).toContain('Choose at least one permission');
     const added = await jar.postForm('/oauth/authorize', {
       ...fields,
-      grant_scope: ['shipments:read', 'webhooks:write'],
+      grant_scope: ['shipments:read', 'orders:write'],
     });
     expect(added.status).toBe(400);
     expect(added.headers.get('location')).toBeNull();

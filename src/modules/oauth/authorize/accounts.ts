@@ -1,8 +1,9 @@
 import type { AppContext } from '../../../context.ts';
 import { membershipsOfPerson } from '../../accounts/companies.ts';
-import { type Scope, scopesOfRole } from '../../accounts/roles.ts';
+import { SCOPES, type Scope, scopesOfRole } from '../../accounts/roles.ts';
 import { jsonArray } from '../../apps/registry.ts';
 import type { Resource } from '../resource.ts';
+import type { AuthorizationRequest } from './request.ts';
 
 /** A company or merchant account the person may install an app into. */
 export interface InstallTarget {
@@ -101,4 +102,13 @@ export async function widenedTargets(
   const [first, ...rest] = installed.map((t) => held.get(t.value) as Scope[]);
   const granted = (first ?? []).filter((scope) => rest.every((scopes) => scopes.includes(scope)));
   return { targets: installed, granted };
+}
+
+/**
+ * For `/mcp`, the scopes the client registered but did not ask for (CONTRACT.md, Trust 3): offered
+ * unticked, so a host that never steps up after a 403 can still write when the person allows it.
+ */
+export function offeredScopes(request: AuthorizationRequest): Scope[] {
+  if (request.resource !== 'mcp') return [];
+  return SCOPES.filter((s) => request.app.scopes.includes(s) && !request.scopes.includes(s));
 }

@@ -1,7 +1,7 @@
 import { html, type SafeHtml } from '../../../web/html.ts';
 import { csrfField, layout } from '../../../web/layout.ts';
 import { SCOPE_DESCRIPTIONS, type Scope } from '../../accounts/roles.ts';
-import { grantableScopes, type InstallTarget } from './accounts.ts';
+import { grantableScopes, type InstallTarget, offeredScopes } from './accounts.ts';
 import type { AuthorizationRequest } from './request.ts';
 
 /** The consent form's scope checkboxes: the scopes the person gives, a subset of those asked. */
@@ -40,8 +40,8 @@ ${withheld.length > 0 ? html`<span class="muted">Your role cannot grant: ${withh
  * A scope in plain words, as a checkbox ticked by default: the person may leave any of them out
  * (at least one stays). A published app's reviewed reason for it stands beside it.
  */
-function scopeChoice(scope: Scope, justification: string | undefined): SafeHtml {
-  return html`<label class="choice"><input type="checkbox" name="${GRANT_FIELD}" value="${scope}" checked>
+function scopeChoice(scope: Scope, justification: string | undefined, ticked = true): SafeHtml {
+  return html`<label class="choice"><input type="checkbox" name="${GRANT_FIELD}" value="${scope}"${ticked ? html` checked` : ''}>
 <span><strong>${SCOPE_DESCRIPTIONS[scope]}</strong> <code>${scope}</code>${
     justification ? html`<br><span class="muted justification">Why: ${justification}</span>` : ''
   }</span></label>`;
@@ -78,6 +78,7 @@ export function consentPage(
   // An installed app asking for optional scopes: only what is new is listed.
   const fresh = request.scopes.filter((s) => !alreadyGranted.includes(s));
   const asked = fresh.length > 0 ? fresh : request.scopes;
+  const offered = offeredScopes(request);
   return layout(
     { title: `Connect ${app.name}` },
     html`<section class="card narrow consent">
@@ -89,6 +90,13 @@ ${hiddenRequest(request)}
 <fieldset class="scopes"><legend>${app.name} asks${alreadyGranted.length > 0 ? ' also' : ''} to <span class="muted">(untick what you do not want to give)</span></legend>
 ${asked.map((s) => scopeChoice(s, justifications?.[s]))}
 </fieldset>
+${
+  offered.length > 0
+    ? html`<fieldset class="scopes offered"><legend>You may also let it <span class="muted">(not asked for; tick only what you want it to do)</span></legend>
+${offered.map((s) => scopeChoice(s, justifications?.[s], false))}
+</fieldset>`
+    : ''
+}
 ${alreadyGranted.length > 0 ? html`<p class="muted already-granted">Already granted, and kept: ${alreadyGranted.join(', ')}.</p>` : ''}
 <fieldset><legend>Install into <span class="muted">(company or merchant account)</span></legend>
 ${targets.map((t, i) => targetOption(request, t, i === 0))}

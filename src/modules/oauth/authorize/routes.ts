@@ -8,7 +8,7 @@ import { pageUser } from '../../../web/session.ts';
 import type { Scope } from '../../accounts/roles.ts';
 import { publishedJustifications } from '../../store/index.ts';
 import { UntrustedRedirectError } from '../errors.ts';
-import { installTargets, widenedTargets } from './accounts.ts';
+import { installTargets, offeredScopes, widenedTargets } from './accounts.ts';
 import { approveAuthorization } from './approve.ts';
 import { authorizeErrorPage, consentPage, GRANT_FIELD } from './consent-page.ts';
 import {
@@ -92,7 +92,9 @@ function chosenScopes(request: AuthorizationRequest, field: unknown): Scope[] {
   if (chosen.length === 0) {
     throw new UntrustedRedirectError('Choose at least one permission to give, or deny the request.');
   }
-  const asked = new Set<string>(request.scopes);
+  // What was asked, and for `/mcp` what the page offered beside it (RFC 6749 3.3: the grant may
+  // be wider than the request; the token response names it).
+  const asked = new Set<string>([...request.scopes, ...offeredScopes(request)]);
   if (!chosen.every((scope) => asked.has(scope))) {
     throw new UntrustedRedirectError(
       'The form names a permission the app did not ask for. Start again from the app.',
