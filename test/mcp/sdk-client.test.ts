@@ -384,11 +384,12 @@ describe.skipIf(!hasChromium)('the MCP SDK client against /mcp', () => {
       }))
         url.searchParams.set(k, v);
       await page.goto(url.href);
-      const boxes = await page
-        .locator('input[name=grant_scope]')
-        .evaluateAll((inputs) =>
-          inputs.map((i) => [(i as HTMLInputElement).value, (i as HTMLInputElement).checked]),
-        );
+      const boxes = await page.locator('input[name=grant_scope]').evaluateAll((inputs) =>
+        inputs.map((i) => {
+          const box = i as unknown as { value: string; checked: boolean };
+          return [box.value, box.checked];
+        }),
+      );
       expect(boxes).toEqual([
         ['shipments:read', true],
         ['shipments:write', false],
