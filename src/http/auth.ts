@@ -58,8 +58,9 @@ export function registerBearerAuth(app: FastifyInstance, ctx: AppContext): void 
     if (!isApiRoute(request.url)) return;
     const secret = bearerOf(request);
     request.principal = secret ? await authenticateBearer(ctx, secret) : null;
-    // RFC 8707 and CONTRACT.md (Agents): a token issued for the MCP server does not work here.
-    if (request.principal?.kind === 'app_token' && request.principal.resource !== 'v1') {
+    // RFC 8707 and CONTRACT.md (Agents, Trust 3): a token for the MCP server, an app's grant or a
+    // headless agent's API token, does not work here.
+    if (request.principal && request.principal.kind !== 'user' && request.principal.resource !== 'v1') {
       request.principal = null;
       throw new AppError(
         'auth.invalid_token',

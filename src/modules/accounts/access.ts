@@ -21,7 +21,13 @@ export interface TenantAccess {
 
 export type Principal =
   | { kind: 'user'; userId: string; sessionId: string }
-  | { kind: 'api_token'; tokenId: string; access: TenantAccess }
+  | {
+      kind: 'api_token';
+      tokenId: string;
+      /** Where the token works (CONTRACT.md, Trust 3): `v1` (the API) or `mcp` (a headless agent's). */
+      resource: 'v1' | 'mcp';
+      access: TenantAccess;
+    }
   | {
       kind: 'app_token';
       tokenId: string;

@@ -12,6 +12,8 @@ export interface ApiToken {
   id: string;
   name: string;
   mode: 'live' | 'test';
+  /** `v1`: works at the API; `mcp`: works only at the MCP server (a headless agent's token). */
+  audience: 'v1' | 'mcp';
   scopes: Scope[];
   customer_account_id: string | null;
   /** The first characters, to recognise a token in a list. */
@@ -25,11 +27,14 @@ function parseScopes(value: string[] | string): Scope[] {
   return (typeof value === 'string' ? JSON.parse(value) : value) as Scope[];
 }
 
-function presentApiToken(row: ApiTokensTable): ApiToken {
+type ApiTokenRow = Omit<ApiTokensTable, 'audience'> & { audience: 'v1' | 'mcp' };
+
+function presentApiToken(row: ApiTokenRow): ApiToken {
   return {
     id: row.id,
     name: row.name,
     mode: row.mode,
+    audience: row.audience,
     scopes: parseScopes(row.scopes),
     customer_account_id: row.customer_account_id,
     token_hint: row.token_hint,
@@ -43,7 +48,13 @@ export async function createApiToken(
   ctx: AppContext,
   userId: string,
   tenantId: string,
-  input: { name: string; mode: 'live' | 'test'; scopes: Scope[]; customer_account_id?: string | null },
+  input: {
+    name: string;
+    mode: 'live' | 'test';
+    audience?: 'v1' | 'mcp';
+    scopes: Scope[];
+    customer_account_id?: string | null;
+  },
 ): Promise<ApiToken & { token: string }> {
   const membership = await requireRole(ctx, userId, tenantId, managesIntegrations);
   // A merchant admin makes tokens for its own account only.
@@ -62,13 +73,14 @@ export async function createApiToken(
     throw new AppError('auth.insufficient_scope', `Your role cannot grant ${beyond.join(', ')}`);
   }
   const token = newSecret(input.mode === 'live' ? 'sk_live_' : 'sk_test_');
-  const row: ApiTokensTable = {
+  const row: ApiTokenRow = {
     id: newId('tok'),
     tenant_id: tenantId,
     name: input.name.trim(),
     token_hash: hashSecret(token),
     token_hint: `${token.slice(0, token.indexOf('_', 3) + 5)}…`,
     mode: input.mode,
+    audience: input.audience ?? 'v1',
     scopes: JSON.stringify([...new Set(input.scopes)]),
     customer_account_id: accountId,
     created_by: userId,
@@ -111,7 +123,16 @@ export async function revokeApiToken(ctx: AppContext, userId: string, tenantId: 
 export async function resolveApiToken(ctx: AppContext, secret: string): Promise<Principal | null> {
   const row = await ctx.db
     .selectFrom('api_tokens')
-    .select(['id', 'tenant_id', 'mode', 'scopes', 'customer_account_id', 'created_by', 'last_used_at'])
+    .select([
+      'id',
+      'tenant_id',
+      'mode',
+      'audience',
+      'scopes',
+      'customer_account_id',
+      'created_by',
+      'last_used_at',
+    ])
     .where('token_hash', '=', hashSecret(secret))
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
@@ -124,6 +145,7 @@ export async function resolveApiToken(ctx: AppContext, secret: string): Promise<
   return {
     kind: 'api_token',
     tokenId: row.id,
+    resource: row.audience,
     access: {
       tenantId: row.tenant_id,
       customerAccountId: row.customer_account_id,

@@ -324,6 +324,11 @@ export function accountsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
             {
               name: Type.String({ minLength: 1, maxLength: 200 }),
               mode: Type.Union([Type.Literal('live'), Type.Literal('test')]),
+              audience: Type.Optional(
+                Type.Union([Type.Literal('v1'), Type.Literal('mcp')], {
+                  description: 'Where the token works: the API (default) or only the MCP server',
+                }),
+              ),
               scopes: Type.Array(ScopeName, { minItems: 1, maxItems: 10 }),
               customer_account_id: Type.Optional(Type.Union([Id(64), Type.Null()])),
             },

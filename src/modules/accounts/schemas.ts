@@ -68,6 +68,9 @@ export const ApiTokenSchema = Type.Object(
     id: Type.String(),
     name: Type.String(),
     mode: Type.Union([Type.Literal('live'), Type.Literal('test')]),
+    audience: Type.Union([Type.Literal('v1'), Type.Literal('mcp')], {
+      description: '`v1`: works at the API; `mcp`: works only at the MCP server (a headless agent)',
+    }),
     scopes: Type.Array(Type.String()),
     customer_account_id: Nullable(Type.String()),
     token_hint: Type.String(),

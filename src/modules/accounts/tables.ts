@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 export interface UsersTable {
   id: string;
   email: string;
@@ -53,6 +55,8 @@ export interface ApiTokensTable {
   token_hash: string;
   token_hint: string;
   mode: 'live' | 'test';
+  /** Where the token works: the API (`v1`) or the MCP server (`mcp`), never both (migration 0084). */
+  audience: Generated<'v1' | 'mcp'>;
   /** jsonb array of scope names; written with JSON.stringify. */
   scopes: string[] | string;
   customer_account_id: string | null;

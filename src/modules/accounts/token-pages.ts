@@ -32,7 +32,7 @@ function tokenRow(view: DashboardView, token: ApiToken) {
   const revoke = token.revoked_at
     ? html`<span class="badge bad">revoked ${formatTime(token.revoked_at)}</span>`
     : html`<form class="inline" method="post" action="${TOKENS}/${encodeURIComponent(token.id)}/revoke">${csrfField(view.csrf)}<button class="danger" type="submit">Revoke</button></form>`;
-  return html`<tr><td>${token.name}<br><code>${token.token_hint}</code></td><td>${token.mode}</td><td>${revoke}</td>
+  return html`<tr><td>${token.name}<br><code>${token.token_hint}</code></td><td>${token.mode}${token.audience === 'mcp' ? html`<br><span class="badge">agents (/mcp)</span>` : ''}</td><td>${revoke}</td>
 <td>${token.scopes.join(' ')}</td><td>${accountName(view, token.customer_account_id)}</td><td>${formatTime(token.created_at)}</td><td>${formatTime(token.last_used_at) || 'never'}</td></tr>`;
 }
 
@@ -50,6 +50,10 @@ ${csrfField(view.csrf)}
 <fieldset class="row"><legend>Mode</legend>
 <label class="check"><input type="radio" name="mode" value="test"${checked(!view.livemode)}> Test data</label>
 <label class="check"><input type="radio" name="mode" value="live"${checked(view.livemode)}> Live data</label>
+</fieldset>
+<fieldset class="row"><legend>Works at</legend>
+<label class="check"><input type="radio" name="audience" value="v1" checked> The API (<code>/v1</code>)</label>
+<label class="check"><input type="radio" name="audience" value="mcp"> Only the MCP server, for an AI agent that runs without a browser (<code>/mcp</code>)</label>
 </fieldset>
 <fieldset class="stack"><legend>Scopes</legend>${SCOPES.filter((s) => held.has(s)).map(
     (s) =>
@@ -93,6 +97,7 @@ export function tokenPages(app: FastifyInstance, ctx: AppContext): void {
       const token = await createApiToken(ctx, view.user.userId, view.tenantId, {
         name: requiredField(form, 'name', 'Name', 100),
         mode: choiceField(form, 'mode', 'Mode', ['live', 'test'] as const),
+        audience: form.audience === 'mcp' ? 'mcp' : 'v1',
         scopes: scopes.filter(isScope),
         customer_account_id: textField(form, 'customer_account_id', 'Merchant account', 64),
       });

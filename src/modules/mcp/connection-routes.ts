@@ -13,8 +13,11 @@ const ConnectionParams = Type.Object({ tenant_id: Id(64), id: Id(64) }, { additi
 
 export const AgentConnectionSchema = Type.Object(
   {
-    id: Type.String({ description: 'agc_...' }),
-    client_id: Type.String(),
+    id: Type.String({ description: 'agc_... (an approved client) or tok_... (an API token for agents)' }),
+    kind: Type.Union([Type.Literal('oauth'), Type.Literal('api_token')], {
+      description: '`oauth`: a client the person approved; `api_token`: an API token with audience `mcp`',
+    }),
+    client_id: Type.Union([Type.String(), Type.Null()], { description: 'null for an API token' }),
     client_name: Type.String(),
     client_host: Type.Union([Type.String(), Type.Null()], {
       description:

@@ -10,7 +10,7 @@ const PATH = '/dashboard/agents';
 
 function connectionRow(csrf: string, c: AgentConnection) {
   return html`<tr>
-<td>${c.client_name}${c.self_described ? html` <span class="badge warning" title="It registered itself: its name is its own claim, checked by no one">Self-described</span>` : ''}<br><span class="muted">${c.self_described ? `returns to ${c.client_host ?? 'an app on the device'}` : (c.client_host ?? c.client_id)}</span></td>
+<td>${c.client_name}${c.self_described ? html` <span class="badge warning" title="It registered itself: its name is its own claim, checked by no one">Self-described</span>` : ''}<br><span class="muted">${c.kind === 'api_token' ? 'API token for agents' : c.self_described ? `returns to ${c.client_host ?? 'an app on the device'}` : (c.client_host ?? c.client_id)}</span></td>
 <td>${c.mode === 'live' ? html`<span class="badge bad">live data</span>` : html`<span class="badge">test data</span>`}</td>
 <td>${c.customer_account_id ?? 'Whole company'}</td>
 <td>${c.scopes.join(', ')}</td>

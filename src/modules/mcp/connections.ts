@@ -1,4 +1,5 @@
-import type { AppContext } from '../../context.ts';
+import { sql } from 'kysely';
+import type { AppContext, Trx } from '../../context.ts';
 import { newestFirst } from '../../db/paging.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -11,7 +12,10 @@ import { jsonArray, removeInstallationGrants } from '../apps/registry.ts';
 /** An agent's approved access to a company or merchant account (CONTRACT.md, Agents). */
 export interface AgentConnection {
   id: string;
-  client_id: string;
+  /** `oauth`: an approved client's grant (agc_); `api_token`: an API token made for agents (tok_). */
+  kind: 'oauth' | 'api_token';
+  /** The client's id; null for an API token. */
+  client_id: string | null;
   client_name: string;
   client_host: string | null;
   /** A registered client: its name is its own claim (a metadata document is served from its host). */
@@ -73,6 +77,34 @@ function connectionsOf(ctx: AppContext, tenantId: string, accountId: string | nu
   return query;
 }
 
+/**
+ * The API tokens made for agents (audience `mcp`, CONTRACT.md Trust 3): listed and revoked with the
+ * connections, in the same shape, so that one list holds everything that opens `/mcp`.
+ */
+function agentTokensOf(ctx: AppContext, tenantId: string, accountId: string | null) {
+  let query = ctx.db
+    .selectFrom('api_tokens')
+    .select([
+      'api_tokens.id',
+      sql<string | null>`NULL::text`.as('app_id'),
+      sql<boolean>`api_tokens.mode = 'live'`.as('livemode'),
+      'api_tokens.scopes',
+      'api_tokens.customer_account_id',
+      sql<string>`COALESCE(api_tokens.created_by, '')`.as('user_id'),
+      'api_tokens.created_at',
+      'api_tokens.last_used_at',
+      'api_tokens.name',
+      sql<unknown>`NULL::jsonb`.as('metadata'),
+      sql<'metadata_document' | 'registration' | null>`NULL::text`.as('source'),
+      sql<'oauth' | 'api_token'>`'api_token'`.as('kind'),
+    ])
+    .where('api_tokens.tenant_id', '=', tenantId)
+    .where('api_tokens.audience', '=', 'mcp')
+    .where('api_tokens.revoked_at', 'is', null);
+  if (accountId) query = query.where('api_tokens.customer_account_id', '=', accountId);
+  return query;
+}
+
 /** GET /v1/companies/{tenant_id}/agent-connections: who manages integrations sees them. */
 export async function listAgentConnections(
   ctx: AppContext,
@@ -81,11 +113,19 @@ export async function listAgentConnections(
   page: PageRequest = {},
 ): Promise<Page<AgentConnection>> {
   const accountId = await integrationScope(ctx, userId, tenantId);
-  return newestFirst(connectionsOf(ctx, tenantId, accountId), 'installations', page, (row) => ({
+  const grants = connectionsOf(ctx, tenantId, accountId).select(
+    sql<'oauth' | 'api_token'>`'oauth'`.as('kind'),
+  );
+  // The tokens' rows have the grants' columns, but a null app_id (no client), which the builder's
+  // types cannot say of one operand: the mapper below reads app_id as nullable.
+  const tokens = agentTokensOf(ctx, tenantId, accountId) as never;
+  const both = ctx.db.selectFrom(grants.unionAll(tokens).as('c')).selectAll();
+  return newestFirst(both, 'c', page, (row) => ({
     id: row.id,
-    client_id: row.app_id,
+    kind: row.kind,
+    client_id: row.app_id as string | null,
     client_name: row.name,
-    client_host: clientHost(row.source, row.app_id, row.metadata),
+    client_host: row.app_id ? clientHost(row.source, row.app_id, row.metadata) : null,
     self_described: row.source === 'registration',
     mode: row.livemode ? 'live' : 'test',
     scopes: jsonArray<string>(row.scopes),
@@ -104,11 +144,27 @@ export async function revokeAgentConnection(
   connectionId: string,
 ): Promise<void> {
   const accountId = await integrationScope(ctx, userId, tenantId);
+  const now = ctx.clock.now();
+  // An agent's API token (tok_): revoked as its list shows it, from this moment.
+  const token = await agentTokensOf(ctx, tenantId, accountId)
+    .where('api_tokens.id', '=', connectionId)
+    .executeTakeFirst();
+  if (token) {
+    await ctx.db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('api_tokens')
+        .set({ revoked_at: now })
+        .where('id', '=', connectionId)
+        .where('tenant_id', '=', tenantId)
+        .execute();
+      await recordRevocation(trx, tenantId, userId, connectionId, null, now);
+    });
+    return;
+  }
   const row = await connectionsOf(ctx, tenantId, accountId)
     .where('installations.id', '=', connectionId)
     .executeTakeFirst();
   if (!row) throw new AppError('agent_connection.not_found');
-  const now = ctx.clock.now();
   await ctx.db.transaction().execute(async (trx) => {
     await trx
       .updateTable('installation_records')
@@ -123,18 +179,29 @@ export async function revokeAgentConnection(
       .returning(['id', 'app_id', 'tenant_id', 'resource'])
       .executeTakeFirst();
     if (removed) await removeInstallationGrants(trx, removed);
-    await trx
-      .insertInto('audit_events')
-      .values({
-        id: newId('aud'),
-        tenant_id: tenantId,
-        actor: userId,
-        action: 'agent_connection.revoked',
-        details: JSON.stringify({ connection_id: connectionId, client_id: row.app_id }),
-        created_at: now,
-      })
-      .execute();
+    await recordRevocation(trx, tenantId, userId, connectionId, row.app_id, now);
   });
+}
+
+async function recordRevocation(
+  trx: Trx,
+  tenantId: string,
+  userId: string,
+  connectionId: string,
+  clientId: string | null,
+  now: Date,
+): Promise<void> {
+  await trx
+    .insertInto('audit_events')
+    .values({
+      id: newId('aud'),
+      tenant_id: tenantId,
+      actor: userId,
+      action: 'agent_connection.revoked',
+      details: JSON.stringify({ connection_id: connectionId, client_id: clientId }),
+      created_at: now,
+    })
+    .execute();
 }
 
 export interface AgentAccess {

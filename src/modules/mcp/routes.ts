@@ -65,7 +65,8 @@ async function mcpAccess(ctx: AppContext, request: FastifyRequest): Promise<Tena
   if (!secret) return null;
   try {
     const principal = await authenticateBearer(ctx, secret);
-    return principal.kind === 'app_token' && principal.resource === 'mcp' ? principal.access : null;
+    // An app's grant for /mcp, or an API token made for agents (audience `mcp`); nothing else.
+    return principal.kind !== 'user' && principal.resource === 'mcp' ? principal.access : null;
   } catch (error) {
     if (error instanceof AppError && error.code === 'auth.invalid_token') return null;
     throw error;
