@@ -218,11 +218,14 @@ export async function resolveName(
   return addresses;
 }
 
-/** Why a URL or a connection was refused; `dns` when the name does not resolve. */
+/**
+ * Why a URL or a connection was refused; `dns` when the name does not resolve, `insecure` when a
+ * broker on a public address is named without TLS.
+ */
 export class GuardRefusal extends Error {
-  readonly kind: 'dns' | 'address';
+  readonly kind: 'dns' | 'address' | 'insecure';
 
-  constructor(kind: 'dns' | 'address', message: string) {
+  constructor(kind: 'dns' | 'address' | 'insecure', message: string) {
     super(message);
     this.name = 'GuardRefusal';
     this.kind = kind;

@@ -42,6 +42,7 @@ export const problemCodes = {
   'idempotency.in_progress': [409, 'A request with this Idempotency-Key is still running'],
   'webhook_endpoint.not_found': [404, 'No such webhook endpoint'],
   'webhook_endpoint.url_not_allowed': [422, 'The URL is not allowed'],
+  'webhook_endpoint.destination_insecure': [422, 'A broker outside the private ranges must use TLS'],
   'webhook_endpoint.limit_reached': [409, 'The webhook endpoint limit is reached'],
   'webhook_endpoint.invalid_event_type': [400, 'Unknown event type'],
   'webhook_endpoint.headers_required': [

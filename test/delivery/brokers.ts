@@ -291,13 +291,22 @@ export async function natsServerMissing(): Promise<string | null> {
   }
 }
 
-export async function ownNatsServer(): Promise<OwnNatsServer> {
+/** A certificate and its key (PEM files), for a server that requires TLS. */
+export interface TlsFiles {
+  certFile: string;
+  keyFile: string;
+  /** The certificate's PEM text, which a client trusts as its CA. */
+  cert: string;
+}
+
+export async function ownNatsServer(options: { tls?: TlsFiles } = {}): Promise<OwnNatsServer> {
   const [port, monitorPort] = [await freePort(), await freePort()];
   const storeDir = await mkdtemp(join(tmpdir(), 'waybill-nats-'));
   const password = `pw-${randomBase62(24)}`;
   let child: ChildProcess | null = null;
   const start = async () => {
     const args = ['-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-js', '-sd', storeDir];
+    if (options.tls) args.push('--tls', '--tlscert', options.tls.certFile, '--tlskey', options.tls.keyFile);
     child = spawn(NATS_SERVER_BINARY, [...args, '--user', 'u', '--pass', password], { stdio: 'ignore' });
     await untilReachable(port);
     await untilReachable(monitorPort);
@@ -311,12 +320,13 @@ export async function ownNatsServer(): Promise<OwnNatsServer> {
     await exited;
   };
   await start();
-  const url = `nats://u:${password}@127.0.0.1:${port}`;
+  const url = `${options.tls ? 'tls' : 'nats'}://u:${password}@127.0.0.1:${port}`;
   let stream: NatsStream;
   try {
     // The test's own connection comes back soon after a restart.
     stream = await natsStream({
       servers: `127.0.0.1:${port}`,
+      ...(options.tls ? { tls: { ca: options.tls.cert } } : {}),
       user: 'u',
       pass: password,
       name: 'waybill-test',

@@ -133,7 +133,7 @@ describe('API tokens for agents (audience mcp)', () => {
     const made = await makeToken({ audience: 'mcp', mode: 'live' });
     const refused = await listTools(w, made.body.token);
     expect(refused.status).toBe(403);
-    expect((await refused.json()).code).toBe('mcp.disabled');
+    expect(((await refused.json()) as { code: string }).code).toBe('mcp.disabled');
   });
 
   it('refuses an audience that is neither v1 nor mcp, and writes nothing', async () => {

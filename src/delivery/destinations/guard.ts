@@ -1,7 +1,7 @@
 import { AppError } from '../../lib/errors.ts';
 import type { DeliveryContext } from '../context.ts';
-import { bareHost, GuardRefusal, resolveCheckedAddresses } from '../guard.ts';
-import { BROKER_SCHEMES, type BrokerDestination } from './spec.ts';
+import { bareHost, classifyAddress, GuardRefusal, resolveCheckedAddresses } from '../guard.ts';
+import { BROKER_SCHEMES, type BrokerDestination, TLS_SCHEMES } from './spec.ts';
 
 /** Where a broker connection goes: the checked address, and the name for TLS. */
 export interface BrokerAddress {
@@ -32,6 +32,15 @@ export async function checkBrokerAddress(
     port !== standard,
     `the broker must listen on port ${standard}`,
   );
+  // CONTRACT.md, Trust 3: signed envelopes with recipients' data, and the broker's credentials,
+  // cross the internet only encrypted; plaintext stays inside the allowlisted private ranges.
+  const allow = ctx.config.webhookAllowPrivate;
+  if (!TLS_SCHEMES.has(url.protocol) && addresses.some((a) => classifyAddress(a, allow) === 'public')) {
+    throw new GuardRefusal(
+      'insecure',
+      `a broker on a public address needs TLS: use ${destination.type === 'rabbitmq' ? 'amqps://' : 'tls://'}`,
+    );
+  }
   return { host, address: addresses[0] as string, port };
 }
 
@@ -44,6 +53,15 @@ export async function assertBrokerAllowed(
   try {
     await checkBrokerAddress(ctx, destination);
   } catch (error) {
+    if (error instanceof GuardRefusal && error.kind === 'insecure') {
+      throw new AppError(
+        'webhook_endpoint.destination_insecure',
+        `The destination is not encrypted: ${error.message}`,
+        {
+          errors: [{ path: `${path}/url`, message: error.message }],
+        },
+      );
+    }
     if (error instanceof GuardRefusal) {
       throw new AppError('webhook_endpoint.url_not_allowed', `The URL is not allowed: ${error.message}`, {
         errors: [{ path: `${path}/url`, message: error.message }],

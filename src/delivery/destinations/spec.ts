@@ -33,6 +33,9 @@ export const BROKER_SCHEMES: Record<BrokerDestination['type'], Record<string, nu
   nats: { 'nats:': 4222, 'tls:': 4222 },
 };
 
+/** The schemes that connect with TLS (`tls://` is NATS with TLS required). */
+export const TLS_SCHEMES: ReadonlySet<string> = new Set(['amqps:', 'tls:']);
+
 /**
  * How the sealed destination reaches the engine: delivery_targets answers it as the target's url
  * behind this prefix (migration 0070 writes the same text), so the claim carries it unchanged.
@@ -51,6 +54,9 @@ export function maskedBrokerUrl(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = MASK;
+    // NATS takes `nats://TOKEN@host`: a user name without a password is a token, a secret too.
+    else if (parsed.username && (parsed.protocol === 'nats:' || parsed.protocol === 'tls:'))
+      parsed.username = MASK;
     return parsed.toString();
   } catch {
     return '';
@@ -152,8 +158,9 @@ export function addressFor(pattern: string, eventType: string): string {
 }
 
 /**
- * A broker URL that comes back with the masked password (`****`) keeps the stored one, only while
- * it names the same kind, host and port: a password is never sent to a host it was not given for.
+ * A broker URL that comes back with the masked password (`****`), or a NATS token masked in the
+ * user name, keeps the stored secret only while it names the same kind, scheme, host and port: a
+ * secret is never sent to a host it was not given for, nor over plaintext when given for TLS.
  */
 export function keptPassword(
   secrets: SecretBox,
@@ -162,13 +169,21 @@ export function keptPassword(
   path = '/destination',
 ): BrokerDestination {
   const given = new URL(destination.url);
-  if (given.password !== MASK) return destination;
+  const maskedToken = !given.password && given.username === MASK;
+  if (given.password !== MASK && !maskedToken) return destination;
   const stored = storedSealed ? openDestination(secrets, storedSealed) : null;
   const before = stored ? new URL(stored.url) : null;
-  if (!stored || !before || stored.type !== destination.type || before.host !== given.host)
+  if (
+    !stored ||
+    !before ||
+    stored.type !== destination.type ||
+    before.protocol !== given.protocol ||
+    before.host !== given.host
+  )
     throw invalidDestination([
       { path: `${path}/url`, message: 'state the password: the URL names a new broker' },
     ]);
-  given.password = before.password;
+  if (maskedToken) given.username = before.username;
+  else given.password = before.password;
   return { ...destination, url: given.toString() };
 }
