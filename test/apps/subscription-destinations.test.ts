@@ -186,7 +186,7 @@ describe.skipIf(rabbitMissing !== null)('an app subscription delivering to Rabbi
     for (const text of [...answers, ...logLines]) expect(text).not.toContain(place.password);
   });
 
-  it("a published app's change of destination kind or host goes through review; its credentials and exchange do not", async () => {
+  it("a published app's broker destination is reviewed whole: kind, host, credentials, exchange and routing key (Trust 3)", async () => {
     const app = await registerPublishable(w, developer, eventsReceiver.url);
     await submitAndDecide(w, developer, reviewer, app.id, { listing: listing(app.scopes) }, 'approved');
     const base = await activeManifest(app.id);
@@ -224,22 +224,27 @@ describe.skipIf(rabbitMissing !== null)('an app subscription delivering to Rabbi
       expect(refused.body.code).toBe('app.published_requires_review');
       expect(refused.body.fields).toEqual(['subscriptions/0/destination']);
     }
-    // A new password, exchange or routing key on the same broker: released at once.
-    const rotated = await postVersion(app.id, {
-      ...reviewed,
-      subscriptions: [
-        {
-          event_types: subscription.event_types,
-          destination: {
-            ...rabbit('other'),
-            exchange: 'elsewhere',
-            url: place.url.replace(place.password, 'new-pw'),
-          },
-        },
-      ],
-    });
-    expect(rotated.status, rotated.text).toBe(201);
-    expect((await release(app.id, rotated.body.id)).status).toBe(200);
+    // A new password, exchange or routing key on the same broker: each goes through review too.
+    const sameBroker: Array<Record<string, unknown>> = [
+      { ...rabbit('all'), url: place.url.replace(place.password, 'new-pw') },
+      { ...rabbit('all'), exchange: 'elsewhere' },
+      rabbit('other'),
+    ];
+    let rotated: Json = null;
+    for (const destination of sameBroker) {
+      rotated = await postVersion(app.id, {
+        ...reviewed,
+        subscriptions: [{ event_types: subscription.event_types, destination }],
+      });
+      expect(rotated.status, rotated.text).toBe(201);
+      const refused = await release(app.id, rotated.body.id);
+      expect(refused.status, JSON.stringify(destination)).toBe(409);
+      expect(refused.body.fields).toEqual(['subscriptions/0/destination']);
+    }
+    // The same destination sent back masked (the password kept): released at once.
+    const unchanged = await postVersion(app.id, reviewed);
+    expect(unchanged.status, unchanged.text).toBe(201);
+    expect((await release(app.id, unchanged.body.id)).status).toBe(200);
     expect(rotated.text).not.toContain('new-pw');
   });
 });

@@ -1,6 +1,8 @@
 import type { AppContext, Trx } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { newestFirst } from '../../db/paging.ts';
+import { openDestination } from '../../delivery/destinations/spec.ts';
+import { canonicalJson } from '../../lib/canonical-json.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
@@ -58,22 +60,46 @@ const REVIEWED_PATHS = new Set([
   '/optional_scopes',
 ]);
 
-const hostOf = (url: string) => (URL.canParse(url) ? new URL(url).host : url);
 const SUBSCRIPTION_PATH = /^\/subscriptions\/\d+$/;
 
-/** Where its messages go and what they are: a URL's host and the event types are reviewed. */
+/**
+ * Where its messages go and what they are (CONTRACT.md, Trust 3: reviewed whole): an HTTPS URL
+ * with its path, a broker destination with its kind, URL, exchange, routing key or subject, and
+ * the event types. Its credentials are compared apart (credentialChanges: they are sealed).
+ */
 function reviewedSubscriptionChanges(path: string, from: unknown, to: unknown): string[] {
   const before = from as Subscription | null;
   const after = to as Subscription | null;
   // A subscription added or removed sends, or stops sending, messages somewhere.
   if (!before || !after) return [path.slice(1)];
   const fields: string[] = [];
-  // A broker's kind and host are reviewed as a URL's host is; its credentials and exchange are not.
-  const kindOf = (subscription: Subscription) => subscription.destination?.type ?? 'https';
-  if (kindOf(before) !== kindOf(after) || hostOf(before.url) !== hostOf(after.url))
+  const placeOf = (subscription: Subscription) =>
+    canonicalJson(subscription.destination ?? { type: 'https', url: subscription.url });
+  if (placeOf(before) !== placeOf(after))
     fields.push(`${path.slice(1)}/${before.destination || after.destination ? 'destination' : 'url'}`);
   const types = (subscription: Subscription) => [...new Set(subscription.event_types)].sort().join(' ');
   if (types(before) !== types(after)) fields.push(`${path.slice(1)}/event_types`);
+  return fields;
+}
+
+/**
+ * A broker subscription whose credentials differ from the active version's (the manifest shows
+ * them masked, so only the sealed destinations tell): reviewed too, as a change of destination.
+ */
+export function credentialChanges(
+  ctx: AppContext,
+  activeSealed: string | null,
+  versionSealed: string | null,
+): string[] {
+  const before = sealedDestinations(activeSealed);
+  const after = sealedDestinations(versionSealed);
+  const fields: string[] = [];
+  for (let index = 0; index < Math.min(before.length, after.length); index += 1) {
+    const [was, now] = [before[index], after[index]];
+    if (!was || !now) continue;
+    if (openDestination(ctx.secrets, was).url !== openDestination(ctx.secrets, now).url)
+      fields.push(`subscriptions/${index}/destination`);
+  }
   return fields;
 }
 
@@ -285,7 +311,13 @@ export async function releaseVersion(
     if (locked.status === 'suspended') throw new AppError('app.suspended');
     if (locked.status === 'published') {
       const changes = manifestChanges(await currentManifest(trx, locked), parsed<Manifest>(version.manifest));
-      const fields = reviewedChanges(changes);
+      const active = await activeVersion(trx, app.id);
+      const fields = [
+        ...new Set([
+          ...reviewedChanges(changes),
+          ...credentialChanges(ctx, active?.destinations_sealed ?? null, version.destinations_sealed),
+        ]),
+      ];
       if (fields.length > 0) {
         throw new AppError(
           'app.published_requires_review',
