@@ -155,6 +155,8 @@ export async function loginCommand(args: string[]): Promise<void> {
   }
   const path = credentialsPath();
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  // mode applies only to a folder made now: one that was there is tightened too.
+  chmodSync(dirname(path), 0o700);
   writeFileSync(path, `${JSON.stringify({ api, token: answer.body.token }, null, 2)}\n`, { mode: 0o600 });
   chmodSync(path, 0o600);
   console.log(
@@ -211,8 +213,28 @@ function loadManifest(file: string, appOption: string | undefined): Loaded {
   const { app_id: fileAppId, ...manifest } = parsed;
   const appId = appOption ?? (typeof fileAppId === 'string' ? fileAppId : undefined);
   if (!appId) throw new CommandError(`${file}: app_id: name the app (app_id = "app_...") or pass --app`, 2);
+  checkAppId(appId, appOption ? '--app' : `${file}: app_id`);
   // TOML has dates; the manifest has ISO 8601 text (JSON.stringify writes them so).
   return { appId, manifest: JSON.parse(JSON.stringify(manifest)) as Record<string, unknown> };
+}
+
+/**
+ * An app id is `app_` and letters or digits: a manifest is a file anyone may hand over, and an id
+ * such as `../../companies/x` must never steer an authenticated request to another path.
+ */
+const APP_ID = /^app_[A-Za-z0-9]{1,64}$/;
+
+function checkAppId(appId: string, where: string): string {
+  if (!APP_ID.test(appId))
+    throw new CommandError(`${where}: "${appId.slice(0, 80)}" is not an app id (app_...)`, 2);
+  return appId;
+}
+
+/** A path under /v1/developer/apps/{id}, every part encoded. */
+function appPath(appId: string, ...parts: string[]): string {
+  return ['/v1/developer/apps', checkAppId(appId, 'app id'), ...parts]
+    .map((p, i) => (i === 0 ? p : encodeURIComponent(p)))
+    .join('/');
 }
 
 function formatValue(value: unknown): string {
@@ -287,7 +309,7 @@ async function versionsOf(credentials: Credentials, appId: string): Promise<Answ
       credentials.api,
       credentials.token,
       'GET',
-      `/v1/developer/apps/${appId}/versions${query}`,
+      `${appPath(appId, 'versions')}${query}`,
     );
     if (answer.status !== 200) throw refusal(null, answer);
     all.push(...answer.body.data);
@@ -320,16 +342,10 @@ export async function appCommand(args: string[]): Promise<void> {
     case 'deploy': {
       const { appId, manifest } = loadManifest(file, values.app);
       const credentials = credentialsFor(values);
-      const created = await callApi(
-        credentials.api,
-        credentials.token,
-        'POST',
-        `/v1/developer/apps/${appId}/versions`,
-        {
-          manifest,
-          ...(values.message ? { message: values.message } : {}),
-        },
-      );
+      const created = await callApi(credentials.api, credentials.token, 'POST', appPath(appId, 'versions'), {
+        manifest,
+        ...(values.message ? { message: values.message } : {}),
+      });
       if (created.status !== 201) throw refusal(file, created);
       printVersion(created.body, 'Created');
       if (values.release) await release(credentials, appId, created.body);
@@ -338,7 +354,7 @@ export async function appCommand(args: string[]): Promise<void> {
     }
     case 'versions': {
       const credentials = credentialsFor(values);
-      const appId = values.app ?? loadManifest(file, undefined).appId;
+      const appId = values.app ? checkAppId(values.app, '--app') : loadManifest(file, undefined).appId;
       for (const version of await versionsOf(credentials, appId)) {
         const changes = (version.changes ?? []).length;
         console.log(
@@ -351,7 +367,7 @@ export async function appCommand(args: string[]): Promise<void> {
       const number = rest[0];
       if (!number || !/^\d+$/.test(number)) throw new CommandError('Usage: waybill app release <number>', 2);
       const credentials = credentialsFor(values);
-      const appId = values.app ?? loadManifest(file, undefined).appId;
+      const appId = values.app ? checkAppId(values.app, '--app') : loadManifest(file, undefined).appId;
       const version = (await versionsOf(credentials, appId)).find((v) => v.number === Number(number));
       if (!version) throw new CommandError(`The app has no version ${number}`);
       await release(credentials, appId, version);
@@ -367,7 +383,7 @@ async function release(credentials: Credentials, appId: string, version: Answer[
     credentials.api,
     credentials.token,
     'POST',
-    `/v1/developer/apps/${appId}/versions/${version.id}/release`,
+    appPath(appId, 'versions', String(version.id), 'release'),
   );
   if (answer.status !== 200) {
     const problem = refusal(null, answer);

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -92,6 +92,9 @@ const versionsOf = async (appId: string): Promise<Json[]> =>
 
 describe('waybill login', () => {
   it('asks for e-mail and password and keeps the session token in a 0600 file', async () => {
+    // A folder that was there, open to others, is tightened to 0700 (review finding I5).
+    mkdirSync(join(home, 'config', 'waybill'), { recursive: true, mode: 0o755 });
+    chmodSync(join(home, 'config', 'waybill'), 0o755);
     const refused = await run(['login', '--api', w.url], { input: `${developer.email}\nwrong password\n` });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/Sign-in refused: 401/);
@@ -102,6 +105,7 @@ describe('waybill login', () => {
     expect(result.stdout).toContain(`Signed in to ${w.url} as ${developer.email}`);
     const file = join(home, 'config', 'waybill', 'credentials.json');
     expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(statSync(join(home, 'config', 'waybill')).mode & 0o777).toBe(0o700);
     const stored = JSON.parse(readFileSync(file, 'utf8'));
     expect(stored.api).toBe(w.url);
     expect(stored.token).toMatch(/^ust_/);
@@ -128,6 +132,23 @@ describe('the stored session stays with the API it was made for', () => {
     otherUrl = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
   });
   afterAll(() => new Promise<void>((resolve) => other?.close(() => resolve())));
+
+  it('L1: an app_id that is not an app id is refused before any request, whatever it points at', async () => {
+    const before = received.length;
+    for (const hostile of ['../../companies/x', 'app_x/../../../v1/companies', 'app_x?y=1', 'app_%2e%2e']) {
+      writeConfig('hostile.app.toml', toml(hostile));
+      const deploy = await run(['app', 'deploy', '--config', 'hostile.app.toml', '--api', otherUrl], {
+        env: { WAYBILL_TOKEN: 'ust_hostile' },
+      });
+      expect(deploy.code, hostile).toBe(2);
+      expect(deploy.stderr).toContain('is not an app id');
+      const versions = await run(['app', 'versions', '--app', hostile, '--api', otherUrl], {
+        env: { WAYBILL_TOKEN: 'ust_hostile' },
+      });
+      expect(versions.code).toBe(2);
+    }
+    expect(received.length).toBe(before);
+  });
 
   it('is never sent to another origin, named by --api or WAYBILL_API_URL', async () => {
     const env = { XDG_CONFIG_HOME: join(home, 'origin') };

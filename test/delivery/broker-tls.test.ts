@@ -209,6 +209,12 @@ describe('brokers over TLS (Trust 3)', () => {
     expect(w.ctx.secrets.open(sealed.destination_sealed as string)).toContain('s3cret-token@');
   });
 
+  it("I5: a RabbitMQ URL without credentials is refused (never RabbitMQ's guest/guest)", async () => {
+    const bare = await create({ type: 'rabbitmq', url: 'amqps://127.0.0.1:5671/vh', exchange: 'shipments' });
+    expectProblem(bare, 422, 'validation.failed');
+    expect(bare.body.errors[0].path).toBe('/destination/url');
+  });
+
   it('a plaintext broker inside the private allowlist stays allowed', async () => {
     const local = await create({ type: 'nats', url: 'nats://127.0.0.1:4222', subject: 'orders.local' });
     expect(local.status, local.text).toBe(201);

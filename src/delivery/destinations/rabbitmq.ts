@@ -48,8 +48,9 @@ export const rabbitMqKind: BrokerKind<RabbitMqDestination> = {
           protocol: tls ? 'amqps' : 'amqp',
           hostname: address.address,
           port: address.port,
-          username: decodeURIComponent(url.username) || 'guest',
-          password: decodeURIComponent(url.password) || 'guest',
+          // Never RabbitMQ's default guest/guest: a URL without credentials is refused when written.
+          username: decodeURIComponent(url.username),
+          password: decodeURIComponent(url.password),
           vhost,
           heartbeat: 30,
         },

@@ -136,6 +136,12 @@ export function checkDestination(input: DestinationInput, path = '/destination')
     });
   }
   if (type === 'rabbitmq') {
+    // amqplib would log in as guest/guest without them: the company's own user is required.
+    if (parsed && parsed.protocol in schemes && parsed.hostname && !parsed.username)
+      errors.push({
+        path: `${path}/url`,
+        message: 'name the user and password: amqps://user:password@host/vhost',
+      });
     const exchange = text(input.exchange);
     const routingKey = input.routing_key === undefined ? '' : text(input.routing_key);
     if (!exchange || !NAME.test(exchange))
