@@ -25,6 +25,7 @@ import { appEventPages } from './modules/app-events/portal-pages.ts';
 import { appEventRoutes } from './modules/app-events/routes.ts';
 import { appsModule } from './modules/apps/plugin.ts';
 import { consoleRoutes, registerAppUsageCounting } from './modules/console/routes.ts';
+import { inboundReceiveRoutes, inboundSourceRoutes } from './modules/inbound/routes.ts';
 import { listenerRoutes } from './modules/listeners/routes.ts';
 import { agentConnectionRoutes } from './modules/mcp/connection-routes.ts';
 import { agentConnectionsPage } from './modules/mcp/connections-page.ts';
@@ -156,6 +157,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(storeModule(ctx));
   await app.register(webhooksRoutes(ctx));
   await app.register(listenerRoutes(ctx));
+  await app.register(inboundSourceRoutes(ctx));
+  await app.register(inboundReceiveRoutes(ctx));
   await app.register(webRoutes(ctx));
   await app.register(mailboxPage(ctx));
   await app.register(webhookPages(ctx));

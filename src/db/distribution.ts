@@ -18,6 +18,8 @@ export const DISTRIBUTED_TABLES = [
   'customer_accounts',
   'shipments',
   'events',
+  'inbound_sources',
+  'inbound_messages',
   'installations',
   'installation_records',
   'privacy_requests',

@@ -59,6 +59,12 @@ export const problemCodes = {
   'webhook_listener.not_found': [404, 'No such listener'],
   'webhook_listener.already_connected': [409, 'The listener is connected already'],
   'webhook_listener.upgrade_required': [426, 'Connect with a WebSocket'],
+  'inbound_source.not_found': [404, 'No such inbound source'],
+  'inbound_message.not_found': [404, 'No such inbound message'],
+  'inbound.signature_invalid': [
+    401,
+    "The message's webhook-id, webhook-timestamp and webhook-signature do not verify with the source's secret",
+  ],
   'installation.not_found': [404, 'No such installation'],
   'installation.needs_approval': [
     409,

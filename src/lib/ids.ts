@@ -11,6 +11,8 @@ export type IdPrefix =
   | 'shp'
   | 'evt'
   | 'we'
+  | 'ins'
+  | 'inm'
   | 'dlv'
   | 'sub'
   | 'prq'

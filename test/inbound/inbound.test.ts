@@ -1,0 +1,374 @@
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type CompanyFixture,
+  call,
+  createApiToken,
+  createCompany,
+  createShipment,
+  type Json,
+} from '../support/api.ts';
+import { startWaybill, type TestWaybill } from '../support/harness.ts';
+import { createMerchant } from '../webhooks/api/support.ts';
+
+const SOURCE_FIELDS = [
+  'carrier_code',
+  'created_at',
+  'customer_account_id',
+  'id',
+  'livemode',
+  'mode',
+  'name',
+  'updated_at',
+  'url',
+].sort();
+
+let sent = 0;
+
+/** The headers a carrier's Standard Webhooks library puts on a message, signed at `at`. */
+function signedHeaders(
+  secret: string,
+  body: string,
+  options: { id?: string; at: Date },
+): Record<string, string> {
+  sent += 1;
+  const id = options.id ?? `msg_carrier_${sent}`;
+  return {
+    'content-type': 'application/json',
+    'webhook-id': id,
+    'webhook-timestamp': String(Math.floor(options.at.getTime() / 1000)),
+    'webhook-signature': new Webhook(secret).sign(id, options.at, body),
+  };
+}
+
+function batch(numbers: string[], extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({
+    checkpoints: numbers.map((number, i) => ({
+      tracking_number: number,
+      occurred_at: '2026-11-21T11:00:00.000Z',
+      message: `Scanned at the hub (${i})`,
+      location: { city: 'Leipzig', country: 'DE' },
+      ...extra,
+    })),
+  });
+}
+
+describe('inbound sources and signed batches', () => {
+  let w: TestWaybill;
+  let company: CompanyFixture;
+  let other: CompanyFixture;
+
+  /** POSTs to the source's URL over a real socket, as a carrier would. */
+  async function post(url: string, body: string, headers: Record<string, string>) {
+    const response = await fetch(url, { method: 'POST', body, headers });
+    const text = await response.text();
+    return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
+  }
+
+  async function createSource(token: string, body: Record<string, unknown> = {}): Promise<Json> {
+    const response = await call(w, 'POST', '/v1/inbound-sources', {
+      token,
+      body: { name: 'City Courier feed', carrier_code: 'city-courier', ...body },
+    });
+    if (response.status !== 201) throw new Error(`source failed: ${response.status} ${response.text}`);
+    return response.body;
+  }
+
+  async function log(token: string, sourceId: string): Promise<Json[]> {
+    const response = await call(w, 'GET', `/v1/inbound-sources/${sourceId}/messages`, { token });
+    expect(response.status).toBe(200);
+    return response.body.data;
+  }
+
+  beforeAll(async () => {
+    w = await startWaybill();
+    company = await createCompany(w);
+    other = await createCompany(w, 'Other Company');
+  });
+  afterAll(async () => {
+    await w?.close();
+  });
+
+  it('creates a source with its secret once, then reads, lists, renames and deletes it', async () => {
+    const created = await call(w, 'POST', '/v1/inbound-sources', {
+      token: company.liveToken,
+      body: { name: 'DHL feed', carrier_code: 'dhl', mode: 'live' },
+    });
+    expect(created.status).toBe(201);
+    expect(Object.keys(created.body).sort()).toEqual([...SOURCE_FIELDS, 'secret'].sort());
+    expect(created.body).toMatchObject({
+      name: 'DHL feed',
+      carrier_code: 'dhl',
+      mode: 'live',
+      livemode: true,
+      customer_account_id: null,
+    });
+    expect(created.body.id).toMatch(/^ins_[0-9A-Za-z]+$/);
+    expect(created.body.url).toBe(`${w.url}/inbound/${created.body.id}`);
+    expect(created.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    const id = created.body.id;
+
+    const read = await call(w, 'GET', `/v1/inbound-sources/${id}`, { token: company.liveToken });
+    expect(read.status).toBe(200);
+    expect(Object.keys(read.body).sort()).toEqual(SOURCE_FIELDS);
+
+    const list = await call(w, 'GET', '/v1/inbound-sources', { token: company.liveToken });
+    expect(list.body.data.map((s: Json) => s.id)).toContain(id);
+    expect(list.body.data.every((s: Json) => !('secret' in s))).toBe(true);
+    // Another mode and another company see nothing of it.
+    const testList = await call(w, 'GET', '/v1/inbound-sources', { token: company.testToken });
+    expect(testList.body.data.map((s: Json) => s.id)).not.toContain(id);
+    expect((await call(w, 'GET', `/v1/inbound-sources/${id}`, { token: other.liveToken })).status).toBe(404);
+
+    const renamed = await call(w, 'PATCH', `/v1/inbound-sources/${id}`, {
+      token: company.liveToken,
+      body: { name: 'DHL Express', carrier_code: 'dhl-express' },
+    });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body).toMatchObject({ name: 'DHL Express', carrier_code: 'dhl-express' });
+
+    const deleted = await call(w, 'DELETE', `/v1/inbound-sources/${id}`, { token: company.liveToken });
+    expect(deleted.status).toBe(204);
+    expect((await call(w, 'GET', `/v1/inbound-sources/${id}`, { token: company.liveToken })).status).toBe(
+      404,
+    );
+    const body = batch(['WB-NONE']);
+    const gone = await post(
+      created.body.url,
+      body,
+      signedHeaders(created.body.secret, body, { at: w.clock.now() }),
+    );
+    expect(gone.status).toBe(404);
+  });
+
+  it('refuses bad input, another mode than the token and a foreign merchant, writing nothing', async () => {
+    const before = await call(w, 'GET', '/v1/inbound-sources', { token: company.liveToken });
+    const cases: Array<[Record<string, unknown>, number, string]> = [
+      [{ carrier_code: 'DHL' }, 422, '/carrier_code'],
+      [{ name: '   ' }, 422, '/name'],
+      [{ mode: 'test' }, 422, '/mode'],
+      [{ mode: 'sandbox' }, 400, '/mode'],
+    ];
+    for (const [body, status, path] of cases) {
+      const response = await call(w, 'POST', '/v1/inbound-sources', {
+        token: company.liveToken,
+        body: { name: 'Feed', carrier_code: 'ups', ...body },
+      });
+      expect(response.status, JSON.stringify(body)).toBe(status);
+      expect(response.body.errors.map((e: Json) => e.path).join()).toContain(path);
+    }
+    const foreign = await createMerchant(w, other);
+    const response = await call(w, 'POST', '/v1/inbound-sources', {
+      token: company.liveToken,
+      body: { name: 'Feed', carrier_code: 'ups', customer_account_id: foreign.accountId },
+    });
+    expect(response.status).toBe(404);
+    expect(response.body.code).toBe('customer_account.not_found');
+    const after = await call(w, 'GET', '/v1/inbound-sources', { token: company.liveToken });
+    expect(after.body.data).toEqual(before.body.data);
+
+    const readOnly = await createApiToken(w, company.owner, company.tenantId, {
+      mode: 'live',
+      scopes: ['webhooks:read'],
+    });
+    const refused = await call(w, 'POST', '/v1/inbound-sources', {
+      token: readOnly,
+      body: { name: 'Feed', carrier_code: 'ups' },
+    });
+    expect(refused.status).toBe(403);
+  });
+
+  it('answers a signed batch 202, counts what matched nothing and logs it', async () => {
+    const source = await createSource(company.liveToken);
+    const body = batch(['WB-UNKNOWN-1', 'WB-UNKNOWN-2']);
+    const headers = signedHeaders(source.secret, body, { at: w.clock.now() });
+    const answer = await post(source.url, body, headers);
+    expect(answer.status).toBe(202);
+    expect(answer.body).toEqual({ accepted: 0, duplicates: 0, unmatched: 2 });
+
+    const [entry] = await log(company.liveToken, source.id);
+    expect(entry).toMatchObject({
+      webhook_id: headers['webhook-id'],
+      received_at: w.clock.now().toISOString(),
+      status: 'partly_applied',
+      results: [
+        { index: 0, shipment_id: null, checkpoint_id: null, outcome: 'unmatched' },
+        { index: 1, shipment_id: null, checkpoint_id: null, outcome: 'unmatched' },
+      ],
+    });
+    expect(entry.reason).toContain('2 of 2');
+    const one = await call(w, 'GET', `/v1/inbound-sources/${source.id}/messages/${entry.id}`, {
+      token: company.liveToken,
+    });
+    expect(one.status).toBe(200);
+    expect(one.body).toEqual(entry);
+
+    // The same webhook-id again: 202, nothing changes, logged as a duplicate.
+    const again = await post(source.url, body, headers);
+    expect(again.status).toBe(202);
+    expect(again.body).toEqual({ accepted: 0, duplicates: 2, unmatched: 0 });
+    const entries = await log(company.liveToken, source.id);
+    expect(entries.map((e) => e.status)).toEqual(['duplicate', 'partly_applied']);
+    expect(entries[0].results).toEqual([]);
+  });
+
+  it("never matches another company's number, a shipment of the other mode or of another merchant", async () => {
+    const foreign = await createShipment(w, other.liveToken);
+    const testShipment = await createShipment(w, company.testToken);
+    const merchantA = await createMerchant(w, company);
+    const merchantB = await createMerchant(w, company);
+    const ofB = await createShipment(w, merchantB.token);
+    const liveSource = await createSource(company.liveToken);
+    const merchantSource = await createSource(merchantA.token);
+    expect(merchantSource.customer_account_id).toBe(merchantA.accountId);
+
+    for (const [source, numbers] of [
+      [liveSource, [foreign.tracking_number, testShipment.tracking_number]],
+      [merchantSource, [ofB.tracking_number, foreign.tracking_number]],
+    ] as const) {
+      const body = batch([...numbers]);
+      const answer = await post(source.url, body, signedHeaders(source.secret, body, { at: w.clock.now() }));
+      expect(answer.status).toBe(202);
+      expect(answer.body).toEqual({ accepted: 0, duplicates: 0, unmatched: 2 });
+    }
+    const testSource = await createSource(company.testToken);
+    const live = await createShipment(w, company.liveToken);
+    const body = batch([live.tracking_number]);
+    const answer = await post(
+      testSource.url,
+      body,
+      signedHeaders(testSource.secret, body, { at: w.clock.now() }),
+    );
+    expect(answer.body).toEqual({ accepted: 0, duplicates: 0, unmatched: 1 });
+    const [entry] = await log(company.testToken, testSource.id);
+    expect(entry.results).toEqual([
+      { index: 0, shipment_id: null, checkpoint_id: null, outcome: 'unmatched' },
+    ]);
+  });
+
+  it('refuses a bad signature, an old timestamp and missing headers with 401, logged without the body', async () => {
+    const source = await createSource(company.liveToken);
+    const shipment = await createShipment(w, company.liveToken);
+    const body = batch([shipment.tracking_number], { status: 'in_transit' });
+    const now = w.clock.now();
+    const forged = signedHeaders('whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=', body, { at: now });
+    const old = signedHeaders(source.secret, body, { at: new Date(now.getTime() - 5 * 60_000 - 1000) });
+    const future = signedHeaders(source.secret, body, { at: new Date(now.getTime() + 6 * 60_000) });
+    const good = signedHeaders(source.secret, body, { at: now });
+    const tampered = { ...good, 'webhook-id': 'msg_other' };
+    const cases: Array<[Record<string, string>, string]> = [
+      [forged, 'bad_signature'],
+      [tampered, 'bad_signature'],
+      [old, 'timestamp_out_of_range'],
+      [future, 'timestamp_out_of_range'],
+      [{ 'content-type': 'application/json' }, 'missing_headers'],
+      [{ ...good, 'webhook-signature': '' }, 'missing_headers'],
+    ];
+    for (const [headers, reason] of cases) {
+      const answer = await post(source.url, body, headers);
+      expect(answer.status, reason).toBe(401);
+      expect(answer.body.code).toBe('inbound.signature_invalid');
+      expect(answer.body.reason).toBe(reason);
+    }
+    const entries = await log(company.liveToken, source.id);
+    expect(entries).toHaveLength(cases.length);
+    expect(entries.map((e) => e.status)).toEqual(cases.map(() => 'rejected'));
+    expect(entries.map((e) => e.reason.split(':')[0]).reverse()).toEqual(cases.map(([, reason]) => reason));
+    // Nothing of the body is kept: not the number, not the message.
+    const stored = await w.ctx.db
+      .selectFrom('inbound_messages')
+      .selectAll()
+      .where('source_id', '=', source.id)
+      .execute();
+    expect(JSON.stringify(stored)).not.toContain(shipment.tracking_number);
+    expect(JSON.stringify(stored)).not.toContain('Scanned at the hub');
+    // Nothing was applied.
+    const after = await call(w, 'GET', `/v1/shipments/${shipment.id}`, { token: company.liveToken });
+    expect(after.body.status).toBe(shipment.status);
+    expect(after.body.updated_at).toBe(shipment.updated_at);
+
+    // A rejected message does not take its webhook-id: the real one with that id is received.
+    const real = await post(source.url, batch(['WB-X']), {
+      ...signedHeaders(source.secret, batch(['WB-X']), { at: now, id: forged['webhook-id'] }),
+    });
+    expect(real.status).toBe(202);
+    expect(real.body.duplicates).toBe(0);
+  });
+
+  it('refuses a body that does not hold after its signature does, logged rejected, nothing applied', async () => {
+    const source = await createSource(company.liveToken);
+    const bodies: Array<[string, number]> = [
+      [JSON.stringify({ checkpoints: [] }), 400],
+      [batch(Array.from({ length: 501 }, (_, i) => `WB-${i}`)), 400],
+      [
+        JSON.stringify({ checkpoints: [{ occurred_at: '2026-11-21T11:00:00.000Z', message: 'No number' }] }),
+        400,
+      ],
+      ['{"checkpoints": [', 400],
+    ];
+    for (const [body, status] of bodies) {
+      const answer = await post(source.url, body, signedHeaders(source.secret, body, { at: w.clock.now() }));
+      expect(answer.status, body.slice(0, 40)).toBe(status);
+    }
+    const entries = await log(company.liveToken, source.id);
+    expect(entries.map((e) => e.status)).toEqual(bodies.map(() => 'rejected'));
+    expect(entries.every((e) => e.reason.startsWith('invalid_body') && e.results.length === 0)).toBe(true);
+  });
+
+  it('refuses a body over 1 MB with 413', async () => {
+    const source = await createSource(company.liveToken);
+    const body = JSON.stringify({
+      checkpoints: [{ tracking_number: 'WB-1', message: 'x'.repeat(1024 * 1024) }],
+    });
+    const answer = await post(source.url, body, signedHeaders(source.secret, body, { at: w.clock.now() }));
+    expect(answer.status).toBe(413);
+    expect(await log(company.liveToken, source.id)).toEqual([]);
+  });
+
+  it('takes 100 messages a second per source, then 429 with Retry-After until the next second', async () => {
+    const source = await createSource(company.liveToken);
+    const neighbour = await createSource(company.liveToken);
+    w.clock.set('2026-11-21T12:10:00.250Z');
+    const body = batch(['WB-RATE']);
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, () =>
+        post(source.url, body, signedHeaders(source.secret, body, { at: w.clock.now() })),
+      ),
+    );
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 202));
+    const over = await post(source.url, body, signedHeaders(source.secret, body, { at: w.clock.now() }));
+    expect(over.status).toBe(429);
+    expect(over.headers.get('retry-after')).toBe('1');
+    // Another source has its own count.
+    const apart = await post(
+      neighbour.url,
+      body,
+      signedHeaders(neighbour.secret, body, { at: w.clock.now() }),
+    );
+    expect(apart.status).toBe(202);
+    w.clock.advance(750);
+    const next = await post(source.url, body, signedHeaders(source.secret, body, { at: w.clock.now() }));
+    expect(next.status).toBe(202);
+  });
+
+  it('rotates the secret: the old one verifies for 24 hours, then only the new one', async () => {
+    const source = await createSource(company.liveToken);
+    const rotated = await call(w, 'POST', `/v1/inbound-sources/${source.id}/secret/rotate`, {
+      token: company.liveToken,
+    });
+    expect(rotated.status).toBe(200);
+    expect(Object.keys(rotated.body)).toEqual(['secret']);
+    expect(rotated.body.secret).toMatch(/^whsec_/);
+    expect(rotated.body.secret).not.toBe(source.secret);
+    const body = batch(['WB-ROT']);
+    const send = (secret: string) =>
+      post(source.url, body, signedHeaders(secret, body, { at: w.clock.now() }));
+    expect((await send(source.secret)).status).toBe(202);
+    expect((await send(rotated.body.secret)).status).toBe(202);
+    w.clock.advance(24 * 3600_000 - 1000);
+    expect((await send(source.secret)).status).toBe(202);
+    w.clock.advance(2000);
+    expect((await send(source.secret)).status).toBe(401);
+    expect((await send(rotated.body.secret)).status).toBe(202);
+  });
+});
