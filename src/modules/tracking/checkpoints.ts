@@ -4,6 +4,7 @@ import { runAfterCommit } from '../../context.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { decodeCursor, type Page, type PageRequest, pageLimit, toPage } from '../../lib/paging.ts';
+import type { TenantAccess } from '../accounts/access.ts';
 import { recordEvents } from '../shipments/events.ts';
 import { eventTypesForMove, nextStatuses, type ShipmentStatus } from '../shipments/lifecycle.ts';
 import {
@@ -57,6 +58,16 @@ export interface CheckpointTarget {
   /** A merchant-bound caller (or inbound source) sees only its account's shipments; null sees all. */
   customerAccountId?: string | null;
   shipmentId: string;
+}
+
+/** The shipment an API caller (REST, MCP) names, seen as its token sees shipments. */
+export function targetOf(access: TenantAccess, shipmentId: string): CheckpointTarget {
+  return {
+    tenantId: access.tenantId,
+    mode: access.livemode ? 'live' : 'test',
+    customerAccountId: access.customerAccountId,
+    shipmentId,
+  };
 }
 
 export interface ApplyCheckpointRequest extends CheckpointTarget {
@@ -348,4 +359,27 @@ export async function listCheckpoints(
     limit,
     (entry) => presentCheckpoint(entry.row),
   );
+}
+
+/**
+ * The newest `perShipment` checkpoints of each of a company's shipments, newest `occurred_at`
+ * first (the MCP tools' timelines), in one query. Shipments the caller may see only: the ids come
+ * from a query that checked it.
+ */
+export async function recentCheckpoints(
+  ctx: AppContext,
+  tenantId: string,
+  shipmentIds: readonly string[],
+  perShipment = 20,
+): Promise<Map<string, Checkpoint[]>> {
+  const timelines = new Map<string, Checkpoint[]>(shipmentIds.map((id) => [id, []]));
+  if (shipmentIds.length === 0) return timelines;
+  const { rows } = await sql<ShipmentCheckpointsTable>`
+    SELECT * FROM (
+      SELECT c.*, row_number() OVER (PARTITION BY c.shipment_id ORDER BY c.occurred_at DESC, c.id DESC) AS n
+      FROM shipment_checkpoints c
+      WHERE c.tenant_id = ${tenantId} AND c.shipment_id IN (${sql.join([...shipmentIds])})
+    ) t WHERE t.n <= ${perShipment} ORDER BY t.occurred_at DESC, t.id DESC`.execute(ctx.db);
+  for (const row of rows) timelines.get(row.shipment_id)?.push(presentCheckpoint(row));
+  return timelines;
 }

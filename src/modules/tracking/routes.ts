@@ -2,24 +2,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { errorResponses, Id, Page, PageQuery } from '../../http/schemas.ts';
-import { requireAccess, type TenantAccess } from '../accounts/access.ts';
+import { requireAccess } from '../accounts/access.ts';
 import { CheckpointAnswer } from '../shipments/schemas.ts';
 import { subStatusCatalogue } from './catalogue.ts';
-import { applyCheckpoint, type CheckpointTarget, listCheckpoints } from './checkpoints.ts';
+import { applyCheckpoint, listCheckpoints, targetOf } from './checkpoints.ts';
 import { CheckpointBody, CheckpointSchema, SubStatusSchema } from './schemas.ts';
 
 const tags = ['Shipments'];
 const IdParams = Type.Object({ id: Id(64) }, { additionalProperties: false });
-
-/** The shipment a REST caller names, seen as its token sees shipments. */
-export function targetOf(access: TenantAccess, shipmentId: string): CheckpointTarget {
-  return {
-    tenantId: access.tenantId,
-    mode: access.livemode ? 'live' : 'test',
-    customerAccountId: access.customerAccountId,
-    shipmentId,
-  };
-}
 
 export function trackingRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
