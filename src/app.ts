@@ -36,6 +36,7 @@ import { privacyPages } from './modules/privacy/pages.ts';
 import { privacyRoutes } from './modules/privacy/routes.ts';
 import { shipmentsRoutes } from './modules/shipments/routes.ts';
 import { storeModule } from './modules/store/index.ts';
+import { trackingRoutes } from './modules/tracking/routes.ts';
 import { webhookGuideRoutes } from './modules/webhooks/guide.ts';
 import { addEventCatalogue } from './modules/webhooks/openapi-webhooks.ts';
 import { webhookPages } from './modules/webhooks/pages.ts';
@@ -144,6 +145,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(healthRoutes(ctx));
   await app.register(accountsRoutes(ctx));
   await app.register(shipmentsRoutes(ctx));
+  await app.register(trackingRoutes(ctx));
   await app.register(oauthRoutes(ctx));
   await app.register(mcpRoutes(ctx));
   await app.register(agentConnectionRoutes(ctx));

@@ -30,6 +30,7 @@ export const DISTRIBUTED_TABLES = [
   'webhook_deliveries',
   'webhook_attempts',
   'webhook_rate_state',
+  'shipment_checkpoints',
 ] as const;
 
 /** Global tables, small: copied to every node. */

@@ -9,6 +9,7 @@ export type IdPrefix =
   | 'agc'
   | 'app'
   | 'shp'
+  | 'chk'
   | 'evt'
   | 'we'
   | 'ins'

@@ -46,6 +46,7 @@ import * as deliveryRows from './0080_delivery_rows.ts';
 import * as linesFollowTenant from './0081_lines_follow_tenant.ts';
 import * as claimRateLimitsApart from './0082_claim_rate_limits_apart.ts';
 import * as claimGenericPlan from './0083_claim_generic_plan.ts';
+import * as tracking from './0086_tracking.ts';
 import * as inboundSources from './0090_inbound_sources.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
@@ -97,5 +98,6 @@ export const migrations: Record<string, Migration> = {
   '0081_lines_follow_tenant': linesFollowTenant,
   '0082_claim_rate_limits_apart': claimRateLimitsApart,
   '0083_claim_generic_plan': claimGenericPlan,
+  '0086_tracking': tracking,
   '0090_inbound_sources': inboundSources,
 };
