@@ -212,6 +212,141 @@ describe('inbound sources and signed batches', () => {
     expect(entries[0].results).toEqual([]);
   });
 
+  it('applies matched checkpoints with source inbound: by either number, in order, once per external_id', async () => {
+    const source = await createSource(company.liveToken);
+    const byNumber = await createShipment(w, company.liveToken);
+    const byCarrier = await createShipment(w, company.liveToken, { carrier_tracking_number: 'CC-778899' });
+    const body = JSON.stringify({
+      checkpoints: [
+        {
+          tracking_number: byNumber.tracking_number,
+          occurred_at: '2026-11-21T10:00:00+01:00',
+          message: 'Arrived at the Leipzig hub',
+          location: { city: 'Leipzig', country: 'DE' },
+          status: 'in_transit',
+          external_id: 'scan-1',
+        },
+        {
+          carrier_tracking_number: 'CC-778899',
+          occurred_at: '2026-11-21T09:30:00.000Z',
+          message: 'Out for delivery',
+          status: 'out_for_delivery',
+          external_id: 'scan-2',
+        },
+        // Older than the first: kept in the timeline, moves nothing.
+        {
+          tracking_number: byNumber.tracking_number,
+          occurred_at: '2026-11-21T08:00:00.000Z',
+          message: 'Picked up',
+          status: 'picked_up',
+          external_id: 'scan-3',
+        },
+        { tracking_number: 'WB-NOBODY', occurred_at: '2026-11-21T09:00:00Z', message: 'Unknown parcel' },
+      ],
+    });
+    const headers = signedHeaders(source.secret, body, { at: w.clock.now() });
+    const answer = await post(source.url, body, headers);
+    expect(answer.status).toBe(202);
+    expect(answer.body).toEqual({ accepted: 3, duplicates: 0, unmatched: 1 });
+
+    const [entry] = await log(company.liveToken, source.id);
+    expect(entry.status).toBe('partly_applied');
+    expect(entry.results.map((r: Json) => [r.index, r.shipment_id, r.outcome])).toEqual([
+      [0, byNumber.id, 'applied'],
+      [1, byCarrier.id, 'applied'],
+      [2, byNumber.id, 'not_applied'],
+      [3, null, 'unmatched'],
+    ]);
+    const first = await call(w, 'GET', `/v1/shipments/${byNumber.id}`, { token: company.liveToken });
+    expect(first.body.status).toBe('in_transit');
+    const second = await call(w, 'GET', `/v1/shipments/${byCarrier.id}`, { token: company.liveToken });
+    expect(second.body.status).toBe('out_for_delivery');
+    const timeline = await call(w, 'GET', `/v1/shipments/${byNumber.id}/checkpoints`, {
+      token: company.liveToken,
+    });
+    expect(timeline.body.data.map((c: Json) => [c.id, c.source, c.external_id])).toEqual([
+      [entry.results[0].checkpoint_id, 'inbound', 'scan-1'],
+      [entry.results[2].checkpoint_id, 'inbound', 'scan-3'],
+    ]);
+
+    // The same message again changes nothing.
+    expect((await post(source.url, body, headers)).body).toEqual({
+      accepted: 0,
+      duplicates: 4,
+      unmatched: 0,
+    });
+    // Another message repeating an external_id: that checkpoint is a duplicate, the other applies.
+    const more = JSON.stringify({
+      checkpoints: [
+        {
+          tracking_number: byNumber.tracking_number,
+          occurred_at: '2026-11-21T10:00:00+01:00',
+          message: 'Arrived at the Leipzig hub',
+          external_id: 'scan-1',
+        },
+        {
+          tracking_number: byNumber.tracking_number,
+          occurred_at: '2026-11-21T11:30:00Z',
+          message: 'Loaded',
+          status: 'out_for_delivery',
+        },
+      ],
+    });
+    const next = await post(source.url, more, signedHeaders(source.secret, more, { at: w.clock.now() }));
+    expect(next.body).toEqual({ accepted: 1, duplicates: 1, unmatched: 0 });
+    const [latest] = await log(company.liveToken, source.id);
+    expect(latest.status).toBe('applied');
+    expect(latest.results.map((r: Json) => r.outcome)).toEqual(['duplicate', 'applied']);
+    expect(latest.results[0].checkpoint_id).toBe(entry.results[0].checkpoint_id);
+    const after = await call(w, 'GET', `/v1/shipments/${byNumber.id}/checkpoints`, {
+      token: company.liveToken,
+    });
+    expect(after.body.data).toHaveLength(3);
+  });
+
+  it('refuses a batch with one bad checkpoint with 422 naming it, writing none of the batch', async () => {
+    const source = await createSource(company.liveToken);
+    const shipment = await createShipment(w, company.liveToken);
+    const body = JSON.stringify({
+      checkpoints: [
+        {
+          tracking_number: shipment.tracking_number,
+          occurred_at: '2026-11-21T10:00:00Z',
+          message: 'Hub',
+          status: 'in_transit',
+        },
+        {
+          tracking_number: shipment.tracking_number,
+          occurred_at: '2026-11-21T10:05:00Z',
+          message: 'Hub',
+          location: { city: 'Atlantis', country: 'XX' },
+        },
+      ],
+    });
+    const headers = signedHeaders(source.secret, body, { at: w.clock.now() });
+    const answer = await post(source.url, body, headers);
+    expect(answer.status).toBe(422);
+    expect(answer.body.code).toBe('tracking.invalid_country');
+    expect(answer.body.errors[0].path).toMatch(/^\/checkpoints\/1\/location\/country$/);
+    const after = await call(w, 'GET', `/v1/shipments/${shipment.id}`, { token: company.liveToken });
+    expect(after.body.status).toBe(shipment.status);
+    const timeline = await call(w, 'GET', `/v1/shipments/${shipment.id}/checkpoints`, {
+      token: company.liveToken,
+    });
+    expect(timeline.body.data).toEqual([]);
+    const [entry] = await log(company.liveToken, source.id);
+    expect(entry).toMatchObject({ status: 'rejected', webhook_id: headers['webhook-id'], results: [] });
+    expect(entry.reason).toContain('/checkpoints/1');
+    // The webhook-id is not taken: the corrected message with it is received.
+    const fixed = body.replace('"XX"', '"DE"');
+    const retried = await post(
+      source.url,
+      fixed,
+      signedHeaders(source.secret, fixed, { at: w.clock.now(), id: headers['webhook-id'] }),
+    );
+    expect(retried.body).toEqual({ accepted: 2, duplicates: 0, unmatched: 0 });
+  });
+
   it("never matches another company's number, a shipment of the other mode or of another merchant", async () => {
     const foreign = await createShipment(w, other.liveToken);
     const testShipment = await createShipment(w, company.testToken);

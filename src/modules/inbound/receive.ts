@@ -1,4 +1,4 @@
-import type { AppContext, Trx } from '../../context.ts';
+import { type AppContext, runAfterCommit, type Trx } from '../../context.ts';
 import {
   type SignedHeaders,
   secretsForSigning,
@@ -6,8 +6,9 @@ import {
   verifySignature,
 } from '../../delivery/signing.ts';
 import type { Clock } from '../../lib/clock.ts';
-import { AppError } from '../../lib/errors.ts';
+import { AppError, type FieldError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { applyCheckpointIn, type CheckpointInput } from '../tracking/checkpoints.ts';
 import type { InboundMessageStatus, InboundSourcesTable } from './tables.ts';
 
 /** CONTRACT.md "Inbound": at most 100 messages a second per source. */
@@ -17,16 +18,9 @@ export const MAX_CHECKPOINTS = 500;
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 /** One checkpoint as a carrier sends it: the shipment's number, then what POST .../checkpoints takes. */
-export interface InboundCheckpoint {
+export interface InboundCheckpoint extends CheckpointInput {
   tracking_number?: string;
   carrier_tracking_number?: string;
-  occurred_at: string;
-  location?: Record<string, unknown> | null;
-  message: string;
-  status?: string | null;
-  sub_status?: string | null;
-  estimated_delivery?: Record<string, unknown> | null;
-  external_id?: string | null;
 }
 
 /**
@@ -168,52 +162,94 @@ export async function rejectBody(
 interface MatchedShipment {
   id: string;
   tracking_number: string;
+  carrier_tracking_number: string | null;
+}
+
+/** The shipments of a batch by the number each checkpoint names, of the kind it names. */
+interface Matches {
+  byTracking: Map<string, MatchedShipment>;
+  byCarrier: Map<string, MatchedShipment>;
 }
 
 /**
- * The shipments the checkpoints name, by Waybill's tracking number, within the source's company,
- * mode and (when it has one) merchant account only: another company's number, a test shipment for
- * a live source and another merchant's shipment all match nothing.
+ * The shipments the checkpoints name, in one query: by Waybill's `tracking_number` or by the
+ * carrier's own `carrier_tracking_number` (as the checkpoint says which), within the source's
+ * company, mode and (when it has one) merchant account only, as findShipmentByNumber (tracking)
+ * finds one: another company's number, a shipment of the other mode or of another merchant match
+ * nothing; of several shipments with one carrier number, the oldest.
  */
 async function matchShipments(
   trx: Trx,
   source: InboundSourcesTable,
   checkpoints: readonly InboundCheckpoint[],
-): Promise<{ byNumber: Map<string, MatchedShipment> }> {
-  const numbers = [...new Set(checkpoints.flatMap((c) => (c.tracking_number ? [c.tracking_number] : [])))];
-  const byNumber = new Map<string, MatchedShipment>();
-  if (numbers.length === 0) return { byNumber };
+): Promise<Matches> {
+  const numbers = (key: 'tracking_number' | 'carrier_tracking_number') => [
+    ...new Set(checkpoints.flatMap((c) => (c[key] ? [c[key]] : []))),
+  ];
+  const tracking = numbers('tracking_number');
+  const carrier = numbers('carrier_tracking_number');
+  const matches: Matches = { byTracking: new Map(), byCarrier: new Map() };
+  if (tracking.length === 0 && carrier.length === 0) return matches;
   let query = trx
     .selectFrom('shipments')
-    .select(['id', 'tracking_number'])
+    .select(['id', 'tracking_number', 'carrier_tracking_number'])
     .where('tenant_id', '=', source.tenant_id)
     .where('livemode', '=', source.livemode)
-    .where('tracking_number', 'in', numbers);
+    .where((eb) =>
+      eb.or([
+        ...(tracking.length > 0 ? [eb('tracking_number', 'in', tracking)] : []),
+        ...(carrier.length > 0 ? [eb('carrier_tracking_number', 'in', carrier)] : []),
+      ]),
+    );
   if (source.customer_account_id !== null) {
     query = query.where('customer_account_id', '=', source.customer_account_id);
   }
-  for (const row of await query.execute()) byNumber.set(row.tracking_number, row);
-  return { byNumber };
+  const rows = await query.orderBy('created_at', 'asc').orderBy('id', 'asc').execute();
+  for (const row of rows) {
+    matches.byTracking.set(row.tracking_number, row);
+    if (row.carrier_tracking_number !== null && !matches.byCarrier.has(row.carrier_tracking_number)) {
+      matches.byCarrier.set(row.carrier_tracking_number, row);
+    }
+  }
+  return matches;
 }
 
-function shipmentOf(
+function shipmentOf(checkpoint: InboundCheckpoint, matches: Matches): MatchedShipment | undefined {
+  if (checkpoint.tracking_number) return matches.byTracking.get(checkpoint.tracking_number);
+  if (checkpoint.carrier_tracking_number) return matches.byCarrier.get(checkpoint.carrier_tracking_number);
+  return undefined;
+}
+
+/** A checkpoint the tracking module refused (a 422 naming its field), with its place in the batch. */
+class CheckpointRefused extends Error {
+  readonly index: number;
+  readonly error: AppError;
+  constructor(index: number, error: AppError) {
+    super(error.message);
+    this.index = index;
+    this.error = error;
+  }
+}
+
+/** Applies one matched checkpoint as POST /v1/shipments/{id}/checkpoints does, with source `inbound`. */
+async function applyOne(
+  ctx: AppContext,
+  trx: Trx,
+  source: InboundSourcesTable,
+  shipment: MatchedShipment,
   checkpoint: InboundCheckpoint,
-  matched: { byNumber: Map<string, MatchedShipment> },
-): MatchedShipment | undefined {
-  return checkpoint.tracking_number ? matched.byNumber.get(checkpoint.tracking_number) : undefined;
-}
-
-/**
- * Applies one matched checkpoint as POST /v1/shipments/{id}/checkpoints does, with source
- * `inbound`: the tracking module's service (branch `tracking`, not merged yet) is called here.
- */
-async function applyCheckpoint(
-  _trx: Trx,
-  _source: InboundSourcesTable,
-  _shipment: MatchedShipment,
-  _checkpoint: InboundCheckpoint,
 ): Promise<{ checkpoint_id: string; outcome: Exclude<CheckpointOutcome, 'unmatched'> }> {
-  throw new Error('applying checkpoints needs the tracking module (not merged yet)');
+  const { tracking_number: _t, carrier_tracking_number: _c, ...input } = checkpoint;
+  const result = await applyCheckpointIn(ctx, trx, {
+    tenantId: source.tenant_id,
+    mode: source.livemode ? 'live' : 'test',
+    customerAccountId: source.customer_account_id,
+    shipmentId: shipment.id,
+    input,
+    source: 'inbound',
+  });
+  const outcome = !result.created ? 'duplicate' : result.applied ? 'applied' : 'not_applied';
+  return { checkpoint_id: result.checkpoint.id, outcome };
 }
 
 function statusOf(results: readonly CheckpointResult[]): {
@@ -239,6 +275,36 @@ export async function receiveMessage(
   checkpoints: readonly InboundCheckpoint[],
 ): Promise<ReceiveAnswer> {
   const now = ctx.clock.now();
+  let answer: ReceiveAnswer;
+  try {
+    answer = await receiveIn(ctx, source, webhookId, checkpoints, now);
+  } catch (error) {
+    if (!(error instanceof CheckpointRefused)) throw error;
+    // Nothing of the batch was written (its transaction rolled back); the refusal is logged.
+    const { index, error: refusal } = error;
+    await rejectBody(ctx, source, { 'webhook-id': webhookId }, `/checkpoints/${index}: ${refusal.message}`);
+    const errors = Array.isArray(refusal.extra.errors) ? (refusal.extra.errors as FieldError[]) : [];
+    throw new AppError(
+      refusal.code,
+      `/checkpoints/${index}: ${refusal.message}`,
+      {
+        ...refusal.extra,
+        errors: errors.map((e) => ({ ...e, path: `/checkpoints/${index}${e.path}` })),
+      },
+      refusal.status,
+    );
+  }
+  runAfterCommit(ctx);
+  return answer;
+}
+
+function receiveIn(
+  ctx: AppContext,
+  source: InboundSourcesTable,
+  webhookId: string,
+  checkpoints: readonly InboundCheckpoint[],
+  now: Date,
+): Promise<ReceiveAnswer> {
   return ctx.db.transaction().execute(async (trx) => {
     const id = newId('inm');
     const taken = await trx
@@ -278,8 +344,15 @@ export async function receiveMessage(
         results.push({ index, shipment_id: null, checkpoint_id: null, outcome: 'unmatched' });
         continue;
       }
-      const applied = await applyCheckpoint(trx, source, shipment, checkpoint);
-      results.push({ index, shipment_id: shipment.id, ...applied });
+      try {
+        results.push({
+          index,
+          shipment_id: shipment.id,
+          ...(await applyOne(ctx, trx, source, shipment, checkpoint)),
+        });
+      } catch (error) {
+        throw error instanceof AppError ? new CheckpointRefused(index, error) : error;
+      }
     }
     const { status, reason } = statusOf(results);
     await trx

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { Id, Nullable, Timestamp } from '../../http/schemas.ts';
+import { CheckpointBody } from '../tracking/schemas.ts';
 import { MAX_CHECKPOINTS } from './receive.ts';
 
 export const SourceIdParams = Type.Object({ id: Id(64) }, { additionalProperties: false });
@@ -92,22 +93,18 @@ export const InboundMessageSchema = Type.Object(
   { $id: 'InboundMessage' },
 );
 
-const Text = (maxLength: number) => Type.String({ minLength: 1, maxLength });
+const ShipmentNumber = (description: string) => Type.String({ minLength: 1, maxLength: 64, description });
 
 /** One checkpoint of a carrier's batch: the shipment's number, then what POST .../checkpoints takes. */
 const InboundCheckpointSchema = Type.Object(
   {
-    tracking_number: Type.Optional(Text(64)),
-    carrier_tracking_number: Type.Optional(Text(64)),
-    occurred_at: Type.String({ format: 'date-time', maxLength: 40 }),
-    location: Type.Optional(Nullable(Type.Object({}, { additionalProperties: true }))),
-    message: Text(500),
-    status: Type.Optional(Nullable(Text(32))),
-    sub_status: Type.Optional(Nullable(Text(64))),
-    estimated_delivery: Type.Optional(Nullable(Type.Object({}, { additionalProperties: true }))),
-    external_id: Type.Optional(Nullable(Text(128))),
+    tracking_number: Type.Optional(ShipmentNumber("Waybill's tracking number of the shipment")),
+    carrier_tracking_number: Type.Optional(
+      Number("The carrier's own number (the shipment's carrier_tracking_number)"),
+    ),
+    ...CheckpointBody.properties,
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: 'tracking_number or carrier_tracking_number is required' },
 );
 
 export const InboundBody = Type.Object(
