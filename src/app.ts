@@ -25,6 +25,7 @@ import { appEventPages } from './modules/app-events/portal-pages.ts';
 import { appEventRoutes } from './modules/app-events/routes.ts';
 import { appsModule } from './modules/apps/plugin.ts';
 import { consoleRoutes, registerAppUsageCounting } from './modules/console/routes.ts';
+import { inboundPages } from './modules/inbound/pages.ts';
 import { inboundReceiveRoutes, inboundSourceRoutes } from './modules/inbound/routes.ts';
 import { listenerRoutes } from './modules/listeners/routes.ts';
 import { agentConnectionRoutes } from './modules/mcp/connection-routes.ts';
@@ -164,6 +165,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(webRoutes(ctx));
   await app.register(mailboxPage(ctx));
   await app.register(webhookPages(ctx));
+  await app.register(inboundPages(ctx));
   await app.register(webhookGuideRoutes(ctx));
 
   return app;
