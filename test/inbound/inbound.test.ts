@@ -366,6 +366,27 @@ describe('inbound sources and signed batches', () => {
       expect(answer.status).toBe(202);
       expect(answer.body).toEqual({ accepted: 0, duplicates: 0, unmatched: 2 });
     }
+    // The merchant source does reach its own merchant's shipments.
+    const ofA = await createShipment(w, merchantA.token);
+    const own = batch([ofA.tracking_number]);
+    const reached = await post(
+      merchantSource.url,
+      own,
+      signedHeaders(merchantSource.secret, own, { at: w.clock.now() }),
+    );
+    expect(reached.body).toEqual({ accepted: 1, duplicates: 0, unmatched: 0 });
+    const [ownEntry] = await log(merchantA.token, merchantSource.id);
+    expect(ownEntry.results[0]).toMatchObject({ shipment_id: ofA.id, outcome: 'applied' });
+    // Nothing reached the others' shipments.
+    for (const [shipment, token] of [
+      [foreign, other.liveToken],
+      [testShipment, company.testToken],
+      [ofB, merchantB.token],
+    ] as const) {
+      const timeline = await call(w, 'GET', `/v1/shipments/${shipment.id}/checkpoints`, { token });
+      expect(timeline.body.data).toEqual([]);
+    }
+
     const testSource = await createSource(company.testToken);
     const live = await createShipment(w, company.liveToken);
     const body = batch([live.tracking_number]);
