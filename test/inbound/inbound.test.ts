@@ -471,6 +471,21 @@ describe('inbound sources and signed batches', () => {
     expect(entries.every((e) => e.reason.startsWith('invalid_body') && e.results.length === 0)).toBe(true);
   });
 
+  it('verifies the bytes whatever their content type says, and without one', async () => {
+    const source = await createSource(company.liveToken);
+    const body = batch(['WB-TYPES']);
+    for (const type of ['text/plain', 'application/json; charset=utf-8', undefined]) {
+      const { 'content-type': _json, ...headers } = signedHeaders(source.secret, body, { at: w.clock.now() });
+      const response = await w.app.inject({
+        method: 'POST',
+        url: `/inbound/${source.id}`,
+        payload: Buffer.from(body),
+        headers: type ? { ...headers, 'content-type': type } : headers,
+      });
+      expect(response.statusCode, String(type)).toBe(202);
+    }
+  });
+
   it('refuses a body over 1 MB with 413', async () => {
     const source = await createSource(company.liveToken);
     const body = JSON.stringify({
