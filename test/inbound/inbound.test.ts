@@ -1,5 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { housekeeping } from '../../src/jobs.ts';
 import {
   type CompanyFixture,
   call,
@@ -484,6 +485,20 @@ describe('inbound sources and signed batches', () => {
       });
       expect(response.statusCode, String(type)).toBe(202);
     }
+  });
+
+  it("keeps the log 30 days (the housekeeping job), the source's own messages only", async () => {
+    const source = await createSource(company.liveToken);
+    const body = batch(['WB-OLD']);
+    await post(source.url, body, signedHeaders(source.secret, body, { at: w.clock.now() }));
+    const job = housekeeping.find((j) => j.name === 'inbound-log');
+    expect(job).toBeDefined();
+    w.clock.advance(29 * 24 * 3600_000);
+    await job?.run(w.ctx);
+    expect(await log(company.liveToken, source.id)).toHaveLength(1);
+    w.clock.advance(2 * 24 * 3600_000);
+    await job?.run(w.ctx);
+    expect(await log(company.liveToken, source.id)).toEqual([]);
   });
 
   it('refuses a body over 1 MB with 413', async () => {

@@ -1,5 +1,6 @@
 import type { AppContext } from '../../context.ts';
 import { newestFirst } from '../../db/paging.ts';
+import { DAY } from '../../lib/clock.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { requireScope, type TenantAccess } from '../accounts/access.ts';
@@ -65,4 +66,16 @@ export async function getMessage(
     .executeTakeFirst();
   if (!row) throw new AppError('inbound_message.not_found');
   return presentMessage(row);
+}
+
+/** How long the inbound log keeps a message (a replay older than 5 minutes is refused anyway). */
+export const INBOUND_LOG_DAYS = 30;
+
+/** Housekeeping: messages older than INBOUND_LOG_DAYS leave the log. */
+export async function purgeInboundLog(ctx: AppContext): Promise<number> {
+  const result = await ctx.db
+    .deleteFrom('inbound_messages')
+    .where('created_at', '<', new Date(ctx.clock.now().getTime() - INBOUND_LOG_DAYS * DAY))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
