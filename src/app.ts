@@ -25,6 +25,8 @@ import { appEventPages } from './modules/app-events/portal-pages.ts';
 import { appEventRoutes } from './modules/app-events/routes.ts';
 import { appsModule } from './modules/apps/plugin.ts';
 import { consoleRoutes, registerAppUsageCounting } from './modules/console/routes.ts';
+import { inboundPages } from './modules/inbound/pages.ts';
+import { inboundReceiveRoutes, inboundSourceRoutes } from './modules/inbound/routes.ts';
 import { listenerRoutes } from './modules/listeners/routes.ts';
 import { agentConnectionRoutes } from './modules/mcp/connection-routes.ts';
 import { agentConnectionsPage } from './modules/mcp/connections-page.ts';
@@ -35,6 +37,7 @@ import { privacyPages } from './modules/privacy/pages.ts';
 import { privacyRoutes } from './modules/privacy/routes.ts';
 import { shipmentsRoutes } from './modules/shipments/routes.ts';
 import { storeModule } from './modules/store/index.ts';
+import { trackingRoutes } from './modules/tracking/routes.ts';
 import { webhookGuideRoutes } from './modules/webhooks/guide.ts';
 import { addEventCatalogue } from './modules/webhooks/openapi-webhooks.ts';
 import { webhookPages } from './modules/webhooks/pages.ts';
@@ -143,6 +146,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(healthRoutes(ctx));
   await app.register(accountsRoutes(ctx));
   await app.register(shipmentsRoutes(ctx));
+  await app.register(trackingRoutes(ctx));
   await app.register(oauthRoutes(ctx));
   await app.register(mcpRoutes(ctx));
   await app.register(agentConnectionRoutes(ctx));
@@ -156,9 +160,12 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(storeModule(ctx));
   await app.register(webhooksRoutes(ctx));
   await app.register(listenerRoutes(ctx));
+  await app.register(inboundSourceRoutes(ctx));
+  await app.register(inboundReceiveRoutes(ctx));
   await app.register(webRoutes(ctx));
   await app.register(mailboxPage(ctx));
   await app.register(webhookPages(ctx));
+  await app.register(inboundPages(ctx));
   await app.register(webhookGuideRoutes(ctx));
 
   return app;

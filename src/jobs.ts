@@ -3,6 +3,7 @@ import { isDatabaseUnavailable } from './db/database.ts';
 import { purgeIdempotencyKeys } from './http/idempotency.ts';
 import { HOUR, SECOND } from './lib/clock.ts';
 import { purgeSignInFailures } from './modules/accounts/sign-in-throttle.ts';
+import { purgeInboundLog } from './modules/inbound/messages.ts';
 import { purgeAddressCounts } from './modules/oauth/address-limit.ts';
 import { purgeDocumentFailures } from './modules/oauth/client-metadata.ts';
 import { purgeUnusedRegistrations } from './modules/oauth/registration.ts';
@@ -26,6 +27,7 @@ export const housekeeping: BackgroundJob[] = [
   { name: 'unused-agent-registrations', everyMs: HOUR, run: purgeUnusedRegistrations },
   { name: 'oauth-address-counts', everyMs: HOUR, run: purgeAddressCounts },
   { name: 'client-document-failures', everyMs: HOUR, run: purgeDocumentFailures },
+  { name: 'inbound-log', everyMs: HOUR, run: purgeInboundLog },
   // The agents' refresh grace is 30 s: its sealed pairs are kept no longer than needed.
   { name: 'spent-refresh-pairs', everyMs: 30 * SECOND, run: dropSpentPairs },
 ];

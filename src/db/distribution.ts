@@ -18,6 +18,8 @@ export const DISTRIBUTED_TABLES = [
   'customer_accounts',
   'shipments',
   'events',
+  'inbound_sources',
+  'inbound_messages',
   'installations',
   'installation_records',
   'privacy_requests',
@@ -28,6 +30,7 @@ export const DISTRIBUTED_TABLES = [
   'webhook_deliveries',
   'webhook_attempts',
   'webhook_rate_state',
+  'shipment_checkpoints',
 ] as const;
 
 /** Global tables, small: copied to every node. */

@@ -2,6 +2,7 @@ import type { WebhooksTables } from '../delivery/tables.ts';
 import type { AccountsTables } from '../modules/accounts/tables.ts';
 import type { AppsTables } from '../modules/apps/tables.ts';
 import type { ConsoleTables } from '../modules/console/tables.ts';
+import type { InboundTables } from '../modules/inbound/tables.ts';
 import type { MailTables } from '../modules/mail/tables.ts';
 import type { OAuthTables } from '../modules/oauth/tables.ts';
 import type { OutboundTables } from '../modules/outbound/tables.ts';
@@ -23,4 +24,5 @@ export interface Database
     ConsoleTables,
     OutboundTables,
     AppsTables,
-    MailTables {}
+    MailTables,
+    InboundTables {}

@@ -42,6 +42,7 @@ export const dashboardNav: NavItem[] = [
   { href: '/dashboard/shipments', label: 'Shipments' },
   { href: '/dashboard/events', label: 'Events' },
   { href: '/dashboard/webhooks', label: 'Webhooks', visible: (v) => v.access.scopes.has('webhooks:write') },
+  { href: '/dashboard/inbound', label: 'Inbound', visible: (v) => v.access.scopes.has('webhooks:write') },
   { href: '/dashboard/api-tokens', label: 'API tokens', visible: (v) => v.membership.manages_integrations },
   { href: '/dashboard/apps', label: 'Apps', visible: (v) => v.membership.manages_integrations },
   { href: '/dashboard/agents', label: 'Agents', visible: (v) => v.membership.manages_integrations },

@@ -31,6 +31,7 @@ import { childHosts } from './matrix-children.ts';
  * $TMPDIR/waybill-mcp-hosts.md (docs/api.md, "Agents", keeps the table).
  */
 const TOOL_NAMES = [
+  'add_checkpoint',
   'get_shipment',
   'list_webhook_deliveries',
   'replay_webhook_delivery',

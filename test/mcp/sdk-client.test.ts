@@ -200,6 +200,7 @@ describe.skipIf(!hasChromium)('the MCP SDK client against /mcp', () => {
 
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual([
+      'add_checkpoint',
       'get_shipment',
       'list_webhook_deliveries',
       'replay_webhook_delivery',
@@ -226,8 +227,12 @@ describe.skipIf(!hasChromium)('the MCP SDK client against /mcp', () => {
       arguments: { tracking_number: testShipment.tracking_number },
     });
     const rest = await call(w, 'GET', `/v1/shipments/${testShipment.id}`, { token: company.testToken });
-    const { events, ...shipment } = got.structuredContent as { events: unknown[] };
+    const { events, checkpoints, ...shipment } = got.structuredContent as {
+      events: unknown[];
+      checkpoints: unknown[];
+    };
     expect(shipment).toEqual(rest.body);
+    expect(checkpoints).toEqual([]);
     expect(events.length).toBeGreaterThan(0);
     log(
       `get_shipment {tracking_number: "${testShipment.tracking_number}"} -> status ${rest.body.status}, ${events.length} event(s)`,

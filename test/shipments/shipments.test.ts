@@ -58,6 +58,13 @@ describe('create and read', () => {
       customer_account_id: null,
       livemode: true,
       exception_reason: null,
+      carrier: null,
+      carrier_tracking_number: null,
+      destination: null,
+      sub_status: null,
+      estimated_delivery: null,
+      proof_of_delivery: null,
+      latest_checkpoint: null,
       created_at: now,
       updated_at: now,
     });

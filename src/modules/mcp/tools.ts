@@ -13,8 +13,10 @@ import {
   listEvents,
   listShipments,
   moveShipment,
-  presentShipment,
+  presentTrackedShipment,
 } from '../shipments/service.ts';
+import { applyCheckpoint, recentCheckpoints, targetOf } from '../tracking/checkpoints.ts';
+import { CheckpointBody } from '../tracking/schemas.ts';
 import { listDeliveries } from '../webhooks/deliveries.ts';
 import { replayDelivery } from '../webhooks/replay.ts';
 
@@ -85,6 +87,17 @@ const UpdateInput = Type.Object(
   { additionalProperties: false },
 );
 
+const AddCheckpointInput = Type.Object(
+  {
+    id: Type.String({ minLength: 1, maxLength: 64, description: 'The shipment id, shp_...' }),
+    ...CheckpointBody.properties,
+  },
+  { additionalProperties: false },
+);
+
+/** How many checkpoints of a shipment the tools return: the newest. */
+const TIMELINE = 20;
+
 const DeliveryStatusName = Type.Union(
   ['pending', 'succeeded', 'failed', 'cancelled'].map((s) => Type.Literal(s as 'failed')),
 );
@@ -120,7 +133,7 @@ async function findShipment(ctx: AppContext, access: TenantAccess, args: Static<
     .where('livemode', '=', access.livemode)
     .executeTakeFirst();
   if (!row || !canSee(access, row)) throw new AppError('shipment.not_found');
-  return presentShipment(row);
+  return presentTrackedShipment(row);
 }
 
 export const TOOLS: readonly Tool[] = [
@@ -128,7 +141,7 @@ export const TOOLS: readonly Tool[] = [
     name: 'search_shipments',
     title: 'Search shipments',
     description:
-      'Find shipments, newest first, by status, by tracking number or external reference, or by the start of the recipient name. Answers a page like GET /v1/shipments.',
+      'Find shipments, newest first, by status, by tracking number or external reference, or by the start of the recipient name. Answers a page like GET /v1/shipments, each shipment with its newest 20 checkpoints.',
     scope: 'shipments:read',
     input: SearchInput,
     annotations: readOnly,
@@ -142,8 +155,15 @@ export const TOOLS: readonly Tool[] = [
         ...(args.cursor ? { cursor: args.cursor } : {}),
       });
       const lines = page.data.map((s) => `${s.id} ${s.tracking_number} ${s.status} (${s.recipient_name})`);
+      const timelines = await recentCheckpoints(
+        ctx,
+        access.tenantId,
+        page.data.map((s) => s.id),
+        TIMELINE,
+      );
+      const data = page.data.map((s) => ({ ...s, checkpoints: timelines.get(s.id) ?? [] }));
       return {
-        result: page as unknown as Record<string, unknown>,
+        result: { ...page, data } as unknown as Record<string, unknown>,
         text: `${page.data.length} shipment(s)${page.next_cursor ? ', more with the cursor' : ''}${lines.length ? `:\n${lines.join('\n')}` : ''}`,
       };
     },
@@ -152,16 +172,18 @@ export const TOOLS: readonly Tool[] = [
     name: 'get_shipment',
     title: 'Get a shipment',
     description:
-      'One shipment by id or tracking number, as GET /v1/shipments/{id} answers it, with its events (newest first).',
+      'One shipment by id or tracking number, as GET /v1/shipments/{id} answers it, with its newest 20 checkpoints and its events (newest first).',
     scope: 'shipments:read',
     input: GetInput,
     annotations: readOnly,
     async run(ctx, access, args: Static<typeof GetInput>) {
       const shipment = await findShipment(ctx, access, args);
       const events = await listEvents(ctx, access, { shipment_id: shipment.id, limit: 50 });
+      const timelines = await recentCheckpoints(ctx, access.tenantId, [shipment.id], TIMELINE);
       return {
         result: {
           ...shipment,
+          checkpoints: timelines.get(shipment.id) ?? [],
           events: events.data.map((e) => ({ id: e.id, type: e.type, created_at: e.created_at })),
         },
         text: `${shipment.id} ${shipment.tracking_number}: ${shipment.status}, to ${shipment.recipient_name}, updated ${shipment.updated_at}`,
@@ -183,6 +205,28 @@ export const TOOLS: readonly Tool[] = [
       return { result: shipment, text: `${shipment.id} is now ${shipment.status}` };
     },
   } as Tool<typeof UpdateInput>,
+  {
+    name: 'add_checkpoint',
+    title: "Add a checkpoint to a shipment's timeline",
+    description:
+      'Add a checkpoint as POST /v1/shipments/{id}/checkpoints does: its status moves the shipment only forward (through skipped statuses); an older or backward one is kept with applied false; the same external_id again changes nothing. Sub-statuses: GET /v1/shipment-sub-statuses.',
+    scope: 'shipments:write',
+    input: AddCheckpointInput,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    async run(ctx, access, args: Static<typeof AddCheckpointInput>) {
+      const { id, ...input } = args;
+      const { checkpoint, shipment, applied, created } = await applyCheckpoint(ctx, {
+        ...targetOf(access, id),
+        input,
+        source: 'api',
+      });
+      const what = created ? (applied ? 'applied' : 'kept, not applied') : 'already there (same external_id)';
+      return {
+        result: { checkpoint, shipment, applied },
+        text: `${checkpoint.id} on ${shipment.id}: ${what}; the shipment is ${shipment.status}`,
+      };
+    },
+  } as Tool<typeof AddCheckpointInput>,
   {
     name: 'list_webhook_deliveries',
     title: 'List webhook deliveries',

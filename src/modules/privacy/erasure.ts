@@ -14,6 +14,13 @@ const SHIPMENT_FIELDS: Record<string, string | null> = {
   recipient_phone: null,
 };
 
+/**
+ * A shipment's destination with its street line (personal data, issue 51) redacted; the city,
+ * region, postal code and country stay (they place the parcel, not the person).
+ */
+export const REDACTED_DESTINATION = sql<string>`CASE WHEN destination->>'line1' IS NOT NULL
+  THEN jsonb_set(destination, '{line1}', to_jsonb(${REDACTED}::text)) ELSE destination END`;
+
 /** Rows rewritten per statement. */
 const CHUNK = 500;
 
@@ -27,6 +34,11 @@ function redactShipmentFields(value: unknown): unknown {
   if (value === null || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
   for (const [key, field] of Object.entries(value)) {
+    if (key === 'destination' && field && typeof field === 'object' && 'line1' in field) {
+      // A destination's street line (message version 2026-12-01), when there is one.
+      out[key] = { ...field, line1: field.line1 === null ? null : REDACTED };
+      continue;
+    }
     out[key] = Object.hasOwn(SHIPMENT_FIELDS, key) ? SHIPMENT_FIELDS[key] : redactShipmentFields(field);
   }
   return out;

@@ -8,7 +8,7 @@ import { requireRole } from '../accounts/companies.ts';
 import { managesMembers } from '../accounts/roles.ts';
 import { type AppEvent, enqueueAppEvents } from '../app-events/enqueue.ts';
 import { installationReceives } from '../oauth/installation-grants.ts';
-import { messageDeliveries, REDACTED, redactCopies } from './erasure.ts';
+import { messageDeliveries, REDACTED, REDACTED_DESTINATION, redactCopies } from './erasure.ts';
 
 /** Spec section 8: at most 500 shipment ids in one message; more go in several with one id. */
 export const SHIPMENT_IDS_PER_MESSAGE = 500;
@@ -203,7 +203,13 @@ export async function createPrivacyRequest(
     if (erasing && shipments.length > 0) {
       await trx
         .updateTable('shipments')
-        .set({ recipient_name: REDACTED, recipient_email: null, recipient_phone: null, updated_at: now })
+        .set({
+          recipient_name: REDACTED,
+          recipient_email: null,
+          recipient_phone: null,
+          destination: REDACTED_DESTINATION,
+          updated_at: now,
+        })
         .where(
           'id',
           'in',

@@ -1,13 +1,49 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { errorResponses, Id, Page, PageQuery } from '../../http/schemas.ts';
 import { requireAccess } from '../accounts/access.ts';
-import { CreateShipmentBody, EventSchema, MoveShipmentBody, ShipmentSchema, StatusName } from './schemas.ts';
-import { createShipment, getShipment, listEvents, listShipments, moveShipment } from './service.ts';
+import { PatchShipmentBody } from '../tracking/schemas.ts';
+import {
+  CreateShipmentBody,
+  EventSchema,
+  MoveShipmentBody,
+  StatusName,
+  TrackedShipmentSchema,
+} from './schemas.ts';
+import {
+  createShipment,
+  getShipment,
+  listEvents,
+  listShipments,
+  moveShipment,
+  presentForVersion,
+  type TrackedShipment,
+  updateShipment,
+} from './service.ts';
 
 const tags = ['Shipments'];
 const IdParams = Type.Object({ id: Id(64) }, { additionalProperties: false });
+
+/**
+ * The shipment in the shape the request's `Waybill-Version` asks for (CONTRACT.md, Tracking): the
+ * latest unless it names 2026-11-01, whose shape lacks the tracking fields. That shape is sent as
+ * text, past the latest shape's serializer.
+ */
+function answer<T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  value: T,
+  shipments: (v: T) => unknown,
+  code = 200,
+): FastifyReply {
+  reply.code(code);
+  if (request.headers['waybill-version'] !== '2026-11-01') return reply.send(value);
+  return reply.type('application/json; charset=utf-8').send(JSON.stringify(shipments(value)));
+}
+
+const oldShipment = (s: TrackedShipment) => presentForVersion(s, '2026-11-01');
 
 export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
@@ -19,13 +55,17 @@ export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags,
           summary: 'Create a shipment (draft or confirmed); livemode follows the token',
           body: CreateShipmentBody,
-          response: { 201: ShipmentSchema, ...errorResponses(400, 401, 403, 404, 409) },
+          response: { 201: TrackedShipmentSchema, ...errorResponses(400, 401, 403, 404, 409, 422) },
         },
       },
       async (request, reply) =>
-        reply
-          .code(201)
-          .send(await createShipment(ctx, requireAccess(request.principal, 'shipments:write'), request.body)),
+        answer(
+          request,
+          reply,
+          await createShipment(ctx, requireAccess(request.principal, 'shipments:write'), request.body),
+          oldShipment,
+          201,
+        ),
     );
 
     app.get(
@@ -43,11 +83,16 @@ export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
             },
             { additionalProperties: false },
           ),
-          response: { 200: Page(ShipmentSchema), ...errorResponses(400, 401, 403) },
+          response: { 200: Page(TrackedShipmentSchema), ...errorResponses(400, 401, 403) },
         },
       },
-      async (request) =>
-        listShipments(ctx, requireAccess(request.principal, 'shipments:read'), request.query),
+      async (request, reply) =>
+        answer(
+          request,
+          reply,
+          await listShipments(ctx, requireAccess(request.principal, 'shipments:read'), request.query),
+          (page) => ({ ...page, data: page.data.map(oldShipment) }),
+        ),
     );
 
     app.get(
@@ -58,11 +103,44 @@ export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags,
           summary: 'A shipment (the same fields as data.shipment in webhook messages)',
           params: IdParams,
-          response: { 200: ShipmentSchema, ...errorResponses(401, 403, 404) },
+          response: { 200: TrackedShipmentSchema, ...errorResponses(401, 403, 404) },
         },
       },
-      async (request) =>
-        getShipment(ctx, requireAccess(request.principal, 'shipments:read'), request.params.id),
+      async (request, reply) =>
+        answer(
+          request,
+          reply,
+          await getShipment(ctx, requireAccess(request.principal, 'shipments:read'), request.params.id),
+          oldShipment,
+        ),
+    );
+
+    app.patch(
+      '/v1/shipments/:id',
+      {
+        config: { auth: { scope: 'shipments:write' } },
+        schema: {
+          tags,
+          summary: "Set a shipment's tracking fields (never its status)",
+          description:
+            'carrier, carrier_tracking_number, destination, sub_status (of the current status), estimated_delivery, proof_of_delivery (once delivered). A field left out stays; null clears it. A change of estimated_delivery is told as shipment.eta_changed (event version 2026-12-01).',
+          params: IdParams,
+          body: PatchShipmentBody,
+          response: { 200: TrackedShipmentSchema, ...errorResponses(400, 401, 403, 404, 422) },
+        },
+      },
+      async (request, reply) =>
+        answer(
+          request,
+          reply,
+          await updateShipment(
+            ctx,
+            requireAccess(request.principal, 'shipments:write'),
+            request.params.id,
+            request.body,
+          ),
+          oldShipment,
+        ),
     );
 
     app.post(
@@ -76,15 +154,20 @@ export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
             'draft -> confirmed | cancelled; confirmed -> picked_up | cancelled; picked_up -> in_transit | exception; in_transit -> out_for_delivery | exception; out_for_delivery -> delivered | exception; exception -> in_transit | out_for_delivery | returned.',
           params: IdParams,
           body: MoveShipmentBody,
-          response: { 200: ShipmentSchema, ...errorResponses(400, 401, 403, 404, 409) },
+          response: { 200: TrackedShipmentSchema, ...errorResponses(400, 401, 403, 404, 409) },
         },
       },
-      async (request) =>
-        moveShipment(
-          ctx,
-          requireAccess(request.principal, 'shipments:write'),
-          request.params.id,
-          request.body,
+      async (request, reply) =>
+        answer(
+          request,
+          reply,
+          await moveShipment(
+            ctx,
+            requireAccess(request.principal, 'shipments:write'),
+            request.params.id,
+            request.body,
+          ),
+          oldShipment,
         ),
     );
 

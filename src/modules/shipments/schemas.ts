@@ -1,5 +1,13 @@
 import { Type } from 'typebox';
 import { Id, Nullable, PrefixedId, Timestamp } from '../../http/schemas.ts';
+import {
+  AnsweredDestination,
+  AnsweredEstimate,
+  AnsweredProof,
+  CarrierSchema,
+  CheckpointSchema,
+  TrackingFieldsBody,
+} from '../tracking/schemas.ts';
 import { EXCEPTION_REASONS, SHIPMENT_STATUSES } from './lifecycle.ts';
 
 const Text = (maxLength: number) => Type.String({ minLength: 1, maxLength });
@@ -41,6 +49,7 @@ export const CreateShipmentBody = Type.Object(
     status: Type.Optional(
       Type.Union([Type.Literal('draft'), Type.Literal('confirmed')], { default: 'confirmed' }),
     ),
+    ...TrackingFieldsBody,
   },
   { additionalProperties: false },
 );
@@ -89,6 +98,26 @@ export const ShipmentSchema = Type.Object(
   },
 );
 
+/** The shipment of the latest API shape (event version 2026-12-01): the 2026-11-01 shape and the tracking fields. */
+export const TrackedShipmentSchema = Type.Object(
+  {
+    ...ShipmentSchema.properties,
+    carrier: Nullable(CarrierSchema),
+    carrier_tracking_number: Nullable(Type.String()),
+    destination: Nullable(AnsweredDestination),
+    sub_status: Nullable(Type.String(), { description: 'A code of GET /v1/shipment-sub-statuses, or null' }),
+    estimated_delivery: Nullable(AnsweredEstimate),
+    proof_of_delivery: Nullable(AnsweredProof),
+    latest_checkpoint: Nullable(CheckpointSchema),
+  },
+  {
+    $id: 'TrackedShipment',
+    additionalProperties: false,
+    description:
+      'A shipment as GET /v1/shipments/{id} answers it (Waybill-Version 2026-12-01, the latest); 2026-11-01 lacks the tracking fields',
+  },
+);
+
 export const MoveShipmentBody = Type.Object(
   { status: StatusName, exception_reason: Type.Optional(Nullable(ExceptionReasonName)) },
   { additionalProperties: false },
@@ -104,4 +133,10 @@ export const EventSchema = Type.Object(
     payload: Type.String({ description: 'The envelope exactly as sent to webhook endpoints' }),
   },
   { $id: 'Event' },
+);
+
+/** POST /v1/shipments/{id}/checkpoints answers it. */
+export const CheckpointAnswer = Type.Object(
+  { checkpoint: CheckpointSchema, shipment: TrackedShipmentSchema, applied: Type.Boolean() },
+  { additionalProperties: false },
 );

@@ -7,16 +7,36 @@ import { newId, randomBase62 } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { canSee, requireScope, type TenantAccess } from '../accounts/access.ts';
 import { getCustomerAccountRow } from '../accounts/companies.ts';
+import {
+  type Carrier,
+  type Checkpoint,
+  checkProof,
+  checkSubStatus,
+  type Destination,
+  type EstimatedDelivery,
+  fromJson,
+  normaliseDestination,
+  normaliseEstimate,
+  normaliseProof,
+  type ProofOfDelivery,
+  toJson,
+} from '../tracking/fields.ts';
+import type { PatchShipmentBody } from '../tracking/schemas.ts';
 import { isCurrency } from './currencies.ts';
 import { recordEvents } from './events.ts';
 import { canMove, type ExceptionReason, eventTypesForMove, type ShipmentStatus } from './lifecycle.ts';
-import type { ParcelSchema, ShipmentSchema } from './schemas.ts';
+import type { ParcelSchema, ShipmentSchema, TrackedShipmentSchema } from './schemas.ts';
 import type { ShipmentsTable } from './tables.ts';
 
 export type Parcel = Static<typeof ParcelSchema>;
 
 /** A shipment as GET /v1/shipments/{id} returns it, and as data.shipment carries it: its schema's type. */
 export type Shipment = Static<typeof ShipmentSchema>;
+
+/** A shipment of the latest shape (REST answers, event version 2026-12-01): Shipment and its tracking fields. */
+export type TrackedShipment = Static<typeof TrackedShipmentSchema>;
+
+export type ShipmentPatch = Static<typeof PatchShipmentBody>;
 
 export interface CreateShipmentInput {
   recipient_name: string;
@@ -29,6 +49,11 @@ export interface CreateShipmentInput {
   currency: string;
   parcels?: Parcel[];
   status?: 'draft' | 'confirmed';
+  carrier?: Carrier | null;
+  carrier_tracking_number?: string | null;
+  destination?: ShipmentPatch['destination'];
+  sub_status?: string | null;
+  estimated_delivery?: EstimatedDelivery | null;
 }
 
 export function presentShipment(row: ShipmentsTable): Shipment {
@@ -53,11 +78,41 @@ export function presentShipment(row: ShipmentsTable): Shipment {
   };
 }
 
+/** The shipment of the latest shape: the 2026-11-01 fields first, in their order, then the tracking fields. */
+export function presentTrackedShipment(row: ShipmentsTable): TrackedShipment {
+  return {
+    ...presentShipment(row),
+    carrier: fromJson<Carrier>(row.carrier),
+    carrier_tracking_number: row.carrier_tracking_number,
+    destination: fromJson<Destination>(row.destination),
+    sub_status: row.sub_status,
+    estimated_delivery: fromJson<EstimatedDelivery>(row.estimated_delivery),
+    proof_of_delivery: fromJson<ProofOfDelivery>(row.proof_of_delivery),
+    latest_checkpoint: fromJson<Checkpoint>(row.latest_checkpoint),
+  };
+}
+
+/** The shipment in the shape a Waybill-Version asks for: 2026-11-01 has no tracking fields. */
+export function presentForVersion(shipment: TrackedShipment, version: string): Shipment | TrackedShipment {
+  if (version !== '2026-11-01') return shipment;
+  const {
+    carrier: _carrier,
+    carrier_tracking_number: _number,
+    destination: _destination,
+    sub_status: _sub,
+    estimated_delivery: _estimate,
+    proof_of_delivery: _proof,
+    latest_checkpoint: _checkpoint,
+    ...old
+  } = shipment;
+  return old;
+}
+
 function newTrackingNumber(): string {
   return `WB${randomBase62(14).toUpperCase()}`;
 }
 
-function shipmentEventData(status: string, previousStatus: string | null, shipment: Shipment) {
+export function shipmentEventData(status: string, previousStatus: string | null, shipment: Shipment) {
   return { status, previous_status: previousStatus, shipment };
 }
 
@@ -65,7 +120,7 @@ export async function createShipment(
   ctx: AppContext,
   access: TenantAccess,
   input: CreateShipmentInput,
-): Promise<Shipment> {
+): Promise<TrackedShipment> {
   requireScope(access, 'shipments:write');
   const currency = input.currency.toUpperCase();
   if (!isCurrency(currency)) {
@@ -85,6 +140,10 @@ export async function createShipment(
       errors: [{ path: '/cod_amount_minor', message: 'only with payment_mode cod' }],
     });
   }
+  const status = input.status ?? 'confirmed';
+  const destination = normaliseDestination(input.destination ?? null);
+  const subStatus = checkSubStatus(input.sub_status, status);
+  const estimate = normaliseEstimate(input.estimated_delivery);
   // A merchant-bound caller always creates in its own account.
   let accountId = input.customer_account_id ?? null;
   if (access.customerAccountId) {
@@ -100,7 +159,7 @@ export async function createShipment(
     customer_account_id: accountId,
     livemode: access.livemode,
     tracking_number: newTrackingNumber(),
-    status: input.status ?? 'confirmed',
+    status,
     external_ref: input.external_ref ?? null,
     recipient_name: input.recipient_name,
     recipient_email: input.recipient_email ?? null,
@@ -110,6 +169,16 @@ export async function createShipment(
     currency,
     parcels: JSON.stringify(input.parcels ?? []),
     exception_reason: null,
+    carrier: toJson(input.carrier),
+    carrier_tracking_number: input.carrier_tracking_number ?? null,
+    destination: toJson(destination),
+    sub_status: subStatus,
+    estimated_delivery: toJson(estimate),
+    proof_of_delivery: null,
+    latest_checkpoint: null,
+    latest_checkpoint_at: null,
+    activity_at: now,
+    stall_reported_at: null,
     created_at: now,
     updated_at: now,
   };
@@ -129,7 +198,7 @@ export async function createShipment(
     ]);
   });
   runAfterCommit(ctx);
-  return shipment;
+  return presentTrackedShipment(row);
 }
 
 async function findVisible(ctx: AppContext, access: TenantAccess, id: string): Promise<ShipmentsTable> {
@@ -144,9 +213,63 @@ async function findVisible(ctx: AppContext, access: TenantAccess, id: string): P
   return row;
 }
 
-export async function getShipment(ctx: AppContext, access: TenantAccess, id: string): Promise<Shipment> {
+export async function getShipment(
+  ctx: AppContext,
+  access: TenantAccess,
+  id: string,
+): Promise<TrackedShipment> {
   requireScope(access, 'shipments:read');
-  return presentShipment(await findVisible(ctx, access, id));
+  return presentTrackedShipment(await findVisible(ctx, access, id));
+}
+
+/**
+ * PATCH /v1/shipments/{id}: the tracking fields given, and nothing else (never the status). A field
+ * absent stays; null clears it. Every field is checked before anything is written.
+ */
+export async function updateShipment(
+  ctx: AppContext,
+  access: TenantAccess,
+  id: string,
+  patch: ShipmentPatch,
+): Promise<TrackedShipment> {
+  requireScope(access, 'shipments:write');
+  const destination = patch.destination === undefined ? undefined : normaliseDestination(patch.destination);
+  const estimate =
+    patch.estimated_delivery === undefined ? undefined : normaliseEstimate(patch.estimated_delivery);
+  const proof = patch.proof_of_delivery === undefined ? undefined : normaliseProof(patch.proof_of_delivery);
+  const updated = await ctx.db.transaction().execute(async (trx) => {
+    const current = await trx
+      .selectFrom('shipments')
+      .selectAll()
+      .where('id', '=', id)
+      .where('tenant_id', '=', access.tenantId)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!current || !canSee(access, current)) throw new AppError('shipment.not_found');
+    const subStatus =
+      patch.sub_status === undefined ? undefined : checkSubStatus(patch.sub_status, current.status);
+    if (proof !== undefined) checkProof(proof, current.status);
+    const set: Partial<ShipmentsTable> = {};
+    if (patch.carrier !== undefined) set.carrier = toJson(patch.carrier);
+    if (patch.carrier_tracking_number !== undefined)
+      set.carrier_tracking_number = patch.carrier_tracking_number;
+    if (destination !== undefined) set.destination = toJson(destination);
+    if (subStatus !== undefined) set.sub_status = subStatus;
+    if (estimate !== undefined) set.estimated_delivery = toJson(estimate);
+    if (proof !== undefined) set.proof_of_delivery = toJson(proof);
+    if (Object.keys(set).length === 0) return current;
+    set.updated_at = new Date(Math.max(ctx.clock.now().getTime(), current.updated_at.getTime() + 1));
+    const row = await trx
+      .updateTable('shipments')
+      .set(set)
+      .where('id', '=', id)
+      .where('tenant_id', '=', access.tenantId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return row;
+  });
+  runAfterCommit(ctx);
+  return presentTrackedShipment(updated);
 }
 
 export async function listShipments(
@@ -159,7 +282,7 @@ export async function listShipments(
     query?: string;
     updated_after?: Date;
   },
-): Promise<Page<Shipment>> {
+): Promise<Page<TrackedShipment>> {
   requireScope(access, 'shipments:read');
   let query = ctx.db
     .selectFrom('shipments')
@@ -183,7 +306,7 @@ export async function listShipments(
     );
   }
   if (filters.updated_after) query = query.where('updated_at', '>', filters.updated_after);
-  return newestFirst(query, 'shipments', filters, presentShipment);
+  return newestFirst(query, 'shipments', filters, presentTrackedShipment);
 }
 
 export async function moveShipment(
@@ -191,7 +314,7 @@ export async function moveShipment(
   access: TenantAccess,
   id: string,
   input: { status: string; exception_reason?: ExceptionReason | null },
-): Promise<Shipment> {
+): Promise<TrackedShipment> {
   requireScope(access, 'shipments:write');
   const reason = input.exception_reason ?? null;
   if (reason && input.status !== 'exception') {
@@ -225,6 +348,10 @@ export async function moveShipment(
       .set({
         status: input.status,
         exception_reason: input.status === 'exception' ? (reason ?? 'held') : null,
+        // A sub-status details one status: a move clears it.
+        sub_status: null,
+        activity_at: now,
+        stall_reported_at: null,
         updated_at: now,
       })
       .where('id', '=', id)
@@ -245,7 +372,7 @@ export async function moveShipment(
         data: shipmentEventData(updated.status, current.status, presented),
       })),
     );
-    return presented;
+    return presentTrackedShipment(updated);
   });
   runAfterCommit(ctx);
   return shipment;

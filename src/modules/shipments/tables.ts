@@ -15,6 +15,22 @@ export interface ShipmentsTable {
   /** jsonb array; written with JSON.stringify. */
   parcels: unknown;
   exception_reason: string | null;
+  /** Tracking fields (migration 0086): jsonb, written with JSON.stringify, or null. */
+  carrier: unknown;
+  carrier_tracking_number: string | null;
+  /** jsonb; its line1 is personal data (erased with the recipient's name). */
+  destination: unknown;
+  sub_status: string | null;
+  estimated_delivery: unknown;
+  proof_of_delivery: unknown;
+  /** A copy of the newest checkpoint as the API presents it (jsonb). */
+  latest_checkpoint: unknown;
+  /** The newest checkpoint's occurred_at: an older one is not applied. */
+  latest_checkpoint_at: Date | null;
+  /** The last checkpoint or status move (a stall is measured from it). */
+  activity_at: Date | null;
+  /** When the current stall was told (once per stall); null while none is. */
+  stall_reported_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -31,7 +47,27 @@ export interface EventsTable {
   created_at: Date;
 }
 
+/** A shipment's timeline (migration 0086; src/modules/tracking). */
+export interface ShipmentCheckpointsTable {
+  id: string;
+  tenant_id: string;
+  shipment_id: string;
+  occurred_at: Date;
+  /** jsonb or null. */
+  location: unknown;
+  message: string;
+  status: string | null;
+  sub_status: string | null;
+  /** jsonb or null. */
+  estimated_delivery: unknown;
+  source: string;
+  external_id: string | null;
+  applied: boolean;
+  created_at: Date;
+}
+
 export interface ShipmentsTables {
   shipments: ShipmentsTable;
   events: EventsTable;
+  shipment_checkpoints: ShipmentCheckpointsTable;
 }

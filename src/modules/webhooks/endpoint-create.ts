@@ -1,11 +1,11 @@
 import type { AppContext, Trx } from '../../context.ts';
 import type { WebhookEndpointsTable } from '../../delivery/tables.ts';
-import { newSigningSecret } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { requireScope, type TenantAccess } from '../accounts/access.ts';
 import { checkCustomHeaders, checkOrdering, checkRateLimit, sealHeaders } from './controls.ts';
 import { destinationColumns } from './endpoint-destination.ts';
+import { newSealedSecret } from './endpoint-secrets.ts';
 import {
   type CreateEndpointInput,
   checkEventTypes,
@@ -61,7 +61,7 @@ export function newEndpointRow(
     controls?: DeliveryControlsInput;
   },
 ): { row: WebhookEndpointsTable; secret: string } {
-  const secret = newSigningSecret();
+  const { secret, secret_sealed } = newSealedSecret(ctx);
   const now = ctx.clock.now();
   const row: WebhookEndpointsTable = {
     id: newId('we'),
@@ -74,7 +74,7 @@ export function newEndpointRow(
     event_types: JSON.stringify(fields.eventTypes),
     enabled: true,
     disabled_reason: null,
-    secret_sealed: ctx.secrets.seal(secret),
+    secret_sealed,
     previous_secret_sealed: null,
     previous_secret_expires_at: null,
     failing_since: null,

@@ -8,6 +8,38 @@ import { findVisibleEndpoint } from './endpoints.ts';
 export const ROTATION_OVERLAP_MS = DAY;
 
 /**
+ * A new signing secret and its sealed form (AES-GCM, lib/crypto.ts SecretBox), as a row keeps it.
+ * Webhook endpoints and inbound sources (src/modules/inbound) share it, with the rotation below.
+ */
+export function newSealedSecret(ctx: Pick<AppContext, 'secrets'>): { secret: string; secret_sealed: string } {
+  const secret = newSigningSecret();
+  return { secret, secret_sealed: ctx.secrets.seal(secret) };
+}
+
+/**
+ * The columns of a rotation: a new sealed secret, the current one kept as the previous until 24 h
+ * from `now`, so that senders and receivers switch without a gap.
+ */
+export function rotatedSecretColumns(
+  ctx: Pick<AppContext, 'secrets'>,
+  currentSealed: string,
+  now: Date,
+): {
+  secret: string;
+  columns: { secret_sealed: string; previous_secret_sealed: string; previous_secret_expires_at: Date };
+} {
+  const { secret, secret_sealed } = newSealedSecret(ctx);
+  return {
+    secret,
+    columns: {
+      secret_sealed,
+      previous_secret_sealed: currentSealed,
+      previous_secret_expires_at: addMs(now, ROTATION_OVERLAP_MS),
+    },
+  };
+}
+
+/**
  * The dashboard's reveal. A signing secret lets its holder forge messages to the receiver, so
  * revealing it needs webhooks:write, like changing it.
  */
@@ -28,20 +60,15 @@ export async function rotateSecret(
   id: string,
 ): Promise<{ secret: string }> {
   requireScope(access, 'webhooks:write');
-  const secret = newSigningSecret();
   const now = ctx.clock.now();
-  await ctx.db.transaction().execute(async (trx) => {
+  return ctx.db.transaction().execute(async (trx) => {
     const current = await findVisibleEndpoint(trx, access, id, { forUpdate: true });
+    const { secret, columns } = rotatedSecretColumns(ctx, current.secret_sealed, now);
     await trx
       .updateTable('webhook_endpoints')
-      .set({
-        secret_sealed: ctx.secrets.seal(secret),
-        previous_secret_sealed: current.secret_sealed,
-        previous_secret_expires_at: addMs(now, ROTATION_OVERLAP_MS),
-        updated_at: now,
-      })
+      .set({ ...columns, updated_at: now })
       .where('id', '=', id)
       .execute();
+    return { secret };
   });
-  return { secret };
 }
