@@ -114,7 +114,7 @@ describe('dynamic client registration', () => {
     expect(await mixed.json()).toMatchObject({ error: 'invalid_redirect_uri' });
   });
 
-  it('refuses names with control or bidirectional characters', async () => {
+  it('refuses names with control, bidirectional or invisible characters (I3)', async () => {
     w.clock.advance(61 * 60_000);
     const before = await count();
     for (const mark of [
@@ -127,6 +127,17 @@ describe('dynamic client registration', () => {
       '\u061c',
       '\u0085',
       '\u0007',
+      // Invisible: zero-width space, non-joiner, joiner, word joiner, BOM, soft hyphen, a tag
+      // character, the Hangul filler and the Braille blank.
+      '\u200b',
+      '\u200c',
+      '\u200d',
+      '\u2060',
+      '\ufeff',
+      '\u00ad',
+      '\u{e0041}',
+      '\u3164',
+      '\u2800',
     ]) {
       const response = await register({
         client_name: `Trusted${mark}tnegA`,

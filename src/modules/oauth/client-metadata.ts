@@ -70,17 +70,19 @@ export function impliedApplicationType(uris: readonly unknown[]): 'web' | 'nativ
 
 /**
  * Names a person reads on the consent page and the Agents list: no control characters (C0, DEL,
- * C1) and no bidirectional controls (U+061C, U+200E/F, U+202A to U+202E, U+2066 to U+2069), which
- * can make a name read as another ("Trusted\u202Etnega").
+ * C1), no format characters (bidirectional controls such as U+202E, which make a name read as
+ * another, "Trusted\u202Etnega"; zero-width spaces and joiners, the soft hyphen, word joiners, the
+ * BOM and tag characters, which hide in it), no line or paragraph separators, no private-use
+ * characters, and none of the blank fillers that draw nothing (Hangul fillers, the Braille blank).
  */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
-const NAME_CONTROLS = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+const NAME_CONTROLS = /[\p{Cc}\p{Cf}\p{Co}\p{Zl}\p{Zp}\u115f\u1160\u3164\uffa0\u2800]/u;
 
 /** Why an agent's self-chosen name cannot be shown, or null when it can. */
 export function clientNameProblem(name: unknown): string | null {
   if (typeof name !== 'string' || name.trim() === '' || name.length > 100 || !name.isWellFormed())
     return 'client_name is text of at most 100 characters';
-  if (NAME_CONTROLS.test(name)) return 'client_name must not contain control or bidirectional characters';
+  if (NAME_CONTROLS.test(name))
+    return 'client_name must not contain control, bidirectional or invisible characters';
   return null;
 }
 
