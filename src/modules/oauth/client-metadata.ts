@@ -105,6 +105,13 @@ interface ClientDocument {
   client_uri?: string;
 }
 
+/**
+ * One answer for every way a fetch fails (a redirect, a refused address, too large, not 200, not
+ * JSON, no answer): the page must not tell apart what lives at an address (review finding I2).
+ */
+const UNFETCHABLE =
+  'it could not be fetched as a JSON document of at most 64 KB from a public https address, without redirects';
+
 const refuse = (reason: string) =>
   new UntrustedRedirectError(`The client's metadata document cannot be used: ${reason}.`);
 
@@ -142,11 +149,11 @@ export async function fetchClientDocument(
     });
     if (response.statusCode >= 300 && response.statusCode < 400) {
       await response.body.dump();
-      throw refuse('it could not be fetched: it answered with a redirect, and redirects are not followed');
+      throw refuse(UNFETCHABLE);
     }
     if (response.statusCode !== 200) {
       await response.body.dump();
-      throw refuse('it could not be fetched');
+      throw refuse(UNFETCHABLE);
     }
     const chunks: Buffer[] = [];
     let size = 0;
@@ -154,7 +161,7 @@ export async function fetchClientDocument(
       size += (chunk as Buffer).length;
       if (size > MAX_DOCUMENT_BYTES) {
         response.body.destroy();
-        throw refuse('it is too large (more than 64 KB)');
+        throw refuse(UNFETCHABLE);
       }
       chunks.push(chunk as Buffer);
     }
@@ -163,9 +170,9 @@ export async function fetchClientDocument(
   } catch (error) {
     if (error instanceof UntrustedRedirectError) throw error;
     if (error instanceof GuardRefusal || (error as { cause?: unknown }).cause instanceof GuardRefusal) {
-      throw refuse('its address is not allowed (private, loopback or reserved)');
+      throw refuse(UNFETCHABLE);
     }
-    throw refuse('it could not be fetched');
+    throw refuse(UNFETCHABLE);
   } finally {
     clearTimeout(timer);
     void agent.close();
@@ -174,7 +181,7 @@ export async function fetchClientDocument(
   try {
     parsed = JSON.parse(text);
   } catch {
-    throw refuse('it was not valid JSON');
+    throw refuse(UNFETCHABLE);
   }
   return { document: checkDocument(clientId, parsed), expiresMs: cacheMs(cacheControl) };
 }

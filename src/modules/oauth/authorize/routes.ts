@@ -7,6 +7,7 @@ import { sendPage } from '../../../web/layout.ts';
 import { pageUser } from '../../../web/session.ts';
 import type { Scope } from '../../accounts/roles.ts';
 import { publishedJustifications } from '../../store/index.ts';
+import { isMetadataDocumentId } from '../client-metadata.ts';
 import { UntrustedRedirectError } from '../errors.ts';
 import { installTargets, offeredScopes, widenedTargets } from './accounts.ts';
 import { approveAuthorization } from './approve.ts';
@@ -108,10 +109,13 @@ export function registerAuthorizeRoutes(app: FastifyInstance, ctx: AppContext): 
   const options = { schema: { hide: true }, errorHandler: authorizeErrorHandler };
   app.get<{ Querystring: Params }>('/oauth/authorize', options, async (request, reply) =>
     answering(ctx, reply, async () => {
-      const checked = await checkAuthorizationRequest(ctx, request.query, peerAddress(request));
       const user = await pageUser(ctx, request);
-      // The sign-in page comes back to the whole request.
-      if (!user) return reply.redirect(`/signin?return_to=${encodeURIComponent(request.url)}`, 303);
+      // The sign-in page comes back to the whole request. A client metadata document is fetched
+      // only for a signed-in person (review finding I2): no one else makes Waybill fetch a URL.
+      const signIn = () => reply.redirect(`/signin?return_to=${encodeURIComponent(request.url)}`, 303);
+      if (!user && isMetadataDocumentId(String(request.query.client_id ?? ''))) return signIn();
+      const checked = await checkAuthorizationRequest(ctx, request.query, peerAddress(request));
+      if (!user) return signIn();
       const all = await installTargets(ctx, user.userId);
       const { targets, granted } =
         checked.widens && all.length > 0
