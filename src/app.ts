@@ -33,6 +33,8 @@ import { oauthRoutes } from './modules/oauth/routes.ts';
 import { healthRoutes, registerHttpMetrics, registerStartingGate } from './modules/operations/routes.ts';
 import { privacyPages } from './modules/privacy/pages.ts';
 import { privacyRoutes } from './modules/privacy/routes.ts';
+import { recipientsRoutes } from './modules/recipients/routes.ts';
+import { trackingPageRoutes } from './modules/recipients/tracking-page-routes.ts';
 import { shipmentsRoutes } from './modules/shipments/routes.ts';
 import { storeModule } from './modules/store/index.ts';
 import { webhookGuideRoutes } from './modules/webhooks/guide.ts';
@@ -143,6 +145,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(healthRoutes(ctx));
   await app.register(accountsRoutes(ctx));
   await app.register(shipmentsRoutes(ctx));
+  await app.register(recipientsRoutes(ctx));
+  await app.register(trackingPageRoutes(ctx));
   await app.register(oauthRoutes(ctx));
   await app.register(mcpRoutes(ctx));
   await app.register(agentConnectionRoutes(ctx));

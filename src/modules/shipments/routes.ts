@@ -3,7 +3,14 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { errorResponses, Id, Page, PageQuery } from '../../http/schemas.ts';
 import { requireAccess } from '../accounts/access.ts';
-import { CreateShipmentBody, EventSchema, MoveShipmentBody, ShipmentSchema, StatusName } from './schemas.ts';
+import { withTrackingUrl, withTrackingUrls } from '../recipients/shipment-urls.ts';
+import {
+  CreateShipmentBody,
+  EventSchema,
+  MoveShipmentBody,
+  ShipmentResource,
+  StatusName,
+} from './schemas.ts';
 import { createShipment, getShipment, listEvents, listShipments, moveShipment } from './service.ts';
 
 const tags = ['Shipments'];
@@ -19,13 +26,14 @@ export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags,
           summary: 'Create a shipment (draft or confirmed); livemode follows the token',
           body: CreateShipmentBody,
-          response: { 201: ShipmentSchema, ...errorResponses(400, 401, 403, 404, 409) },
+          response: { 201: ShipmentResource, ...errorResponses(400, 401, 403, 404, 409) },
         },
       },
-      async (request, reply) =>
-        reply
-          .code(201)
-          .send(await createShipment(ctx, requireAccess(request.principal, 'shipments:write'), request.body)),
+      async (request, reply) => {
+        const access = requireAccess(request.principal, 'shipments:write');
+        const shipment = await createShipment(ctx, access, request.body);
+        return reply.code(201).send(await withTrackingUrl(ctx, access.tenantId, shipment));
+      },
     );
 
     app.get(
@@ -43,11 +51,14 @@ export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
             },
             { additionalProperties: false },
           ),
-          response: { 200: Page(ShipmentSchema), ...errorResponses(400, 401, 403) },
+          response: { 200: Page(ShipmentResource), ...errorResponses(400, 401, 403) },
         },
       },
-      async (request) =>
-        listShipments(ctx, requireAccess(request.principal, 'shipments:read'), request.query),
+      async (request) => {
+        const access = requireAccess(request.principal, 'shipments:read');
+        const page = await listShipments(ctx, access, request.query);
+        return { ...page, data: await withTrackingUrls(ctx, access.tenantId, page.data) };
+      },
     );
 
     app.get(
@@ -58,11 +69,13 @@ export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags,
           summary: 'A shipment (the same fields as data.shipment in webhook messages)',
           params: IdParams,
-          response: { 200: ShipmentSchema, ...errorResponses(401, 403, 404) },
+          response: { 200: ShipmentResource, ...errorResponses(401, 403, 404) },
         },
       },
-      async (request) =>
-        getShipment(ctx, requireAccess(request.principal, 'shipments:read'), request.params.id),
+      async (request) => {
+        const access = requireAccess(request.principal, 'shipments:read');
+        return withTrackingUrl(ctx, access.tenantId, await getShipment(ctx, access, request.params.id));
+      },
     );
 
     app.post(
@@ -76,16 +89,14 @@ export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
             'draft -> confirmed | cancelled; confirmed -> picked_up | cancelled; picked_up -> in_transit | exception; in_transit -> out_for_delivery | exception; out_for_delivery -> delivered | exception; exception -> in_transit | out_for_delivery | returned.',
           params: IdParams,
           body: MoveShipmentBody,
-          response: { 200: ShipmentSchema, ...errorResponses(400, 401, 403, 404, 409) },
+          response: { 200: ShipmentResource, ...errorResponses(400, 401, 403, 404, 409) },
         },
       },
-      async (request) =>
-        moveShipment(
-          ctx,
-          requireAccess(request.principal, 'shipments:write'),
-          request.params.id,
-          request.body,
-        ),
+      async (request) => {
+        const access = requireAccess(request.principal, 'shipments:write');
+        const shipment = await moveShipment(ctx, access, request.params.id, request.body);
+        return withTrackingUrl(ctx, access.tenantId, shipment);
+      },
     );
 
     app.get(

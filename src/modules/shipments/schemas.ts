@@ -89,6 +89,26 @@ export const ShipmentSchema = Type.Object(
   },
 );
 
+/**
+ * A shipment as the REST API answers it: the message's shape and its `tracking_url` (issue 52),
+ * which version 2026-11-01's messages do not carry.
+ */
+export const ShipmentResource = Type.Object(
+  {
+    ...ShipmentSchema.properties,
+    tracking_url: Type.String({
+      format: 'uri',
+      description:
+        "The recipient's public tracking page, {web_url}/t/{token}; the token is random, and a rotation or an erasure replaces it",
+    }),
+  },
+  {
+    $id: 'ShipmentResource',
+    additionalProperties: false,
+    description: 'A shipment, as the API answers it',
+  },
+);
+
 export const MoveShipmentBody = Type.Object(
   { status: StatusName, exception_reason: Type.Optional(Nullable(ExceptionReasonName)) },
   { additionalProperties: false },

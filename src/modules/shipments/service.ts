@@ -7,6 +7,7 @@ import { newId, randomBase62 } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { canSee, requireScope, type TenantAccess } from '../accounts/access.ts';
 import { getCustomerAccountRow } from '../accounts/companies.ts';
+import { issueToken } from '../recipients/tokens.ts';
 import { isCurrency } from './currencies.ts';
 import { recordEvents } from './events.ts';
 import { canMove, type ExceptionReason, eventTypesForMove, type ShipmentStatus } from './lifecycle.ts';
@@ -116,6 +117,7 @@ export async function createShipment(
   const shipment = presentShipment(row);
   await ctx.db.transaction().execute(async (trx) => {
     await trx.insertInto('shipments').values(row).execute();
+    await issueToken(trx, { tenantId: row.tenant_id, shipmentId: row.id }, now);
     await recordEvents(ctx, trx, [
       {
         type: 'shipment.created',
