@@ -33,6 +33,7 @@ import { oauthRoutes } from './modules/oauth/routes.ts';
 import { healthRoutes, registerHttpMetrics, registerStartingGate } from './modules/operations/routes.ts';
 import { privacyPages } from './modules/privacy/pages.ts';
 import { privacyRoutes } from './modules/privacy/routes.ts';
+import { logoRoutes } from './modules/recipients/logo-routes.ts';
 import { recipientsRoutes } from './modules/recipients/routes.ts';
 import { trackingPageRoutes } from './modules/recipients/tracking-page-routes.ts';
 import { shipmentsRoutes } from './modules/shipments/routes.ts';
@@ -147,6 +148,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(shipmentsRoutes(ctx));
   await app.register(recipientsRoutes(ctx));
   await app.register(trackingPageRoutes(ctx));
+  await app.register(logoRoutes(ctx));
   await app.register(oauthRoutes(ctx));
   await app.register(mcpRoutes(ctx));
   await app.register(agentConnectionRoutes(ctx));

@@ -26,7 +26,7 @@ export function publicLayout(options: PublicLayoutOptions, body: SafeHtml): Safe
 <meta name="referrer" content="no-referrer">
 <title>${options.title}</title>
 <link rel="stylesheet" href="/static/waybill.css">
-${vars ? html`<style nonce="${options.styleNonce}">:root{${vars}}</style>` : ''}
+${vars ? html`<style nonce="${options.styleNonce}">body.public{${vars}}</style>` : ''}
 </head>
 <body class="public">
 ${body}
