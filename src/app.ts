@@ -36,6 +36,7 @@ import { privacyRoutes } from './modules/privacy/routes.ts';
 import { logoRoutes } from './modules/recipients/logo-routes.ts';
 import { recipientsRoutes } from './modules/recipients/routes.ts';
 import { trackingPageRoutes } from './modules/recipients/tracking-page-routes.ts';
+import { unsubscribeRoutes } from './modules/recipients/unsubscribe-routes.ts';
 import { shipmentsRoutes } from './modules/shipments/routes.ts';
 import { storeModule } from './modules/store/index.ts';
 import { webhookGuideRoutes } from './modules/webhooks/guide.ts';
@@ -149,6 +150,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(recipientsRoutes(ctx));
   await app.register(trackingPageRoutes(ctx));
   await app.register(logoRoutes(ctx));
+  await app.register(unsubscribeRoutes(ctx));
   await app.register(oauthRoutes(ctx));
   await app.register(mcpRoutes(ctx));
   await app.register(agentConnectionRoutes(ctx));

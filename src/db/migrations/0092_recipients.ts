@@ -59,6 +59,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       event text NOT NULL,
       to_address text,
       to_masked text NOT NULL,
+      address_hash text NOT NULL,
       language text NOT NULL,
       status text NOT NULL CHECK (status IN ('queued', 'sent', 'failed', 'suppressed')),
       reason text,

@@ -1,3 +1,5 @@
+import type { Milestone } from './milestones.ts';
+
 /** The languages of the tracking page and the recipient's e-mail (issue 52). */
 export const LANGUAGES = ['en', 'es'] as const;
 export type Language = (typeof LANGUAGES)[number];
@@ -26,7 +28,7 @@ export function pickLanguage(header: string | undefined): Language {
 type Words = {
   statuses: Record<string, string>;
   exceptionReasons: Record<string, string>;
-  milestones: Record<string, { subject: string; line: string }>;
+  milestones: Record<Milestone, { subject: string; line: string }>;
   pageTitle: string;
   timeline: string;
   noEvents: string;

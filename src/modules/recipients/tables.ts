@@ -38,6 +38,8 @@ export interface RecipientNotificationsTable {
   /** The address while the mail may still be sent; null once sent, given up or erased. */
   to_address: string | null;
   to_masked: string;
+  /** Keyed hash of the address: what an unsubscribe is kept by. */
+  address_hash: string;
   language: string;
   status: 'queued' | 'sent' | 'failed' | 'suppressed';
   reason: string | null;
