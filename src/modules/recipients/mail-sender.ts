@@ -47,7 +47,10 @@ async function claim(ctx: AppContext, now: Date): Promise<Row[]> {
       .where('status', '=', 'queued')
       .where('next_attempt_at', '<=', now)
       .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]))
+      // A shipment's milestones in the order they happened.
       .orderBy('next_attempt_at')
+      .orderBy('created_at')
+      .orderBy('id')
       .limit(BATCH)
       .forUpdate()
       .skipLocked()
