@@ -138,11 +138,13 @@ export const WORDS: Record<Language, Words> = {
   },
 };
 
+/** One formatter per language, made once: building an Intl.DateTimeFormat costs more than using it. */
+const FORMATS: Record<Language, Intl.DateTimeFormat> = {
+  en: new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' }),
+  es: new Intl.DateTimeFormat('es-ES', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' }),
+};
+
 /** A time as the recipient reads it, in UTC (the page knows no zone of theirs). */
 export function formatTime(language: Language, at: Date): string {
-  return `${new Intl.DateTimeFormat(language === 'es' ? 'es-ES' : 'en-GB', {
-    dateStyle: 'medium',
-    timeStyle: 'short',
-    timeZone: 'UTC',
-  }).format(at)} UTC`;
+  return `${FORMATS[language].format(at)} UTC`;
 }
