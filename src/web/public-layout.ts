@@ -1,3 +1,4 @@
+import type { FastifyReply } from 'fastify';
 import { html, type SafeHtml } from './html.ts';
 
 export interface PublicLayoutOptions {
@@ -45,4 +46,18 @@ export function publicPageHeaders(styleNonce: string): Record<string, string> {
     'cache-control': 'no-store',
     'content-security-policy': `default-src 'none'; style-src 'self' 'nonce-${styleNonce}'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
   };
+}
+
+/** Sends a public page with its headers. */
+export function sendPublicPage(
+  reply: FastifyReply,
+  nonce: string,
+  page: SafeHtml,
+  status = 200,
+): FastifyReply {
+  return reply
+    .code(status)
+    .headers(publicPageHeaders(nonce))
+    .type('text/html; charset=utf-8')
+    .send(page.value);
 }

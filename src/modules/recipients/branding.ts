@@ -67,6 +67,15 @@ export function lookOf(branding: Branding, companyName: string): Look {
   };
 }
 
+/** The look of one company's pages and e-mail: its branding over its name. */
+export async function lookOfCompany(db: Db, tenantId: string): Promise<Look> {
+  const [branding, company] = await Promise.all([
+    brandingOf(db, tenantId),
+    db.selectFrom('companies').select('name').where('id', '=', tenantId).executeTakeFirst(),
+  ]);
+  return lookOf(branding, company?.name ?? '');
+}
+
 /** Refuses an accent no text reads on (WCAG AA, 4.5 to 1, white or dark text). */
 export function checkAccent(color: string | null | undefined): void {
   if (!color) return;

@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.ts';
 import type { BackgroundJob } from '../../jobs.ts';
 import { addMs, HOUR, MINUTE, SECOND } from '../../lib/clock.ts';
 import { FROM_ADDRESS, storeInOutbox } from '../mail/outbox.ts';
-import { brandingOf, lookOf } from './branding.ts';
+import { lookOfCompany } from './branding.ts';
 import type { Language } from './language.ts';
 import { milestoneMail } from './mail-content.ts';
 import type { Milestone } from './milestones.ts';
@@ -122,20 +122,19 @@ async function sendOne(ctx: AppContext, transport: Transport | null, row: Row, n
     .executeTakeFirst();
   if (unsubscribed)
     return finish(ctx, row, { status: 'suppressed', reason: 'unsubscribed', to_address: null });
-  const [token, company, branding] = await Promise.all([
+  const [token, look] = await Promise.all([
     ctx.db
       .selectFrom('tracking_tokens')
       .select('token')
       .where('tenant_id', '=', row.tenant_id)
       .where('shipment_id', '=', row.shipment_id)
       .executeTakeFirst(),
-    ctx.db.selectFrom('companies').select('name').where('id', '=', row.tenant_id).executeTakeFirst(),
-    brandingOf(ctx.db, row.tenant_id),
+    lookOfCompany(ctx.db, row.tenant_id),
   ]);
   if (!token) return finish(ctx, row, { status: 'suppressed', reason: 'no_tracking_link', to_address: null });
   const mail = milestoneMail({
     language: row.language as Language,
-    look: lookOf(branding, company?.name ?? ''),
+    look,
     milestone: row.event as Milestone,
     trackingUrl: trackingUrl(ctx.config.webUrl, token.token),
     unsubscribeUrl: `${ctx.config.webUrl}/u/${row.unsubscribe_token}`,
@@ -153,7 +152,7 @@ async function sendOne(ctx: AppContext, transport: Transport | null, row: Row, n
   }
   try {
     await transport.sendMail({
-      from: { name: lookOf(branding, company?.name ?? '').name, address: FROM_ADDRESS },
+      from: { name: look.name, address: FROM_ADDRESS },
       to: row.to_address,
       subject: mail.subject,
       text: mail.text,

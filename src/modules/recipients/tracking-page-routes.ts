@@ -1,25 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import type { FastifyError, FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyPluginAsync } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { toAppError } from '../../http/errors.ts';
 import { trackingPageRateLimit } from '../../http/rate-limits.ts';
-import type { SafeHtml } from '../../web/html.ts';
-import { publicPageHeaders } from '../../web/public-layout.ts';
-import { brandingOf, logoOf, lookOf } from './branding.ts';
+import { sendPublicPage } from '../../web/public-layout.ts';
+import { logoOf, lookOfCompany } from './branding.ts';
 import { pickLanguage } from './language.ts';
 import { notFoundPage, trackingPage } from './page.ts';
 import { trackingSource } from './timeline.ts';
 import { shipmentOfToken } from './tokens.ts';
 
 type TokenParams = { token: string };
-
-function sendPublic(reply: FastifyReply, nonce: string, page: SafeHtml, status = 200): FastifyReply {
-  return reply
-    .code(status)
-    .headers(publicPageHeaders(nonce))
-    .type('text/html; charset=utf-8')
-    .send(page.value);
-}
 
 /** The recipient's public page `/t/{token}` and its logo: no sign-in, rate-limited per address. */
 export function trackingPageRoutes(ctx: AppContext): FastifyPluginAsync {
@@ -31,7 +22,7 @@ export function trackingPageRoutes(ctx: AppContext): FastifyPluginAsync {
       const nonce = randomBytes(16).toString('base64');
       const status = known?.status ?? 500;
       if (known?.retryAfter !== undefined) reply.header('retry-after', String(known.retryAfter));
-      return sendPublic(
+      return sendPublicPage(
         reply,
         nonce,
         notFoundPage(pickLanguage(request.headers['accept-language']), nonce),
@@ -49,14 +40,10 @@ export function trackingPageRoutes(ctx: AppContext): FastifyPluginAsync {
         reply.header('vary', 'accept-language');
         const found = await shipmentOfToken(ctx.db, request.params.token);
         const facts = found ? await trackingSource(ctx, found) : null;
-        if (!found || !facts) return sendPublic(reply, nonce, notFoundPage(language, nonce), 404);
-        const [branding, company] = await Promise.all([
-          brandingOf(ctx.db, found.tenantId),
-          ctx.db.selectFrom('companies').select('name').where('id', '=', found.tenantId).executeTakeFirst(),
-        ]);
-        const look = lookOf(branding, company?.name ?? '');
+        if (!found || !facts) return sendPublicPage(reply, nonce, notFoundPage(language, nonce), 404);
+        const look = await lookOfCompany(ctx.db, found.tenantId);
         const logoUrl = look.logo ? `/t/${request.params.token}/logo?v=${look.logo.slice(0, 12)}` : null;
-        return sendPublic(reply, nonce, trackingPage({ language, look, facts, logoUrl, nonce }));
+        return sendPublicPage(reply, nonce, trackingPage({ language, look, facts, logoUrl, nonce }));
       },
     );
 
@@ -68,7 +55,7 @@ export function trackingPageRoutes(ctx: AppContext): FastifyPluginAsync {
         const logo = found ? await logoOf(ctx.db, found.tenantId) : null;
         if (!logo) {
           const nonce = randomBytes(16).toString('base64');
-          return sendPublic(reply, nonce, notFoundPage('en', nonce), 404);
+          return sendPublicPage(reply, nonce, notFoundPage('en', nonce), 404);
         }
         return reply
           .header('x-robots-tag', 'noindex')

@@ -3,8 +3,8 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { trackingPageRateLimit } from '../../http/rate-limits.ts';
 import { html } from '../../web/html.ts';
-import { publicLayout, publicPageHeaders } from '../../web/public-layout.ts';
-import { brandingOf, lookOf } from './branding.ts';
+import { publicLayout, sendPublicPage } from '../../web/public-layout.ts';
+import { lookOfCompany } from './branding.ts';
 import { pickLanguage, WORDS } from './language.ts';
 import { notFoundPage } from './page.ts';
 import { unsubscribe, unsubscribeTarget } from './unsubscribe.ts';
@@ -34,19 +34,10 @@ export function unsubscribeRoutes(ctx: AppContext): FastifyPluginAsync {
       const nonce = randomBytes(16).toString('base64');
       const target = await unsubscribeTarget(ctx.db, request.params.token);
       const send = (status: number, page: ReturnType<typeof html>) =>
-        reply
-          .code(status)
-          .headers(publicPageHeaders(nonce))
-          .type('text/html; charset=utf-8')
-          .send(page.value);
+        sendPublicPage(reply, nonce, page, status);
       if (!target) return send(404, notFoundPage(language, nonce));
       if (done) await unsubscribe(ctx, target);
-      const company = await ctx.db
-        .selectFrom('companies')
-        .select('name')
-        .where('id', '=', target.tenantId)
-        .executeTakeFirst();
-      const look = lookOf(await brandingOf(ctx.db, target.tenantId), company?.name ?? '');
+      const look = await lookOfCompany(ctx.db, target.tenantId);
       const body = done
         ? html`<main class="tracking"><h1>${words.unsubscribedTitle}</h1><p role="status">${words.unsubscribedBody}</p></main>`
         : html`<main class="tracking"><h1>${words.unsubscribeConfirm}</h1>
