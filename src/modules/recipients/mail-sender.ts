@@ -35,6 +35,7 @@ type Row = {
   language: string;
   attempts: number;
   unsubscribe_token: string;
+  created_at: Date;
 };
 
 /** Claims due e-mails with a lease, in a short transaction of its own: no lock is held while sending. */
@@ -76,11 +77,13 @@ async function claim(ctx: AppContext, now: Date): Promise<Row[]> {
             'language',
             'attempts',
             'unsubscribe_token',
+            'created_at',
           ])
           .execute()),
       );
     }
-    return rows;
+    // RETURNING comes in no particular order: a shipment's milestones go in the order they happened.
+    return rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : 1));
   });
 }
 
