@@ -23,6 +23,8 @@ export interface Config {
   oauthRateLimit: number;
   /** Sign-in requests a minute per client address and e-mail (WAYBILL_SIGN_IN_RATE_LIMIT). */
   signInRateLimit: number;
+  /** Public tracking page requests a minute per client address (WAYBILL_TRACKING_PAGE_RATE_LIMIT). */
+  trackingPageRateLimit: number;
   /** How long a delivery worker's claim lasts (WAYBILL_WEBHOOK_LEASE_SECONDS); outlasts the 10 s deadline. */
   webhookLeaseMs: number;
   /** Seed the demo on an empty database at start; on by default only for the embedded engine. */
@@ -177,6 +179,12 @@ export function loadConfig(env: Env = process.env, listeningPort?: number): Read
   const signInRateLimit = Number(signInRateText);
   if (!/^\d+$/.test(signInRateText) || signInRateLimit < 1)
     problems.push(`WAYBILL_SIGN_IN_RATE_LIMIT must be a positive whole number (got "${signInRateText}")`);
+  const trackingRateText = env.WAYBILL_TRACKING_PAGE_RATE_LIMIT ?? '60';
+  const trackingPageRateLimit = Number(trackingRateText);
+  if (!/^\d+$/.test(trackingRateText) || trackingPageRateLimit < 1)
+    problems.push(
+      `WAYBILL_TRACKING_PAGE_RATE_LIMIT must be a positive whole number (got "${trackingRateText}")`,
+    );
   const oauthRateText = env.WAYBILL_OAUTH_RATE_LIMIT ?? '300';
   const oauthRateLimit = Number(oauthRateText);
   if (!/^\d+$/.test(oauthRateText) || oauthRateLimit < 1)
@@ -210,6 +218,7 @@ export function loadConfig(env: Env = process.env, listeningPort?: number): Read
     webhookAllowPrivate: Object.freeze(webhookAllowPrivate),
     oauthRateLimit,
     signInRateLimit,
+    trackingPageRateLimit,
     webhookLeaseMs,
     demo: demoText === '1',
     logLevel: env.WAYBILL_LOG_LEVEL || 'info',

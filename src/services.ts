@@ -12,6 +12,7 @@ import { AppUsage } from './modules/console/usage.ts';
 import { registerOAuth } from './modules/oauth/access-tokens.ts';
 import { newHealthState } from './modules/operations/health.ts';
 import { WaybillMetrics } from './modules/operations/metrics.ts';
+import { registerRecipientNotifications } from './modules/recipients/notify-queue.ts';
 import { registerDisabledMail } from './modules/webhooks/disabled-mail.ts';
 import { registerOperationalEvents } from './modules/webhooks/operational-events.ts';
 
@@ -56,5 +57,6 @@ export function buildContext(options: BuildOptions): AppContext {
   registerDisabledMail(ctx);
   registerOperationalEvents(ctx);
   registerUninstalledEvent(ctx);
+  registerRecipientNotifications(ctx);
   return ctx;
 }

@@ -53,10 +53,15 @@ describe.skipIf(engine !== 'pglite')('the webhooks of /openapi.json', () => {
       expect(dereferenced(content.schema, document), type).toEqual(dereferenced(schema, schema));
       expect(messageProblems({ body: JSON.stringify(content.example) }), type).toEqual([]);
     }
-    // data.shipment and GET /v1/shipments/{id} answer with one component.
+    // data.shipment is GET /v1/shipments/{id}'s answer but for tracking_url (issue 52: REST only).
     const answer = document.paths['/v1/shipments/{id}'].get.responses['200'].content['application/json'];
-    expect(answer.schema).toEqual({ $ref: '#/components/schemas/Shipment' });
-    expect(document.components.schemas.ShipmentEventData.properties.shipment).toEqual(answer.schema);
+    expect(answer.schema).toEqual({ $ref: '#/components/schemas/ShipmentResource' });
+    expect(document.components.schemas.ShipmentEventData.properties.shipment).toEqual({
+      $ref: '#/components/schemas/Shipment',
+    });
+    const { tracking_url, ...rest } = document.components.schemas.ShipmentResource.properties;
+    expect(tracking_url.type).toBe('string');
+    expect(rest).toEqual(document.components.schemas.Shipment.properties);
   });
 });
 

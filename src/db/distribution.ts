@@ -31,6 +31,11 @@ export const DISTRIBUTED_TABLES = [
   'webhook_attempts',
   'webhook_rate_state',
   'shipment_checkpoints',
+  'tracking_tokens',
+  'recipient_settings',
+  'company_logos',
+  'recipient_notifications',
+  'recipient_unsubscribes',
 ] as const;
 
 /** Global tables, small: copied to every node. */

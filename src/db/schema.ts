@@ -7,6 +7,7 @@ import type { MailTables } from '../modules/mail/tables.ts';
 import type { OAuthTables } from '../modules/oauth/tables.ts';
 import type { OutboundTables } from '../modules/outbound/tables.ts';
 import type { PrivacyTables } from '../modules/privacy/tables.ts';
+import type { RecipientsTables } from '../modules/recipients/tables.ts';
 import type { ShipmentsTables } from '../modules/shipments/tables.ts';
 import type { StoreTables } from '../modules/store/tables.ts';
 
@@ -25,4 +26,5 @@ export interface Database
     OutboundTables,
     AppsTables,
     MailTables,
-    InboundTables {}
+    InboundTables,
+    RecipientsTables {}

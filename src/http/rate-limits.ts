@@ -43,3 +43,8 @@ export const signUpRateLimit = {
   timeWindow: '1 minute',
   keyGenerator: peerAddress,
 } as const;
+
+/** The public tracking page (/t/{token}), per client address: a bound on guessing tokens too. */
+export function trackingPageRateLimit(config: { trackingPageRateLimit: number }) {
+  return { max: config.trackingPageRateLimit, timeWindow: '1 minute', keyGenerator: peerAddress } as const;
+}

@@ -110,6 +110,12 @@ export const problemCodes = {
   'review.already_exists': [409, 'Your company has reviewed this app already'],
   'review.not_found': [404, 'No such review'],
   'privacy_request.not_found': [404, 'No such privacy request'],
+  'branding.accent_color_contrast': [
+    422,
+    'Neither white nor dark text on this colour reaches the WCAG AA contrast of 4.5 to 1',
+  ],
+  'branding.logo_invalid': [422, 'The logo is not a PNG, JPEG or WebP image of at most 1 MB'],
+  'branding.logo_not_found': [404, 'The company has no logo'],
   'mcp.disabled': [403, "The company's agent access does not allow this mode"],
   'agent_connection.not_found': [404, 'No such agent connection'],
   'service.unavailable': [503, 'The service cannot reach its database; try again shortly'],

@@ -25,7 +25,8 @@ export type IdPrefix =
   | 'aud'
   | 'mail'
   | 'apv'
-  | 'rev';
+  | 'rev'
+  | 'rnt';
 
 /** Prefixes of secrets handed out once and stored only as hashes. */
 export type SecretPrefix =

@@ -53,6 +53,11 @@ export const dashboardNav: NavItem[] = [
     label: 'Privacy',
     visible: (v) => v.membership.role === 'owner' || v.membership.role === 'admin',
   },
+  {
+    href: '/dashboard/settings/branding',
+    label: 'Branding',
+    visible: (v) => v.membership.role === 'owner' || v.membership.role === 'admin',
+  },
   { href: '/developer/apps', label: 'Developer' },
   { href: '/review', label: 'Review', visible: (v) => v.person.is_reviewer },
 ];

@@ -67,6 +67,7 @@ describe('create and read', () => {
       latest_checkpoint: null,
       created_at: now,
       updated_at: now,
+      tracking_url: expect.stringMatching(/\/t\/[A-Za-z0-9]{24}$/),
     });
     const read = await call(w, 'GET', `/v1/shipments/${created.body.id}`, { token: liveToken });
     expect(read.status).toBe(200);

@@ -49,6 +49,7 @@ import * as claimGenericPlan from './0083_claim_generic_plan.ts';
 import * as apiTokenAudience from './0084_api_token_audience.ts';
 import * as tracking from './0086_tracking.ts';
 import * as inboundSources from './0090_inbound_sources.ts';
+import * as recipients from './0092_recipients.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -102,4 +103,5 @@ export const migrations: Record<string, Migration> = {
   '0084_api_token_audience': apiTokenAudience,
   '0086_tracking': tracking,
   '0090_inbound_sources': inboundSources,
+  '0092_recipients': recipients,
 };

@@ -8,7 +8,8 @@ export interface Mail {
   text: string;
 }
 
-const FROM = 'Waybill <no-reply@waybill.invalid>';
+export const FROM_ADDRESS = 'no-reply@waybill.invalid';
+const FROM = `Waybill <${FROM_ADDRESS}>`;
 
 /**
  * Sends e-mail over WAYBILL_SMTP_URL; without one, keeps it in the outbox shown at /dev/mailbox.
@@ -36,7 +37,7 @@ export async function sendMail(ctx: AppContext, mail: Mail): Promise<void> {
   }
 }
 
-async function storeInOutbox(
+export async function storeInOutbox(
   db: Db,
   mail: Mail,
   now: Date,

@@ -3,8 +3,14 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { errorResponses, Id, Page, PageQuery } from '../../http/schemas.ts';
 import { requireUser } from '../accounts/access.ts';
-import { getCompany } from '../accounts/companies.ts';
-import { CompanySchema } from '../accounts/schemas.ts';
+import { getCompany, requireRole } from '../accounts/companies.ts';
+import { managesMembers } from '../accounts/roles.ts';
+import { BrandingBody, CompanySettingsSchema, RecipientNotificationsBody } from '../recipients/schemas.ts';
+import {
+  applyRecipientSettings,
+  prepareRecipientSettings,
+  presentRecipientSettings,
+} from '../recipients/settings.ts';
 import { listAgentConnections, revokeAgentConnection, setAgentAccess } from './connections.ts';
 
 const tags = ['Agents'];
@@ -84,24 +90,37 @@ export function agentConnectionRoutes(ctx: AppContext): FastifyPluginAsyncTypebo
         config: { auth: 'session' },
         schema: {
           tags,
-          summary: "Change the company's agent access (owners and admins)",
+          summary:
+            "Change the company's settings: agent access, the recipients' branding and notifications (owners and admins)",
           params: TenantParams,
           body: Type.Object(
             {
-              agent_access: Type.Object(
-                { test: Type.Optional(Type.Boolean()), live: Type.Optional(Type.Boolean()) },
-                { additionalProperties: false },
+              agent_access: Type.Optional(
+                Type.Object(
+                  { test: Type.Optional(Type.Boolean()), live: Type.Optional(Type.Boolean()) },
+                  { additionalProperties: false },
+                ),
               ),
+              branding: Type.Optional(BrandingBody),
+              recipient_notifications: Type.Optional(RecipientNotificationsBody),
             },
             { additionalProperties: false },
           ),
-          response: { 200: CompanySchema, ...errorResponses(400, 401, 403, 404) },
+          response: { 200: CompanySettingsSchema, ...errorResponses(400, 401, 403, 404, 422) },
         },
       },
       async (request) => {
         const userId = requireUser(request.principal).userId;
-        await setAgentAccess(ctx, userId, request.params.tenant_id, request.body.agent_access);
-        return getCompany(ctx, request.params.tenant_id);
+        const tenantId = request.params.tenant_id;
+        await requireRole(ctx, userId, tenantId, managesMembers);
+        // Every part checked before any is written: a refusal changes nothing.
+        const recipients = prepareRecipientSettings(request.body);
+        if (request.body.agent_access) await setAgentAccess(ctx, userId, tenantId, request.body.agent_access);
+        await applyRecipientSettings(ctx, tenantId, recipients);
+        return {
+          ...(await getCompany(ctx, tenantId)),
+          ...(await presentRecipientSettings(ctx.db, tenantId)),
+        };
       },
     );
   };

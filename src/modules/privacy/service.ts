@@ -8,6 +8,7 @@ import { requireRole } from '../accounts/companies.ts';
 import { managesMembers } from '../accounts/roles.ts';
 import { type AppEvent, enqueueAppEvents } from '../app-events/enqueue.ts';
 import { installationReceives } from '../oauth/installation-grants.ts';
+import { forgetRecipients } from '../recipients/erasure.ts';
 import { messageDeliveries, REDACTED, REDACTED_DESTINATION, redactCopies } from './erasure.ts';
 
 /** Spec section 8: at most 500 shipment ids in one message; more go in several with one id. */
@@ -229,6 +230,13 @@ export async function createPrivacyRequest(
         ],
         exceptRequest: id,
       });
+      // New tracking links (the old ones find nothing), queued e-mails gone, sent ones masked.
+      await forgetRecipients(
+        trx,
+        tenantId,
+        shipments.map((s) => s.id),
+        now,
+      );
     }
   });
   runAfterCommit(ctx);

@@ -4,13 +4,14 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { errorResponses, Id, Page, PageQuery } from '../../http/schemas.ts';
 import { requireAccess } from '../accounts/access.ts';
+import { withTrackingUrl, withTrackingUrls } from '../recipients/shipment-urls.ts';
 import { PatchShipmentBody } from '../tracking/schemas.ts';
 import {
   CreateShipmentBody,
   EventSchema,
   MoveShipmentBody,
+  ShipmentResource,
   StatusName,
-  TrackedShipmentSchema,
 } from './schemas.ts';
 import {
   createShipment,
@@ -45,6 +46,22 @@ function answer<T>(
 
 const oldShipment = (s: TrackedShipment) => presentForVersion(s, '2026-11-01');
 
+const writer = (request: FastifyRequest) => requireAccess(request.principal, 'shipments:write');
+
+/** The REST answer of the latest version carries the shipment's tracking_url (issue 52). */
+async function tracked(ctx: AppContext, request: FastifyRequest, shipment: TrackedShipment) {
+  return withTrackingUrl(ctx, requireAccess(request.principal, 'shipments:read').tenantId, shipment);
+}
+
+async function trackedPage<P extends { data: TrackedShipment[] }>(
+  ctx: AppContext,
+  request: FastifyRequest,
+  page: P,
+) {
+  const tenantId = requireAccess(request.principal, 'shipments:read').tenantId;
+  return { ...page, data: await withTrackingUrls(ctx, tenantId, page.data) };
+}
+
 export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post(
@@ -55,14 +72,14 @@ export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags,
           summary: 'Create a shipment (draft or confirmed); livemode follows the token',
           body: CreateShipmentBody,
-          response: { 201: TrackedShipmentSchema, ...errorResponses(400, 401, 403, 404, 409, 422) },
+          response: { 201: ShipmentResource, ...errorResponses(400, 401, 403, 404, 409, 422) },
         },
       },
       async (request, reply) =>
         answer(
           request,
           reply,
-          await createShipment(ctx, requireAccess(request.principal, 'shipments:write'), request.body),
+          await tracked(ctx, request, await createShipment(ctx, writer(request), request.body)),
           oldShipment,
           201,
         ),
@@ -83,14 +100,18 @@ export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
             },
             { additionalProperties: false },
           ),
-          response: { 200: Page(TrackedShipmentSchema), ...errorResponses(400, 401, 403) },
+          response: { 200: Page(ShipmentResource), ...errorResponses(400, 401, 403) },
         },
       },
       async (request, reply) =>
         answer(
           request,
           reply,
-          await listShipments(ctx, requireAccess(request.principal, 'shipments:read'), request.query),
+          await trackedPage(
+            ctx,
+            request,
+            await listShipments(ctx, requireAccess(request.principal, 'shipments:read'), request.query),
+          ),
           (page) => ({ ...page, data: page.data.map(oldShipment) }),
         ),
     );
@@ -103,14 +124,18 @@ export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           tags,
           summary: 'A shipment (the same fields as data.shipment in webhook messages)',
           params: IdParams,
-          response: { 200: TrackedShipmentSchema, ...errorResponses(401, 403, 404) },
+          response: { 200: ShipmentResource, ...errorResponses(401, 403, 404) },
         },
       },
       async (request, reply) =>
         answer(
           request,
           reply,
-          await getShipment(ctx, requireAccess(request.principal, 'shipments:read'), request.params.id),
+          await tracked(
+            ctx,
+            request,
+            await getShipment(ctx, requireAccess(request.principal, 'shipments:read'), request.params.id),
+          ),
           oldShipment,
         ),
     );
@@ -126,18 +151,17 @@ export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
             'carrier, carrier_tracking_number, destination, sub_status (of the current status), estimated_delivery, proof_of_delivery (once delivered). A field left out stays; null clears it. A change of estimated_delivery is told as shipment.eta_changed (event version 2026-12-01).',
           params: IdParams,
           body: PatchShipmentBody,
-          response: { 200: TrackedShipmentSchema, ...errorResponses(400, 401, 403, 404, 422) },
+          response: { 200: ShipmentResource, ...errorResponses(400, 401, 403, 404, 422) },
         },
       },
       async (request, reply) =>
         answer(
           request,
           reply,
-          await updateShipment(
+          await tracked(
             ctx,
-            requireAccess(request.principal, 'shipments:write'),
-            request.params.id,
-            request.body,
+            request,
+            await updateShipment(ctx, writer(request), request.params.id, request.body),
           ),
           oldShipment,
         ),
@@ -154,18 +178,17 @@ export function shipmentsRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
             'draft -> confirmed | cancelled; confirmed -> picked_up | cancelled; picked_up -> in_transit | exception; in_transit -> out_for_delivery | exception; out_for_delivery -> delivered | exception; exception -> in_transit | out_for_delivery | returned.',
           params: IdParams,
           body: MoveShipmentBody,
-          response: { 200: TrackedShipmentSchema, ...errorResponses(400, 401, 403, 404, 409) },
+          response: { 200: ShipmentResource, ...errorResponses(400, 401, 403, 404, 409) },
         },
       },
       async (request, reply) =>
         answer(
           request,
           reply,
-          await moveShipment(
+          await tracked(
             ctx,
-            requireAccess(request.principal, 'shipments:write'),
-            request.params.id,
-            request.body,
+            request,
+            await moveShipment(ctx, writer(request), request.params.id, request.body),
           ),
           oldShipment,
         ),

@@ -118,6 +118,26 @@ export const TrackedShipmentSchema = Type.Object(
   },
 );
 
+/**
+ * A shipment as the REST API answers it (the latest version): the tracked shipment and its
+ * `tracking_url` (issue 52), which the event messages do not carry.
+ */
+export const ShipmentResource = Type.Object(
+  {
+    ...TrackedShipmentSchema.properties,
+    tracking_url: Type.String({
+      format: 'uri',
+      description:
+        "The recipient's public tracking page, {web_url}/t/{token}; the token is random, and a rotation or an erasure replaces it",
+    }),
+  },
+  {
+    $id: 'ShipmentResource',
+    additionalProperties: false,
+    description: 'A shipment, as the API answers it (Waybill-Version 2026-12-01, the latest)',
+  },
+);
+
 export const MoveShipmentBody = Type.Object(
   { status: StatusName, exception_reason: Type.Optional(Nullable(ExceptionReasonName)) },
   { additionalProperties: false },

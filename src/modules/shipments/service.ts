@@ -7,6 +7,7 @@ import { newId, randomBase62 } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { canSee, requireScope, type TenantAccess } from '../accounts/access.ts';
 import { getCustomerAccountRow } from '../accounts/companies.ts';
+import { issueToken } from '../recipients/tokens.ts';
 import {
   type Carrier,
   type Checkpoint,
@@ -185,6 +186,7 @@ export async function createShipment(
   const shipment = presentShipment(row);
   await ctx.db.transaction().execute(async (trx) => {
     await trx.insertInto('shipments').values(row).execute();
+    await issueToken(trx, { tenantId: row.tenant_id, shipmentId: row.id }, now);
     await recordEvents(ctx, trx, [
       {
         type: 'shipment.created',

@@ -3,6 +3,7 @@ import type { AppContext } from '../../context.ts';
 import { toAppError } from '../../http/errors.ts';
 import { memberPages } from '../../modules/accounts/member-pages.ts';
 import { tokenPages } from '../../modules/accounts/token-pages.ts';
+import { brandingSettingsPages } from '../../modules/recipients/settings-page.ts';
 import { eventPages } from '../../modules/shipments/event-pages.ts';
 import { shipmentFormPages } from '../../modules/shipments/form-pages.ts';
 import { shipmentPages } from '../../modules/shipments/pages.ts';
@@ -26,5 +27,6 @@ export function dashboardPages(ctx: AppContext): FastifyPluginAsync {
     eventPages(app, ctx);
     tokenPages(app, ctx);
     memberPages(app, ctx);
+    brandingSettingsPages(app, ctx);
   };
 }

@@ -1,0 +1,201 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type CompanyFixture, call, createCompany, createShipment, type Json } from '../support/api.ts';
+import { startWaybill, type TestWaybill } from '../support/harness.ts';
+
+const RECIPIENT = {
+  recipient_name: 'Grace Hopper',
+  recipient_email: 'grace.hopper@example.test',
+  recipient_phone: '+34 600 111 222',
+  external_ref: 'ORDER-77-SECRET',
+};
+
+function pathOf(url: string): string {
+  return new URL(url).pathname;
+}
+
+async function page(w: TestWaybill, path: string, language?: string) {
+  return w.app.inject({
+    method: 'GET',
+    url: path,
+    headers: language ? { 'accept-language': language } : {},
+  });
+}
+
+async function move(w: TestWaybill, token: string, id: string, ...statuses: string[]): Promise<Json> {
+  let last: Json = null;
+  for (const status of statuses) {
+    const moved = await call(w, 'POST', `/v1/shipments/${id}/status`, { token, body: { status } });
+    expect(moved.status, moved.text).toBe(200);
+    last = moved.body;
+  }
+  return last;
+}
+
+describe('the public tracking page', () => {
+  let w: TestWaybill;
+  let company: CompanyFixture;
+  beforeAll(async () => {
+    w = await startWaybill();
+    company = await createCompany(w, 'Parcel Fox Ltd');
+  });
+  afterAll(async () => {
+    await w?.close();
+  });
+
+  it('gives every shipment a tracking_url with a random token of its own', async () => {
+    const a = await createShipment(w, company.liveToken, RECIPIENT);
+    const b = await createShipment(w, company.liveToken, RECIPIENT);
+    const pattern = new RegExp(`^${w.ctx.config.webUrl}/t/[A-Za-z0-9]{24}$`);
+    expect(a.tracking_url).toMatch(pattern);
+    expect(b.tracking_url).toMatch(pattern);
+    expect(a.tracking_url).not.toBe(b.tracking_url);
+    // Nothing of the shipment is in it.
+    for (const part of [a.id, a.tracking_number, company.tenantId])
+      expect(a.tracking_url).not.toContain(part);
+    const got = await call(w, 'GET', `/v1/shipments/${a.id}`, { token: company.liveToken });
+    expect(got.body.tracking_url).toBe(a.tracking_url);
+    const listed = await call(w, 'GET', '/v1/shipments', { token: company.liveToken });
+    expect(listed.body.data.find((s: Json) => s.id === a.id).tracking_url).toBe(a.tracking_url);
+    const moved = await move(w, company.liveToken, a.id, 'picked_up');
+    expect(moved.tracking_url).toBe(a.tracking_url);
+  });
+
+  it('shows the status in words and the timeline, with the page headers, and nothing personal or any id', async () => {
+    const shipment = await createShipment(w, company.liveToken, RECIPIENT);
+    await move(w, company.liveToken, shipment.id, 'picked_up', 'in_transit', 'out_for_delivery', 'delivered');
+    const answer = await page(w, pathOf(shipment.tracking_url));
+    expect(answer.statusCode).toBe(200);
+    expect(answer.headers['content-type']).toMatch(/^text\/html/);
+    expect(answer.headers['x-robots-tag']).toMatch(/noindex/);
+    expect(answer.headers['referrer-policy']).toBe('no-referrer');
+    expect(String(answer.headers['content-security-policy'])).toContain("frame-ancestors 'none'");
+    expect(answer.body).toContain('<meta name="robots" content="noindex, nofollow">');
+    expect(answer.body).toContain('<html lang="en">');
+    expect(answer.body).toContain('Parcel Fox Ltd');
+    expect(answer.body).toContain('<strong>Delivered</strong>');
+    for (const words of ['Picked up', 'On its way', 'Out for delivery', 'Ready to ship'])
+      expect(answer.body).toContain(words);
+    const events = await call(w, 'GET', `/v1/events?shipment_id=${shipment.id}&limit=100`, {
+      token: company.liveToken,
+    });
+    const ids = [
+      shipment.id,
+      company.tenantId,
+      company.owner.id,
+      shipment.tracking_number,
+      ...events.body.data.map((event: Json) => event.id),
+    ];
+    const personal = [
+      RECIPIENT.recipient_name,
+      'Grace',
+      'Hopper',
+      RECIPIENT.recipient_email,
+      'example.test',
+      RECIPIENT.recipient_phone,
+      '600 111 222',
+      RECIPIENT.external_ref,
+    ];
+    for (const value of [...ids, ...personal]) expect(answer.body).not.toContain(value);
+    for (const prefix of ['shp_', 'evt_', 'acct_', 'usr_', 'tok_']) expect(answer.body).not.toContain(prefix);
+  });
+
+  it('speaks Spanish to a browser that asks for it', async () => {
+    const shipment = await createShipment(w, company.liveToken, RECIPIENT);
+    await move(w, company.liveToken, shipment.id, 'picked_up', 'in_transit');
+    const spanish = await page(w, pathOf(shipment.tracking_url), 'es-MX,es;q=0.9,en;q=0.5');
+    expect(spanish.body).toContain('<html lang="es">');
+    expect(spanish.body).toContain('<strong>En camino</strong>');
+    expect(spanish.body).toContain('Historial');
+    expect(spanish.headers.vary).toMatch(/accept-language/i);
+    const english = await page(w, pathOf(shipment.tracking_url), 'fr-FR,en;q=0.8,es;q=0.5');
+    expect(english.body).toContain('<strong>On its way</strong>');
+  });
+
+  it('answers a made-up token with a plain 404 page that says nothing more', async () => {
+    for (const token of [
+      'A'.repeat(24),
+      'abc',
+      'zzzzzzzzzzzzzzzzzzzzzzzzzzzzzz',
+      'abc-def-ghi-jkl-mno-pqr',
+    ]) {
+      const answer = await page(w, `/t/${token}`);
+      expect(answer.statusCode).toBe(404);
+      expect(answer.headers['content-type']).toMatch(/^text\/html/);
+      expect(answer.headers['x-robots-tag']).toMatch(/noindex/);
+      expect(answer.body).toContain('Not found');
+      expect(answer.body).not.toContain('Parcel Fox');
+    }
+  });
+
+  it('rotates the link: the old one finds nothing, the new one opens the page', async () => {
+    const shipment = await createShipment(w, company.liveToken, RECIPIENT);
+    const rotated = await call(w, 'POST', `/v1/shipments/${shipment.id}/tracking-url/rotate`, {
+      token: company.liveToken,
+    });
+    expect(rotated.status, rotated.text).toBe(200);
+    expect(rotated.body.id).toBe(shipment.id);
+    expect(rotated.body.tracking_url).not.toBe(shipment.tracking_url);
+    expect((await page(w, pathOf(shipment.tracking_url))).statusCode).toBe(404);
+    expect((await page(w, pathOf(rotated.body.tracking_url))).statusCode).toBe(200);
+    const again = await call(w, 'GET', `/v1/shipments/${shipment.id}`, { token: company.liveToken });
+    expect(again.body.tracking_url).toBe(rotated.body.tracking_url);
+  });
+
+  it('refuses rotation without the write scope, across modes, and for another company', async () => {
+    const shipment = await createShipment(w, company.liveToken, RECIPIENT);
+    const path = `/v1/shipments/${shipment.id}/tracking-url/rotate`;
+    expect((await call(w, 'POST', path)).status).toBe(401);
+    expect((await call(w, 'POST', path, { token: company.testToken })).status).toBe(404);
+    const other = await createCompany(w, 'Other Co');
+    expect((await call(w, 'POST', path, { token: other.liveToken })).status).toBe(404);
+    const readOnly = await call(w, 'POST', `/v1/companies/${company.tenantId}/api-tokens`, {
+      token: company.owner.token,
+      body: { name: 'reader', mode: 'live', scopes: ['shipments:read'] },
+    });
+    const refused = await call(w, 'POST', path, { token: readOnly.body.token });
+    expect(refused.status).toBe(403);
+    expect((await page(w, pathOf(shipment.tracking_url))).statusCode).toBe(200);
+  });
+
+  it('gives the shipments of an erased recipient new links', async () => {
+    const shipment = await createShipment(w, company.liveToken, {
+      ...RECIPIENT,
+      recipient_email: 'erase.me@example.test',
+    });
+    const erased = await call(w, 'POST', `/v1/companies/${company.tenantId}/privacy-requests`, {
+      token: company.owner.token,
+      body: { kind: 'redact', recipient: { email: 'erase.me@example.test' } },
+    });
+    expect(erased.status, erased.text).toBe(201);
+    expect((await page(w, pathOf(shipment.tracking_url))).statusCode).toBe(404);
+    const after = await call(w, 'GET', `/v1/shipments/${shipment.id}`, { token: company.liveToken });
+    expect(after.body.tracking_url).not.toBe(shipment.tracking_url);
+    expect((await page(w, pathOf(after.body.tracking_url))).statusCode).toBe(200);
+  });
+});
+
+describe('the tracking page rate limit', () => {
+  let w: TestWaybill;
+  beforeAll(async () => {
+    w = await startWaybill({ env: { WAYBILL_TRACKING_PAGE_RATE_LIMIT: '5' } });
+  });
+  afterAll(async () => {
+    await w?.close();
+  });
+
+  it('refuses an address past its requests of the minute, made-up tokens included, and lets it in again later', async () => {
+    const company = await createCompany(w);
+    const shipment = await createShipment(w, company.liveToken, RECIPIENT);
+    const path = pathOf(shipment.tracking_url);
+    for (let i = 0; i < 4; i++) expect((await page(w, path)).statusCode).toBe(200);
+    expect((await page(w, '/t/madeupmadeupmadeupmadeup')).statusCode).toBe(404);
+    const refused = await page(w, path);
+    expect(refused.statusCode).toBe(429);
+    expect(refused.headers['retry-after']).toBeDefined();
+    expect(refused.headers['content-type']).toMatch(/^text\/html/);
+    expect(refused.body).not.toContain('Test Company');
+    // Another address is counted on its own.
+    const elsewhere = await w.app.inject({ method: 'GET', url: path, remoteAddress: '127.0.0.9' });
+    expect(elsewhere.statusCode).toBe(200);
+  });
+});
