@@ -47,6 +47,7 @@ import * as linesFollowTenant from './0081_lines_follow_tenant.ts';
 import * as claimRateLimitsApart from './0082_claim_rate_limits_apart.ts';
 import * as claimGenericPlan from './0083_claim_generic_plan.ts';
 import * as tracking from './0086_tracking.ts';
+import * as eventVersions from './0087_event_versions.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -98,4 +99,5 @@ export const migrations: Record<string, Migration> = {
   '0082_claim_rate_limits_apart': claimRateLimitsApart,
   '0083_claim_generic_plan': claimGenericPlan,
   '0086_tracking': tracking,
+  '0087_event_versions': eventVersions,
 };
