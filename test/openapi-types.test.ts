@@ -45,18 +45,25 @@ describe.skipIf(engine !== 'pglite')('the webhooks of /openapi.json', () => {
   it('has one entry per event type whose request body is the type’s published schema', async () => {
     const document = (await (await fetch(`${w.url}/openapi.json`)).json()) as Json;
     const company = await createCompany(w);
-    const catalogue = (await call(w, 'GET', '/v1/webhook-event-types', { token: company.liveToken })).body
-      .data;
+    // The document's webhooks are 2026-11-01's (decision 0081).
+    const catalogue = (
+      await call(w, 'GET', '/v1/webhook-event-types?api_version=2026-11-01', { token: company.liveToken })
+    ).body.data;
     expect(Object.keys(document.webhooks)).toEqual(catalogue.map((entry: Json) => entry.type));
     for (const { type, schema } of catalogue) {
       const content = document.webhooks[type].post.requestBody.content['application/json'];
       expect(dereferenced(content.schema, document), type).toEqual(dereferenced(schema, schema));
       expect(messageProblems({ body: JSON.stringify(content.example) }), type).toEqual([]);
     }
-    // data.shipment and GET /v1/shipments/{id} answer with one component.
+    // GET /v1/shipments/{id} answers the latest shape: 2026-11-01's data.shipment and the tracking fields.
     const answer = document.paths['/v1/shipments/{id}'].get.responses['200'].content['application/json'];
-    expect(answer.schema).toEqual({ $ref: '#/components/schemas/Shipment' });
-    expect(document.components.schemas.ShipmentEventData.properties.shipment).toEqual(answer.schema);
+    expect(answer.schema).toEqual({ $ref: '#/components/schemas/TrackedShipment' });
+    expect(document.components.schemas.ShipmentEventData.properties.shipment).toEqual({
+      $ref: '#/components/schemas/Shipment',
+    });
+    const tracked = document.components.schemas.TrackedShipment.properties;
+    for (const [name, field] of Object.entries(document.components.schemas.Shipment.properties))
+      expect(tracked[name], name).toEqual(field);
   });
 });
 
@@ -82,7 +89,9 @@ describe.skipIf(engine !== 'pglite')('types generated from /openapi.json', () =>
   }, async () => {
     const document = (await (await fetch(`${w.url}/openapi.json`)).json()) as Json;
     const company = await createCompany(w);
-    const catalogue = await call(w, 'GET', '/v1/webhook-event-types', { token: company.liveToken });
+    const catalogue = await call(w, 'GET', '/v1/webhook-event-types?api_version=2026-11-01', {
+      token: company.liveToken,
+    });
     const types: string[] = catalogue.body.data.map((entry: Json) => entry.type);
     expect(Object.keys(document.webhooks)).toEqual(types);
 
