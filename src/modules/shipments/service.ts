@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import type { AppContext } from '../../context.ts';
+import type { AppContext, Trx } from '../../context.ts';
 import { runAfterCommit } from '../../context.ts';
 import { newestFirst } from '../../db/paging.ts';
 import { AppError } from '../../lib/errors.ts';
@@ -159,6 +159,19 @@ export async function createShipment(
   return presentTrackedShipment(row);
 }
 
+/** The shipment the caller may see, locked for the transaction: concurrent changes of one shipment queue on it. */
+async function lockVisible(trx: Trx, access: TenantAccess, id: string): Promise<ShipmentsTable> {
+  const current = await trx
+    .selectFrom('shipments')
+    .selectAll()
+    .where('id', '=', id)
+    .where('tenant_id', '=', access.tenantId)
+    .forUpdate()
+    .executeTakeFirst();
+  if (!current || !canSee(access, current)) throw new AppError('shipment.not_found');
+  return current;
+}
+
 async function findVisible(ctx: AppContext, access: TenantAccess, id: string): Promise<ShipmentsTable> {
   // The tenant too: one shard on Citus (decision 0071).
   const row = await ctx.db
@@ -196,14 +209,7 @@ export async function updateShipment(
     patch.estimated_delivery === undefined ? undefined : normaliseEstimate(patch.estimated_delivery);
   const proof = patch.proof_of_delivery === undefined ? undefined : normaliseProof(patch.proof_of_delivery);
   const updated = await ctx.db.transaction().execute(async (trx) => {
-    const current = await trx
-      .selectFrom('shipments')
-      .selectAll()
-      .where('id', '=', id)
-      .where('tenant_id', '=', access.tenantId)
-      .forUpdate()
-      .executeTakeFirst();
-    if (!current || !canSee(access, current)) throw new AppError('shipment.not_found');
+    const current = await lockVisible(trx, access, id);
     const subStatus =
       patch.sub_status === undefined ? undefined : checkSubStatus(patch.sub_status, current.status);
     if (proof !== undefined) checkProof(proof, current.status);
@@ -284,14 +290,7 @@ export async function moveShipment(
   }
   const shipment = await ctx.db.transaction().execute(async (trx) => {
     // The row lock orders concurrent moves of one shipment, so each sees the status the other left.
-    const current = await trx
-      .selectFrom('shipments')
-      .selectAll()
-      .where('id', '=', id)
-      .where('tenant_id', '=', access.tenantId)
-      .forUpdate()
-      .executeTakeFirst();
-    if (!current || !canSee(access, current)) throw new AppError('shipment.not_found');
+    const current = await lockVisible(trx, access, id);
     if (!canMove(current.status, input.status)) {
       throw new AppError(
         'shipment.invalid_transition',
