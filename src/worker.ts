@@ -15,11 +15,12 @@ const webhookRetentionJob: BackgroundJob = {
 };
 
 async function backgroundJobs(): Promise<BackgroundJob[]> {
-  const [{ listenerSweepJob }, { erasureMessagesJob }] = await Promise.all([
+  const [{ listenerSweepJob }, { erasureMessagesJob }, { stallJob }] = await Promise.all([
     import('./modules/listeners/service.ts'),
     import('./modules/privacy/erasure.ts'),
+    import('./modules/tracking/stalls.ts'),
   ]);
-  return [...housekeeping, webhookRetentionJob, listenerSweepJob, erasureMessagesJob];
+  return [...housekeeping, webhookRetentionJob, listenerSweepJob, erasureMessagesJob, stallJob];
 }
 
 export interface Workers extends Runner {

@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HOUR } from '../../src/lib/clock.ts';
+import { reportStalls } from '../../src/modules/tracking/stalls.ts';
 import { type Receiver, startReceiver, testWorker, verify } from '../delivery/support.ts';
 import { call, createCompany, createShipment, type Json } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
@@ -236,5 +238,51 @@ describe('both versions at once', () => {
       (await call(w, 'GET', '/v1/webhook-event-types?api_version=2025-01-01', { token: company.liveToken }))
         .status,
     ).toBe(400);
+  });
+
+  it('shipment.stalled is told once per stall, by the clock (default 72 hours)', async () => {
+    const company = await createCompany(w);
+    const receiver2 = await startReceiver();
+    try {
+      const endpoint = await call(w, 'POST', '/v1/webhook-endpoints', {
+        token: company.liveToken,
+        body: { url: receiver2.url, event_types: ['shipment.stalled'] },
+      });
+      expect(endpoint.status).toBe(201);
+      const shipment = await createShipment(w, company.liveToken);
+      const quiet = await createShipment(w, company.liveToken, { status: 'draft' });
+      // Each message verified when it arrives (its signature's time is the clock's then).
+      const verified: Json[] = [];
+      const stalls = () => {
+        for (const m of receiver2.received.slice(verified.length))
+          verified.push(verify(m, endpoint.body.secret, w.clock.now()) as Json);
+        return verified;
+      };
+      w.clock.advance(71 * HOUR);
+      await reportStalls(w.ctx);
+      await drain();
+      expect(stalls()).toEqual([]);
+      w.clock.advance(2 * HOUR);
+      await reportStalls(w.ctx);
+      await reportStalls(w.ctx);
+      await drain();
+      expect(stalls().map((m) => [m.type, m.api_version, m.data.shipment.id, m.data.since])).toEqual([
+        ['shipment.stalled', '2026-12-01', shipment.id, shipment.created_at],
+      ]);
+      expect(stalls().map((m) => m.data.shipment.id)).not.toContain(quiet.id);
+      // A checkpoint ends the stall; the next one is told again.
+      const scan = await call(w, 'POST', `/v1/shipments/${shipment.id}/checkpoints`, {
+        token: company.liveToken,
+        body: { occurred_at: w.clock.now().toISOString(), message: 'Found it' },
+      });
+      expect(scan.status).toBe(201);
+      w.clock.advance(73 * HOUR);
+      await reportStalls(w.ctx);
+      await drain();
+      expect(stalls()).toHaveLength(2);
+      expect(stalls()[1].data.since).toBe(scan.body.checkpoint.created_at);
+    } finally {
+      await receiver2.close();
+    }
   });
 });
