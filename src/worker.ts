@@ -15,12 +15,21 @@ const webhookRetentionJob: BackgroundJob = {
 };
 
 async function backgroundJobs(): Promise<BackgroundJob[]> {
-  const [{ listenerSweepJob }, { erasureMessagesJob }, { recipientMailJob }] = await Promise.all([
-    import('./modules/listeners/service.ts'),
-    import('./modules/privacy/erasure.ts'),
-    import('./modules/recipients/mail-sender.ts'),
-  ]);
-  return [...housekeeping, webhookRetentionJob, listenerSweepJob, erasureMessagesJob, recipientMailJob];
+  const [{ listenerSweepJob }, { erasureMessagesJob }, { recipientMailJob }, { stallJob }] =
+    await Promise.all([
+      import('./modules/listeners/service.ts'),
+      import('./modules/privacy/erasure.ts'),
+      import('./modules/recipients/mail-sender.ts'),
+      import('./modules/tracking/stalls.ts'),
+    ]);
+  return [
+    ...housekeeping,
+    webhookRetentionJob,
+    listenerSweepJob,
+    erasureMessagesJob,
+    recipientMailJob,
+    stallJob,
+  ];
 }
 
 export interface Workers extends Runner {

@@ -45,23 +45,28 @@ describe.skipIf(engine !== 'pglite')('the webhooks of /openapi.json', () => {
   it('has one entry per event type whose request body is the type’s published schema', async () => {
     const document = (await (await fetch(`${w.url}/openapi.json`)).json()) as Json;
     const company = await createCompany(w);
-    const catalogue = (await call(w, 'GET', '/v1/webhook-event-types', { token: company.liveToken })).body
-      .data;
+    // The document's webhooks are 2026-11-01's (decision 0081).
+    const catalogue = (
+      await call(w, 'GET', '/v1/webhook-event-types?api_version=2026-11-01', { token: company.liveToken })
+    ).body.data;
     expect(Object.keys(document.webhooks)).toEqual(catalogue.map((entry: Json) => entry.type));
     for (const { type, schema } of catalogue) {
       const content = document.webhooks[type].post.requestBody.content['application/json'];
       expect(dereferenced(content.schema, document), type).toEqual(dereferenced(schema, schema));
       expect(messageProblems({ body: JSON.stringify(content.example) }), type).toEqual([]);
     }
-    // data.shipment is GET /v1/shipments/{id}'s answer but for tracking_url (issue 52: REST only).
+    // GET /v1/shipments/{id} answers the latest shape: 2026-11-01's data.shipment, the tracking
+    // fields and tracking_url (issue 52: REST only, in no message).
     const answer = document.paths['/v1/shipments/{id}'].get.responses['200'].content['application/json'];
     expect(answer.schema).toEqual({ $ref: '#/components/schemas/ShipmentResource' });
     expect(document.components.schemas.ShipmentEventData.properties.shipment).toEqual({
       $ref: '#/components/schemas/Shipment',
     });
-    const { tracking_url, ...rest } = document.components.schemas.ShipmentResource.properties;
+    const { tracking_url, ...tracked } = document.components.schemas.ShipmentResource.properties;
     expect(tracking_url.type).toBe('string');
-    expect(rest).toEqual(document.components.schemas.Shipment.properties);
+    expect(tracked).toEqual(document.components.schemas.TrackedShipment.properties);
+    for (const [name, field] of Object.entries(document.components.schemas.Shipment.properties))
+      expect(tracked[name], name).toEqual(field);
   });
 });
 
@@ -87,7 +92,9 @@ describe.skipIf(engine !== 'pglite')('types generated from /openapi.json', () =>
   }, async () => {
     const document = (await (await fetch(`${w.url}/openapi.json`)).json()) as Json;
     const company = await createCompany(w);
-    const catalogue = await call(w, 'GET', '/v1/webhook-event-types', { token: company.liveToken });
+    const catalogue = await call(w, 'GET', '/v1/webhook-event-types?api_version=2026-11-01', {
+      token: company.liveToken,
+    });
     const types: string[] = catalogue.body.data.map((entry: Json) => entry.type);
     expect(Object.keys(document.webhooks)).toEqual(types);
 

@@ -34,6 +34,8 @@ export interface WebhookEndpointsTable {
   description: string | null;
   /** jsonb array of event type names; written with JSON.stringify. */
   event_types: unknown;
+  /** The event version its messages are built in (migration 0087; the column's default 2026-11-01). */
+  api_version?: string;
   enabled: boolean;
   disabled_reason: 'gone' | 'failing' | 'manual' | null;
   /** AES-256-GCM sealed `whsec_` secret (lib/crypto SecretBox). */

@@ -59,6 +59,10 @@ export const problemCodes = {
     422,
     'Apps receive these event types at their events URL: endpoints subscribe only to the catalogue entries with audience "endpoints"',
   ],
+  'webhook_endpoint.event_type_not_in_version': [
+    422,
+    'The event type is not in the api_version of the endpoint: pin it to a version that has it',
+  ],
   'webhook_endpoint.disabled': [409, 'The webhook endpoint is disabled'],
   'webhook_delivery.not_found': [404, 'No such webhook delivery'],
   'webhook_listener.test_mode_only': [403, 'Only a test API key may listen'],

@@ -2,6 +2,7 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsImport from 'ajv-formats';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
+import { API_VERSIONS } from '../../src/modules/shipments/events.ts';
 import { listEventTypes } from '../../src/modules/webhooks/event-types.ts';
 
 /**
@@ -27,26 +28,34 @@ export function catalogueValidators(): Map<string, ValidateFunction> {
   if (!validators) {
     const ajv = new Ajv2020({ strict: true, allErrors: true });
     addFormats(ajv);
-    const { data } = listEventTypes({
-      tenantId: '00000000-0000-4000-8000-000000000000',
-      livemode: true,
-      at: new Date(0),
-    });
-    validators = new Map(data.map((entry) => [entry.type, ajv.compile(entry.schema)]));
+    // Each version's schemas, by version and type: a message is checked against its own version's.
+    validators = new Map();
+    for (const apiVersion of API_VERSIONS) {
+      const { data } = listEventTypes({
+        tenantId: '00000000-0000-4000-8000-000000000000',
+        livemode: true,
+        at: new Date(0),
+        apiVersion,
+      });
+      for (const entry of data) validators.set(`${apiVersion}:${entry.type}`, ajv.compile(entry.schema));
+    }
   }
   return validators;
 }
 
 /** What is wrong with a message: nothing (an empty list) when it is valid against its type's schema. */
 export function messageProblems(message: MessageLike): string[] {
-  let body: { type?: unknown; id?: unknown };
+  let body: { type?: unknown; id?: unknown; api_version?: unknown };
   try {
     body = JSON.parse(message.body);
   } catch {
     return ['the body is not JSON'];
   }
-  const validate = catalogueValidators().get(String(body?.type));
-  if (!validate) return [`${JSON.stringify(body?.type)} is not an event type of the catalogue`];
+  const validate = catalogueValidators().get(`${String(body?.api_version)}:${String(body?.type)}`);
+  if (!validate)
+    return [
+      `${JSON.stringify(body?.type)} is not an event type of the catalogue of ${JSON.stringify(body?.api_version)}`,
+    ];
   const problems = validate(body)
     ? []
     : (validate.errors ?? []).map(

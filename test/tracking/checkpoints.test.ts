@@ -19,12 +19,19 @@ function add(token: string, id: string, body: Record<string, unknown>) {
   });
 }
 
-/** The shipment's events, oldest first: [type, previous_status, status]. */
+/** Events of one moment (a move's status_changed and delivered) in the order the move sends them. */
+const RANK: Record<string, number> = { 'shipment.created': 0, 'shipment.status_changed': 1 };
+function byTimeThenType(a: Json, b: Json): number {
+  return a.created_at.localeCompare(b.created_at) || (RANK[a.type] ?? 2) - (RANK[b.type] ?? 2);
+}
+
+/** The shipment's status events, oldest first: [type, previous_status, status]. */
 async function eventsOf(token: string, id: string): Promise<Array<[string, string | null, string]>> {
   const page = await call(w, 'GET', `/v1/events?shipment_id=${id}&limit=100`, { token });
   return page.body.data
     .map((e: Json) => JSON.parse(e.payload))
-    .reverse()
+    .filter((e: Json) => e.api_version === '2026-11-01')
+    .sort(byTimeThenType)
     .map((e: Json) => [e.type, e.data.previous_status, e.data.status]);
 }
 
@@ -119,7 +126,11 @@ describe('checkpoints', () => {
     const page = await call(w, 'GET', `/v1/events?shipment_id=${shipment.id}&limit=100`, {
       token: liveToken,
     });
-    const shipments = page.body.data.map((e: Json) => JSON.parse(e.payload).data.shipment).reverse();
+    const shipments = page.body.data
+      .map((e: Json) => JSON.parse(e.payload))
+      .filter((e: Json) => e.api_version === '2026-11-01')
+      .sort(byTimeThenType)
+      .map((e: Json) => e.data.shipment);
     expect(shipments.map((s: Json) => s.status)).toEqual([
       'confirmed',
       'picked_up',

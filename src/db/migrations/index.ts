@@ -48,6 +48,7 @@ import * as claimRateLimitsApart from './0082_claim_rate_limits_apart.ts';
 import * as claimGenericPlan from './0083_claim_generic_plan.ts';
 import * as apiTokenAudience from './0084_api_token_audience.ts';
 import * as tracking from './0086_tracking.ts';
+import * as eventVersions from './0087_event_versions.ts';
 import * as inboundSources from './0090_inbound_sources.ts';
 import * as recipients from './0092_recipients.ts';
 
@@ -102,6 +103,7 @@ export const migrations: Record<string, Migration> = {
   '0083_claim_generic_plan': claimGenericPlan,
   '0084_api_token_audience': apiTokenAudience,
   '0086_tracking': tracking,
+  '0087_event_versions': eventVersions,
   '0090_inbound_sources': inboundSources,
   '0092_recipients': recipients,
 };

@@ -1,8 +1,20 @@
+import { sql } from 'kysely';
 import type { AppContext, StoredEvent, Trx } from '../../context.ts';
 import { newId } from '../../lib/ids.ts';
 
-/** Version label of every payload (spec 9.1). */
+/** Version label of every payload (spec 9.1): the first version, the one messages had before 2026-12-01. */
 export const API_VERSION = '2026-11-01';
+
+/** The event versions (decision 0025, docs/api.md "Versioning"), oldest first. */
+export const API_VERSIONS = ['2026-11-01', '2026-12-01'] as const;
+export type ApiVersion = (typeof API_VERSIONS)[number];
+
+/** What a new endpoint, subscription or events URL is pinned to unless it asks for another. */
+export const LATEST_API_VERSION: ApiVersion = '2026-12-01';
+
+export function isApiVersion(value: unknown): value is ApiVersion {
+  return (API_VERSIONS as readonly unknown[]).includes(value);
+}
 
 export interface EnvelopeInput {
   type: string;
@@ -11,6 +23,18 @@ export interface EnvelopeInput {
   data: unknown;
   createdAt: Date;
   test?: boolean;
+  /** The envelope's version; 2026-11-01 unless given. */
+  apiVersion?: ApiVersion;
+}
+
+/** An event to record: its data in 2026-11-01 and, where it differs, in 2026-12-01. */
+export interface RecordedEvent extends Omit<EnvelopeInput, 'apiVersion'> {
+  shipmentId?: string | null;
+  customerAccountId: string | null;
+  /** The data of 2026-12-01 where it is not `data` (a shipment event's tracked shipment). */
+  latest?: unknown;
+  /** A type of 2026-12-01 only (shipment.checkpoint_added, eta_changed, stalled): `data` is its data. */
+  latestOnly?: boolean;
 }
 
 /** The envelope of spec 2.6, serialised once: these bytes are what is signed and sent. */
@@ -18,7 +42,7 @@ export function buildEnvelope(input: EnvelopeInput & { id: string }): string {
   return JSON.stringify({
     id: input.id,
     type: input.type,
-    api_version: API_VERSION,
+    api_version: input.apiVersion ?? API_VERSION,
     created_at: input.createdAt.toISOString(),
     tenant_id: input.tenantId,
     livemode: input.livemode,
@@ -30,21 +54,36 @@ export function buildEnvelope(input: EnvelopeInput & { id: string }): string {
 /**
  * Writes event rows in the caller's transaction and hands them to the sinks (the webhooks
  * fan-out), so an event and its deliveries commit or vanish together.
+ *
+ * Versions (decision 0080): the event row keeps the envelope of 2026-11-01 (byte for byte as
+ * before), or of 2026-12-01 for a type only that version has; a delivery sends its event's row
+ * unless it holds a copy of its own (migration 0016). The envelope of 2026-12-01 of an event that
+ * has both is built once and written to the deliveries of the targets pinned to 2026-12-01, after
+ * the fan-out made them, in the same transaction; a replay resends that copy.
  */
 export async function recordEvents(
   ctx: AppContext,
   trx: Trx,
-  events: ReadonlyArray<EnvelopeInput & { shipmentId?: string | null; customerAccountId: string | null }>,
+  events: ReadonlyArray<RecordedEvent>,
 ): Promise<StoredEvent[]> {
+  const latestCopies: Array<{ id: string; tenantId: string; payload: string }> = [];
   const stored: StoredEvent[] = events.map((event) => {
     const id = newId('evt');
+    const { latest, latestOnly, ...envelope } = event;
+    const latestPayload = buildEnvelope({
+      ...envelope,
+      id,
+      data: latest === undefined ? event.data : latest,
+      apiVersion: '2026-12-01',
+    });
+    if (!latestOnly) latestCopies.push({ id, tenantId: event.tenantId, payload: latestPayload });
     return {
       id,
       type: event.type,
       tenantId: event.tenantId,
       livemode: event.livemode,
       customerAccountId: event.customerAccountId,
-      payload: buildEnvelope({ ...event, id }),
+      payload: latestOnly ? latestPayload : buildEnvelope({ ...envelope, id }),
       createdAt: event.createdAt,
     };
   });
@@ -64,6 +103,33 @@ export async function recordEvents(
       })),
     )
     .execute();
+  // The fan-out dates the deliveries it makes now: a second before bounds the search for them.
+  const since = new Date(ctx.clock.now().getTime() - 1000);
   for (const sink of ctx.eventSinks) await sink(trx, stored);
+  await writeLatestCopies(trx, since, latestCopies);
   return stored;
+}
+
+/**
+ * The 2026-12-01 envelopes into the new deliveries of targets pinned to that version: an
+ * endpoint's delivery sends it as it is; an app subscription's keeps its `installation_id` head
+ * (the fan-out wrote `{"installation_id":"inst_...",` before the envelope's fields).
+ */
+async function writeLatestCopies(
+  trx: Trx,
+  since: Date,
+  copies: ReadonlyArray<{ id: string; tenantId: string; payload: string }>,
+): Promise<void> {
+  // Company by company: on Citus each statement runs in that company's shard.
+  for (const tenantId of new Set(copies.map((copy) => copy.tenantId))) {
+    const own = copies.filter((copy) => copy.tenantId === tenantId);
+    const values = sql.join(own.map((copy) => sql`(${copy.id}, ${copy.payload})`));
+    await sql`UPDATE webhook_deliveries AS d
+      SET payload = CASE WHEN d.payload IS NULL THEN v.payload
+        ELSE substr(d.payload, 1, position(',' IN d.payload)) || substr(v.payload, 2) END
+      FROM (VALUES ${values}) AS v(event_id, payload), webhook_endpoints AS e
+      WHERE e.tenant_id = ${tenantId} AND e.api_version = '2026-12-01'
+        AND d.endpoint_id = e.id AND d.tenant_id = e.tenant_id AND d.created_at >= ${since}
+        AND d.event_id = v.event_id`.execute(trx);
+  }
 }

@@ -44,7 +44,11 @@ function answer<T>(
   return reply.type('application/json; charset=utf-8').send(JSON.stringify(shipments(value)));
 }
 
-const oldShipment = (s: TrackedShipment) => presentForVersion(s, '2026-11-01');
+/** 2026-11-01's closed shape: no tracking fields, and no tracking_url (issue 52 came after it). */
+const oldShipment = (s: TrackedShipment & { tracking_url?: string }) => {
+  const { tracking_url: _url, ...shipment } = s;
+  return presentForVersion(shipment, '2026-11-01');
+};
 
 const writer = (request: FastifyRequest) => requireAccess(request.principal, 'shipments:write');
 

@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import type { AppContext } from '../../context.ts';
+import type { AppContext, Trx } from '../../context.ts';
 import { runAfterCommit } from '../../context.ts';
 import { newestFirst } from '../../db/paging.ts';
 import { AppError } from '../../lib/errors.ts';
@@ -8,6 +8,7 @@ import type { Page, PageRequest } from '../../lib/paging.ts';
 import { canSee, requireScope, type TenantAccess } from '../accounts/access.ts';
 import { getCustomerAccountRow } from '../accounts/companies.ts';
 import { issueToken } from '../recipients/tokens.ts';
+import { etaChangedEvent } from '../tracking/events.ts';
 import {
   type Carrier,
   type Checkpoint,
@@ -26,16 +27,24 @@ import type { PatchShipmentBody } from '../tracking/schemas.ts';
 import { isCurrency } from './currencies.ts';
 import { recordEvents } from './events.ts';
 import { canMove, type ExceptionReason, eventTypesForMove, type ShipmentStatus } from './lifecycle.ts';
-import type { ParcelSchema, ShipmentSchema, TrackedShipmentSchema } from './schemas.ts';
+import {
+  type Parcel,
+  presentShipment,
+  presentTrackedShipment,
+  type Shipment,
+  type TrackedShipment,
+} from './present.ts';
+
+export {
+  type Parcel,
+  presentForVersion,
+  presentShipment,
+  presentTrackedShipment,
+  type Shipment,
+  type TrackedShipment,
+} from './present.ts';
+
 import type { ShipmentsTable } from './tables.ts';
-
-export type Parcel = Static<typeof ParcelSchema>;
-
-/** A shipment as GET /v1/shipments/{id} returns it, and as data.shipment carries it: its schema's type. */
-export type Shipment = Static<typeof ShipmentSchema>;
-
-/** A shipment of the latest shape (REST answers, event version 2026-12-01): Shipment and its tracking fields. */
-export type TrackedShipment = Static<typeof TrackedShipmentSchema>;
 
 export type ShipmentPatch = Static<typeof PatchShipmentBody>;
 
@@ -55,58 +64,6 @@ export interface CreateShipmentInput {
   destination?: ShipmentPatch['destination'];
   sub_status?: string | null;
   estimated_delivery?: EstimatedDelivery | null;
-}
-
-export function presentShipment(row: ShipmentsTable): Shipment {
-  const parcels = (typeof row.parcels === 'string' ? JSON.parse(row.parcels) : row.parcels) as Parcel[];
-  return {
-    id: row.id,
-    tracking_number: row.tracking_number,
-    status: row.status as ShipmentStatus,
-    external_ref: row.external_ref,
-    customer_account_id: row.customer_account_id,
-    recipient_name: row.recipient_name,
-    recipient_email: row.recipient_email,
-    recipient_phone: row.recipient_phone,
-    payment_mode: row.payment_mode as Shipment['payment_mode'],
-    cod_amount_minor: row.cod_amount_minor === null ? null : Number(row.cod_amount_minor),
-    currency: row.currency,
-    parcels,
-    livemode: row.livemode,
-    exception_reason: row.exception_reason as ExceptionReason | null,
-    created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
-  };
-}
-
-/** The shipment of the latest shape: the 2026-11-01 fields first, in their order, then the tracking fields. */
-export function presentTrackedShipment(row: ShipmentsTable): TrackedShipment {
-  return {
-    ...presentShipment(row),
-    carrier: fromJson<Carrier>(row.carrier),
-    carrier_tracking_number: row.carrier_tracking_number,
-    destination: fromJson<Destination>(row.destination),
-    sub_status: row.sub_status,
-    estimated_delivery: fromJson<EstimatedDelivery>(row.estimated_delivery),
-    proof_of_delivery: fromJson<ProofOfDelivery>(row.proof_of_delivery),
-    latest_checkpoint: fromJson<Checkpoint>(row.latest_checkpoint),
-  };
-}
-
-/** The shipment in the shape a Waybill-Version asks for: 2026-11-01 has no tracking fields. */
-export function presentForVersion(shipment: TrackedShipment, version: string): Shipment | TrackedShipment {
-  if (version !== '2026-11-01') return shipment;
-  const {
-    carrier: _carrier,
-    carrier_tracking_number: _number,
-    destination: _destination,
-    sub_status: _sub,
-    estimated_delivery: _estimate,
-    proof_of_delivery: _proof,
-    latest_checkpoint: _checkpoint,
-    ...old
-  } = shipment;
-  return old;
 }
 
 function newTrackingNumber(): string {
@@ -196,11 +153,25 @@ export async function createShipment(
         shipmentId: row.id,
         createdAt: now,
         data: shipmentEventData(row.status, null, shipment),
+        latest: { ...shipmentEventData(row.status, null, presentTrackedShipment(row)), checkpoint: null },
       },
     ]);
   });
   runAfterCommit(ctx);
   return presentTrackedShipment(row);
+}
+
+/** The shipment the caller may see, locked for the transaction: concurrent changes of one shipment queue on it. */
+async function lockVisible(trx: Trx, access: TenantAccess, id: string): Promise<ShipmentsTable> {
+  const current = await trx
+    .selectFrom('shipments')
+    .selectAll()
+    .where('id', '=', id)
+    .where('tenant_id', '=', access.tenantId)
+    .forUpdate()
+    .executeTakeFirst();
+  if (!current || !canSee(access, current)) throw new AppError('shipment.not_found');
+  return current;
 }
 
 async function findVisible(ctx: AppContext, access: TenantAccess, id: string): Promise<ShipmentsTable> {
@@ -240,14 +211,7 @@ export async function updateShipment(
     patch.estimated_delivery === undefined ? undefined : normaliseEstimate(patch.estimated_delivery);
   const proof = patch.proof_of_delivery === undefined ? undefined : normaliseProof(patch.proof_of_delivery);
   const updated = await ctx.db.transaction().execute(async (trx) => {
-    const current = await trx
-      .selectFrom('shipments')
-      .selectAll()
-      .where('id', '=', id)
-      .where('tenant_id', '=', access.tenantId)
-      .forUpdate()
-      .executeTakeFirst();
-    if (!current || !canSee(access, current)) throw new AppError('shipment.not_found');
+    const current = await lockVisible(trx, access, id);
     const subStatus =
       patch.sub_status === undefined ? undefined : checkSubStatus(patch.sub_status, current.status);
     if (proof !== undefined) checkProof(proof, current.status);
@@ -268,6 +232,8 @@ export async function updateShipment(
       .where('tenant_id', '=', access.tenantId)
       .returningAll()
       .executeTakeFirstOrThrow();
+    const etaChanged = etaChangedEvent(current, row, row.updated_at);
+    if (etaChanged) await recordEvents(ctx, trx, [etaChanged]);
     return row;
   });
   runAfterCommit(ctx);
@@ -326,14 +292,7 @@ export async function moveShipment(
   }
   const shipment = await ctx.db.transaction().execute(async (trx) => {
     // The row lock orders concurrent moves of one shipment, so each sees the status the other left.
-    const current = await trx
-      .selectFrom('shipments')
-      .selectAll()
-      .where('id', '=', id)
-      .where('tenant_id', '=', access.tenantId)
-      .forUpdate()
-      .executeTakeFirst();
-    if (!current || !canSee(access, current)) throw new AppError('shipment.not_found');
+    const current = await lockVisible(trx, access, id);
     if (!canMove(current.status, input.status)) {
       throw new AppError(
         'shipment.invalid_transition',
@@ -372,6 +331,10 @@ export async function moveShipment(
         shipmentId: updated.id,
         createdAt: now,
         data: shipmentEventData(updated.status, current.status, presented),
+        latest: {
+          ...shipmentEventData(updated.status, current.status, presentTrackedShipment(updated)),
+          checkpoint: null,
+        },
       })),
     );
     return presentTrackedShipment(updated);

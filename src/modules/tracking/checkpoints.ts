@@ -14,6 +14,7 @@ import {
   type TrackedShipment,
 } from '../shipments/service.ts';
 import type { ShipmentCheckpointsTable, ShipmentsTable } from '../shipments/tables.ts';
+import { checkpointAddedEvent, etaChangedEvent } from './events.ts';
 import {
   type Checkpoint,
   checkMessage,
@@ -222,12 +223,19 @@ export async function applyCheckpointIn(
   await trx.insertInto('shipment_checkpoints').values(row).execute();
   const checkpoint = presentCheckpoint(row);
   if (!applied) {
+    // Kept in the timeline: told as added (applied false), nothing else.
+    await recordEvents(ctx, trx, [checkpointAddedEvent(current, checkpoint, now)]);
     return { checkpoint, shipment: presentTrackedShipment(current), applied, created: true };
   }
 
   // Each move one millisecond after the one before, so updated_at orders the messages.
   let at = Math.max(now.getTime(), current.updated_at.getTime() + 1);
-  let state: ShipmentsTable = current;
+  // The moves' messages show the checkpoint behind them as the shipment's latest already.
+  let state: ShipmentsTable = {
+    ...current,
+    latest_checkpoint: toJson(checkpoint),
+    latest_checkpoint_at: input.occurredAt,
+  };
   const events: Parameters<typeof recordEvents>[2][number][] = [];
   for (const next of path ?? []) {
     const previous = state.status;
@@ -239,6 +247,7 @@ export async function applyCheckpointIn(
       updated_at: new Date(at),
     };
     const shown = presentShipment(state);
+    const tracked = presentTrackedShipment(state);
     for (const type of eventTypesForMove(next)) {
       events.push({
         type,
@@ -248,6 +257,7 @@ export async function applyCheckpointIn(
         shipmentId: state.id,
         createdAt: state.updated_at,
         data: shipmentEventData(next, previous, shown),
+        latest: { ...shipmentEventData(next, previous, tracked), checkpoint },
       });
     }
     at += 1;
@@ -274,6 +284,9 @@ export async function applyCheckpointIn(
     .where('tenant_id', '=', current.tenant_id)
     .returningAll()
     .executeTakeFirstOrThrow();
+  events.push(checkpointAddedEvent(updated, checkpoint, updated.updated_at));
+  const etaChanged = etaChangedEvent(current, updated, updated.updated_at);
+  if (etaChanged) events.push(etaChanged);
   await recordEvents(ctx, trx, events);
   return { checkpoint, shipment: presentTrackedShipment(updated), applied, created: true };
 }

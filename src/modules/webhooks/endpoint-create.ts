@@ -3,12 +3,14 @@ import type { WebhookEndpointsTable } from '../../delivery/tables.ts';
 import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { requireScope, type TenantAccess } from '../accounts/access.ts';
+import { type ApiVersion, LATEST_API_VERSION } from '../shipments/events.ts';
 import { checkCustomHeaders, checkOrdering, checkRateLimit, sealHeaders } from './controls.ts';
 import { destinationColumns } from './endpoint-destination.ts';
 import { newSealedSecret } from './endpoint-secrets.ts';
 import {
   type CreateEndpointInput,
   checkEventTypes,
+  checkTypesInVersion,
   cleanDescription,
   type DeliveryControlsInput,
   filterColumns,
@@ -59,6 +61,8 @@ export function newEndpointRow(
     description: string | null;
     eventTypes: string[];
     controls?: DeliveryControlsInput;
+    /** The latest unless given. */
+    apiVersion?: ApiVersion;
   },
 ): { row: WebhookEndpointsTable; secret: string } {
   const { secret, secret_sealed } = newSealedSecret(ctx);
@@ -72,6 +76,7 @@ export function newEndpointRow(
     url: fields.url,
     description: fields.description,
     event_types: JSON.stringify(fields.eventTypes),
+    api_version: fields.apiVersion ?? LATEST_API_VERSION,
     enabled: true,
     disabled_reason: null,
     secret_sealed,
@@ -102,6 +107,8 @@ export async function createEndpoint(
 ): Promise<WebhookEndpoint & { secret: string }> {
   requireScope(access, 'webhooks:write');
   const eventTypes = checkEventTypes(input.event_types);
+  const apiVersion = input.api_version ?? LATEST_API_VERSION;
+  checkTypesInVersion(eventTypes, apiVersion);
   const filter = filterColumns(input.filter, eventTypes);
   const { url, destination_sealed } = await destinationColumns(ctx, input);
   const created = newEndpointRow(ctx, access, {
@@ -110,6 +117,7 @@ export async function createEndpoint(
     description: cleanDescription(input.description),
     eventTypes,
     controls: input,
+    apiVersion,
   });
   const row: WebhookEndpointsTable = { ...created.row, ...filter, destination_sealed };
   const { secret } = created;

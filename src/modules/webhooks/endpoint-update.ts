@@ -3,6 +3,7 @@ import { disableEndpoint, enableEndpoint } from '../../delivery/lifecycle.ts';
 import { applyOrdering } from '../../delivery/ordering.ts';
 import { metricKind } from '../../delivery/record.ts';
 import { requireScope, type TenantAccess } from '../accounts/access.ts';
+import { isApiVersion } from '../shipments/events.ts';
 import {
   checkCustomHeaders,
   checkOrdering,
@@ -14,6 +15,7 @@ import {
 import { destinationColumns } from './endpoint-destination.ts';
 import {
   checkEventTypes,
+  checkTypesInVersion,
   cleanDescription,
   eventTypesOf,
   filterColumns,
@@ -56,6 +58,12 @@ export async function updateEndpoint(
       input.headers === undefined ? undefined : checkCustomHeaders(input.headers, stored, { newUrl });
     // The filter is checked against the types the endpoint will have: new types keep the old
     // filter only if its paths are in their schemas too.
+    // The types and the version agree: new types in the old version, or an old version for the types.
+    if (input.api_version !== undefined || eventTypes !== undefined)
+      checkTypesInVersion(
+        eventTypes ?? eventTypesOf(current),
+        input.api_version ?? (isApiVersion(current.api_version) ? current.api_version : '2026-11-01'),
+      );
     const filter =
       input.filter !== undefined || eventTypes !== undefined
         ? filterColumns(
@@ -74,6 +82,7 @@ export async function updateEndpoint(
       .set({
         ...(target !== undefined ? target : {}),
         ...(eventTypes !== undefined ? { event_types: JSON.stringify(eventTypes) } : {}),
+        ...(input.api_version !== undefined ? { api_version: input.api_version } : {}),
         ...(input.description !== undefined ? { description: cleanDescription(input.description) } : {}),
         ...(rateLimit !== undefined ? { rate_limit: rateLimit } : {}),
         ...(ordering !== undefined ? { ordering } : {}),

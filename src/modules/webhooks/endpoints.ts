@@ -12,8 +12,10 @@ import {
   type HeldReason,
   NOT_HELD,
 } from '../oauth/installation-grants.ts';
+import { type ApiVersion, isApiVersion } from '../shipments/events.ts';
 import { type Ordering, openHeaders, presentHeaders } from './controls.ts';
 import { presentDestination } from './endpoint-destination.ts';
+import { inVersion } from './event-schema.ts';
 import { eventDefinition, isEventType } from './event-types.ts';
 import { compileFilter } from './filter.ts';
 
@@ -24,6 +26,7 @@ export interface WebhookEndpoint {
   destination: Destination;
   description: string | null;
   event_types: string[];
+  api_version: ApiVersion;
   livemode: boolean;
   enabled: boolean;
   disabled_reason: 'gone' | 'failing' | 'manual' | null;
@@ -64,6 +67,7 @@ export interface CreateEndpointInput extends DeliveryControlsInput {
   event_types: string[];
   description?: string | null;
   filter?: object | null;
+  api_version?: ApiVersion;
 }
 
 export interface UpdateEndpointInput extends DeliveryControlsInput {
@@ -71,6 +75,7 @@ export interface UpdateEndpointInput extends DeliveryControlsInput {
   /** Replaces the destination as a whole. */
   destination?: DestinationInput;
   event_types?: string[];
+  api_version?: ApiVersion;
   description?: string | null;
   enabled?: boolean;
   /** null removes the filter. */
@@ -94,6 +99,27 @@ export function storedFilter(row: Pick<WebhookEndpointsTable, 'filter'>): Record
   return value && typeof value === 'object' ? (value as Record<string, unknown>) : null;
 }
 
+/**
+ * The types must be in the endpoint's version (decision 0081): a type 2026-12-01 added is refused
+ * to an endpoint of 2026-11-01 (422 webhook_endpoint.event_type_not_in_version, at its index).
+ */
+export function checkTypesInVersion(types: readonly string[], version: ApiVersion): void {
+  const missing = types.flatMap((type, index) =>
+    inVersion(eventDefinition(type), version) ? [] : [{ type, index }],
+  );
+  if (missing.length === 0) return;
+  throw new AppError(
+    'webhook_endpoint.event_type_not_in_version',
+    `${missing.map((m) => m.type).join(', ')} ${missing.length === 1 ? 'is' : 'are'} not in api_version ${version}`,
+    {
+      errors: missing.map((m) => ({
+        path: `/event_types/${m.index}`,
+        message: `${m.type} is not in api_version ${version}`,
+      })),
+    },
+  );
+}
+
 export function eventTypesOf(row: Pick<WebhookEndpointsTable, 'event_types'>): string[] {
   const value = typeof row.event_types === 'string' ? JSON.parse(row.event_types) : row.event_types;
   return Array.isArray(value) ? value.map(String) : [];
@@ -110,6 +136,7 @@ export function presentEndpoint(
     destination: presentDestination(ctx, row),
     description: row.description,
     event_types: eventTypesOf(row),
+    api_version: isApiVersion(row.api_version) ? row.api_version : '2026-11-01',
     livemode: row.livemode,
     enabled: row.enabled,
     disabled_reason: row.disabled_reason,

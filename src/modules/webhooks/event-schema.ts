@@ -1,5 +1,5 @@
 import { type TSchema, Type } from 'typebox';
-import { API_VERSION } from '../shipments/events.ts';
+import { API_VERSION, type ApiVersion } from '../shipments/events.ts';
 
 /** Where a type's messages go: endpoints subscribe to it, or every app's events URL gets it. */
 export const AUDIENCES = ['webhook_endpoints', 'app_events_url'] as const;
@@ -32,15 +32,31 @@ export interface EventDefinition<T extends string = string> {
   type: T;
   sentTo: Audience;
   description: string;
+  /** Its data in the first version it has (2026-11-01 unless `since`). */
   data: TSchema;
   example(context: ExampleContext): unknown;
+  /** The first version that has the type (2026-11-01 when absent). */
+  since?: ApiVersion;
+  /** Its data from 2026-12-01 on, where it differs (a shipment event's tracked shipment). */
+  latest?: { data: TSchema; example(context: ExampleContext): unknown };
+}
+
+/** Is the type in that version? */
+export function inVersion(definition: EventDefinition | undefined, version: ApiVersion): boolean {
+  return definition !== undefined && (definition.since ?? '2026-11-01') <= version;
+}
+
+/** The type as a version has it: its data schema and example there. */
+export function definitionIn(definition: EventDefinition, version: ApiVersion): EventDefinition {
+  if (version === '2026-11-01' || !definition.latest) return definition;
+  return { ...definition, data: definition.latest.data, example: definition.latest.example };
 }
 
 /**
  * The envelope of spec 2.6 around a type's data, written once for every type. Closed
  * (additionalProperties false), so a field Waybill adds without its schema fails validation.
  */
-export function envelopeSchema(definition: EventDefinition) {
+export function envelopeSchema(definition: EventDefinition, version: ApiVersion = API_VERSION) {
   return Type.Object(
     {
       id: Type.String({
@@ -48,7 +64,7 @@ export function envelopeSchema(definition: EventDefinition) {
         description: 'The event id: equals the webhook-id header, the same on every retry and replay',
       }),
       type: Type.Literal(definition.type, { description: 'The event type' }),
-      api_version: Type.Literal(API_VERSION, {
+      api_version: Type.Literal(version, {
         description: 'The schema set the message was built with (docs/api.md, Versioning)',
       }),
       created_at: Type.String({ format: 'date-time', description: 'When the event happened (UTC)' }),
@@ -86,8 +102,8 @@ export function componentName(type: string): string {
 }
 
 /** The `$id` of a type's schema: the schema set (api_version) and the type. */
-export function schemaId(type: string): string {
-  return `urn:waybill:events:${API_VERSION}:${type}`;
+export function schemaId(type: string, version: ApiVersion = API_VERSION): string {
+  return `urn:waybill:events:${version}:${type}`;
 }
 
 type Json = { [key: string]: unknown };
@@ -117,12 +133,16 @@ export function hoistDefinitions(schema: unknown, refBase: string, definitions: 
 }
 
 /** A type's published schema: a standalone JSON Schema (draft 2020-12) of the whole message body. */
-export function publishedSchema(definition: EventDefinition): Json {
+export function publishedSchema(definition: EventDefinition, version: ApiVersion = API_VERSION): Json {
   const $defs: Json & Record<string, Json> = {};
-  const body = hoistDefinitions(envelopeSchema(definition), '#/$defs/', $defs);
+  const body = hoistDefinitions(
+    envelopeSchema(definitionIn(definition, version), version),
+    '#/$defs/',
+    $defs,
+  );
   return {
     $schema: 'https://json-schema.org/draft/2020-12/schema',
-    $id: schemaId(definition.type),
+    $id: schemaId(definition.type, version),
     ...body,
     $defs: Object.fromEntries(Object.entries($defs).sort(([a], [b]) => a.localeCompare(b))),
   };

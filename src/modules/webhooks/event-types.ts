@@ -1,11 +1,13 @@
 import { newId } from '../../lib/ids.ts';
 import { APP_EVENTS } from '../app-events/event-schemas.ts';
-import { SHIPMENT_EVENTS } from '../shipments/event-schemas.ts';
-import { buildEnvelope } from '../shipments/events.ts';
+import { SHIPMENT_EVENTS, TRACKING_EVENTS } from '../shipments/event-schemas.ts';
+import { API_VERSION, type ApiVersion, buildEnvelope, LATEST_API_VERSION } from '../shipments/events.ts';
 import {
   type Audience,
+  definitionIn,
   type EventDefinition,
   type ExampleContext,
+  inVersion,
   publishedSchema,
   type Receiver,
   receiverOf,
@@ -18,6 +20,7 @@ import { OPERATIONAL_EVENTS } from './operational-event-schemas.ts';
  */
 export const EVENT_DEFINITIONS: readonly EventDefinition[] = [
   ...SHIPMENT_EVENTS,
+  ...TRACKING_EVENTS,
   ...OPERATIONAL_EVENTS,
   ...APP_EVENTS,
 ];
@@ -44,11 +47,21 @@ export function eventDefinition(type: string): EventDefinition | undefined {
 
 /** A full spec 2.6 envelope of the type around its example data, serialised as it would be sent. */
 export function exampleEnvelope(
-  options: ExampleContext & { type: string; tenantId: string; test?: boolean; id?: string },
+  options: ExampleContext & {
+    type: string;
+    tenantId: string;
+    test?: boolean;
+    id?: string;
+    /** 2026-11-01 unless given (a type of 2026-12-01 only: that version). */
+    apiVersion?: ApiVersion;
+  },
 ): string {
-  const definition = eventDefinition(options.type);
-  if (!definition) throw new Error(`${options.type} is not in the event catalogue`);
+  const found = eventDefinition(options.type);
+  if (!found) throw new Error(`${options.type} is not in the event catalogue`);
+  const apiVersion = options.apiVersion ?? found.since ?? API_VERSION;
+  const definition = definitionIn(found, apiVersion);
   return buildEnvelope({
+    apiVersion,
     id: options.id ?? newId('evt'),
     type: definition.type,
     tenantId: options.tenantId,
@@ -72,12 +85,16 @@ export interface EventTypeDescription {
 
 const schemas = new Map<string, Record<string, unknown>>();
 
-/** A type's published schema, built once: the definitions do not change while the process runs. */
-export function schemaOf(definition: EventDefinition): Record<string, unknown> {
-  let schema = schemas.get(definition.type);
+/** A type's published schema in a version, built once: the definitions do not change while the process runs. */
+export function schemaOf(
+  definition: EventDefinition,
+  version: ApiVersion = API_VERSION,
+): Record<string, unknown> {
+  const key = `${version}:${definition.type}`;
+  let schema = schemas.get(key);
   if (!schema) {
-    schema = publishedSchema(definition);
-    schemas.set(definition.type, schema);
+    schema = publishedSchema(definition, version);
+    schemas.set(key, schema);
   }
   return schema;
 }
@@ -92,10 +109,14 @@ export function listEventTypes(options: {
   at: Date;
   sentTo?: Audience;
   audience?: Receiver;
+  /** The version whose types and schemas are listed: the latest unless given. */
+  apiVersion?: ApiVersion;
 }): { data: EventTypeDescription[] } {
+  const version = options.apiVersion ?? LATEST_API_VERSION;
   return {
     data: EVENT_DEFINITIONS.filter(
       (definition) =>
+        inVersion(definition, version) &&
         (!options.sentTo || definition.sentTo === options.sentTo) &&
         (!options.audience || receiverOf(definition.sentTo) === options.audience),
     ).map((definition) => ({
@@ -103,9 +124,10 @@ export function listEventTypes(options: {
       description: definition.description,
       audience: receiverOf(definition.sentTo),
       sent_to: definition.sentTo,
-      schema: schemaOf(definition),
+      schema: schemaOf(definition, version),
       example: JSON.parse(
         exampleEnvelope({
+          apiVersion: version,
           type: definition.type,
           tenantId: options.tenantId,
           livemode: options.livemode,

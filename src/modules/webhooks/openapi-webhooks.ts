@@ -1,5 +1,11 @@
 import { isDeepStrictEqual } from 'node:util';
-import { componentName, type EventDefinition, envelopeSchema, hoistDefinitions } from './event-schema.ts';
+import {
+  componentName,
+  type EventDefinition,
+  envelopeSchema,
+  hoistDefinitions,
+  inVersion,
+} from './event-schema.ts';
 import { EVENT_DEFINITIONS, exampleEnvelope } from './event-types.ts';
 
 /**
@@ -93,7 +99,9 @@ export function addEventCatalogue(document: Document): void {
   const schemas = components.schemas ?? {};
   document.components = { ...components, schemas };
   const shared: Record<string, Json> = {};
-  for (const definition of EVENT_DEFINITIONS) {
+  // The document's webhooks are 2026-11-01's (GET /v1/webhook-event-types?api_version= gives each version's).
+  const definitions = EVENT_DEFINITIONS.filter((definition) => inVersion(definition, '2026-11-01'));
+  for (const definition of definitions) {
     const envelope = envelopeSchema(definition);
     schemas[componentName(definition.type)] = hoistDefinitions(envelope, '#/components/schemas/', shared);
   }
@@ -104,5 +112,5 @@ export function addEventCatalogue(document: Document): void {
     }
     schemas[name] = schema;
   }
-  document.webhooks = Object.fromEntries(EVENT_DEFINITIONS.map((d) => [d.type, operation(d)]));
+  document.webhooks = Object.fromEntries(definitions.map((d) => [d.type, operation(d)]));
 }

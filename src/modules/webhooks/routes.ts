@@ -256,6 +256,7 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
           at: ctx.clock.now(),
           ...(request.query.sent_to ? { sentTo: request.query.sent_to } : {}),
           ...(request.query.audience ? { audience: request.query.audience } : {}),
+          ...(request.query.api_version ? { apiVersion: request.query.api_version } : {}),
         });
       },
     );

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { Id, Nullable, PageQuery, Timestamp } from '../../http/schemas.ts';
+import { API_VERSIONS } from '../shipments/events.ts';
 import { MAX_CUSTOM_HEADERS, MAX_HEADER_VALUE, RATE_LIMIT_MAX } from './controls.ts';
 import { DELIVERY_STATUSES } from './deliveries.ts';
 import { AUDIENCES, RECEIVERS } from './event-schema.ts';
@@ -92,8 +93,15 @@ const DestinationSchema = Type.Object(
 
 export const EndpointIdParams = Type.Object({ id: Id(64) }, { additionalProperties: false });
 
+const ApiVersionName = Type.Enum(API_VERSIONS, {
+  type: 'string',
+  description:
+    'The event version of its messages (docs/api.md, Versioning): new endpoints get the latest unless they ask; existing ones keep 2026-11-01',
+});
+
 export const CreateEndpointBody = Type.Object(
   {
+    api_version: Type.Optional(ApiVersionName),
     url: Type.Optional(Url),
     destination: Type.Optional(DestinationInput),
     event_types: EventTypeList,
@@ -107,6 +115,7 @@ export const CreateEndpointBody = Type.Object(
 export const UpdateEndpointBody = Type.Object(
   {
     enabled: Type.Optional(Type.Boolean()),
+    api_version: Type.Optional(ApiVersionName),
     url: Type.Optional(Url),
     destination: Type.Optional(DestinationInput),
     event_types: Type.Optional(EventTypeList),
@@ -126,6 +135,7 @@ export const EndpointSchema = Type.Object(
     destination: DestinationSchema,
     description: Nullable(Type.String()),
     event_types: Type.Array(Type.String()),
+    api_version: ApiVersionName,
     livemode: Type.Boolean(),
     enabled: Type.Boolean(),
     disabled_reason: Nullable(
@@ -205,7 +215,11 @@ export const EventTypeSchema = Type.Object(
 );
 
 export const EventTypesQuery = Type.Object(
-  { audience: Type.Optional(Receiver), sent_to: Type.Optional(Audience) },
+  {
+    audience: Type.Optional(Receiver),
+    sent_to: Type.Optional(Audience),
+    api_version: Type.Optional(ApiVersionName),
+  },
   { additionalProperties: false },
 );
 

@@ -33,7 +33,8 @@ describe('deliveries, test messages and replays', () => {
   }
 
   it('lists the event type catalogue with an example message of the real shipment shape', async () => {
-    const types = await get('/v1/webhook-event-types');
+    // 2026-11-01's list (tests/tracking/versions.test.ts: 2026-12-01's).
+    const types = await get('/v1/webhook-event-types?api_version=2026-11-01');
     expect(types.status).toBe(200);
     expect(types.body.data.map((t: Json) => [t.type, t.sent_to])).toEqual([
       ['shipment.created', 'webhook_endpoints'],
@@ -49,11 +50,20 @@ describe('deliveries, test messages and replays', () => {
       ['customer.redact', 'app_events_url'],
     ]);
     // What an endpoint can subscribe to, as clients read it before app events joined the list.
-    const subscribable = await get('/v1/webhook-event-types?sent_to=webhook_endpoints');
+    const subscribable = await get(
+      '/v1/webhook-event-types?sent_to=webhook_endpoints&api_version=2026-11-01',
+    );
     expect(subscribable.body.data.map((t: Json) => t.type)).toEqual(
       types.body.data.slice(0, 7).map((t: Json) => t.type),
     );
-    const shipment = await createShipment(w, company.liveToken);
+    const created = await createShipment(w, company.liveToken);
+    // The shipment of 2026-11-01, as that version's examples carry it.
+    const shipment = (
+      await call(w, 'GET', `/v1/shipments/${created.id}`, {
+        token: company.liveToken,
+        headers: { 'waybill-version': '2026-11-01' },
+      })
+    ).body;
     for (const entry of subscribable.body.data.filter((t: Json) => t.type.startsWith('shipment.'))) {
       expect(entry.description.length).toBeGreaterThan(10);
       expect(entry.example).toMatchObject({ type: entry.type, tenant_id: company.tenantId, livemode: true });

@@ -4,6 +4,7 @@ import { startWaybill, type TestWaybill } from '../../support/harness.ts';
 import { createEndpoint, createMerchant, type Receiver, startReceiver } from './support.ts';
 
 const ENDPOINT_FIELDS = [
+  'api_version',
   'created_at',
   'customer_account_id',
   'kind',

@@ -44,7 +44,9 @@ beforeAll(async () => {
   w = await startWaybill();
   receiver = await startReceiver();
   company = await createCompany(w);
-  const answer = await call(w, 'GET', '/v1/webhook-event-types', { token: company.liveToken });
+  const answer = await call(w, 'GET', '/v1/webhook-event-types?api_version=2026-11-01', {
+    token: company.liveToken,
+  });
   expect(answer.status).toBe(200);
   catalogue = answer.body.data;
 });
@@ -100,7 +102,12 @@ describe('GET /v1/webhook-event-types', () => {
   });
 
   it('publishes the very schemas every receiver in the test suite checks messages against', () => {
-    const checked = listEventTypes({ tenantId: company.tenantId, livemode: true, at: w.clock.now() }).data;
+    const checked = listEventTypes({
+      tenantId: company.tenantId,
+      livemode: true,
+      at: w.clock.now(),
+      apiVersion: '2026-11-01',
+    }).data;
     expect(catalogue.map((entry) => entry.schema)).toEqual(checked.map((entry) => entry.schema));
   });
 
