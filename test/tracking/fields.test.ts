@@ -217,6 +217,7 @@ describe('the tracking fields', () => {
       estimated_delivery,
       proof_of_delivery,
       latest_checkpoint,
+      tracking_url,
       ...rest
     } = shipment;
     expect(old.body).toEqual(rest);

@@ -90,7 +90,9 @@ describe('the MCP tools and the timeline', () => {
       const got = await client.callTool({ name: 'get_shipment', arguments: { id: shipment.id } });
       const { checkpoints, events, ...fields } = got.structuredContent as Json;
       const read = await call(w, 'GET', `/v1/shipments/${shipment.id}`, { token: company.testToken });
-      expect(fields).toEqual(read.body);
+      // The REST answer's tracking_url (issue 52) is the one field the tool leaves out.
+      const { tracking_url: _url, ...restFields } = read.body;
+      expect(fields).toEqual(restFields);
       expect(fields.carrier).toEqual({ code: 'dhl', name: 'DHL' });
       expect(checkpoints).toHaveLength(20);
       expect(checkpoints[0].message).toBe('scan 21');
