@@ -8,6 +8,7 @@ import type { OutboundTables } from '../modules/outbound/tables.ts';
 import type { PrivacyTables } from '../modules/privacy/tables.ts';
 import type { ShipmentsTables } from '../modules/shipments/tables.ts';
 import type { StoreTables } from '../modules/store/tables.ts';
+import type { WebTables } from '../web/tables.ts';
 
 /**
  * Every table, gathered from the module that owns it. Each tables.ts holds types only and imports
@@ -23,4 +24,5 @@ export interface Database
     ConsoleTables,
     OutboundTables,
     AppsTables,
-    MailTables {}
+    MailTables,
+    WebTables {}

@@ -1,11 +1,26 @@
 import type { FastifyReply } from 'fastify';
+import type { Flash } from './flash.ts';
 import { html, type SafeHtml } from './html.ts';
 
 export interface LayoutOptions {
   title: string;
   /** The navigation bar, for signed-in pages. */
   nav?: SafeHtml | null;
-  flash?: { kind: 'ok' | 'error'; message: string } | null;
+  flash?: Flash | null;
+}
+
+/** The one-time message on top of a page; a secret shown once below it, to copy now. */
+export function flashBlock(flash: Flash | null | undefined): SafeHtml | '' {
+  if (!flash) return '';
+  const role = 'status';
+  const secrets = flash.secrets ?? [];
+  const secret = secrets.length
+    ? html`<div class="secret-once"><p><strong>Copy it now.</strong> ${flash.note ?? ''}</p>${secrets.map(
+        (s, i) =>
+          html`<p><label for="secret-${i}">${s.label}</label><br><input class="copy secret" id="secret-${i}" readonly value="${s.value}"></p>`,
+      )}</div>`
+    : '';
+  return html`<div class="flash ${flash.kind}" role="${role}"><p>${flash.message}</p>${secret}</div>`;
 }
 
 /** Every page's frame: one stylesheet, a viewport for phones, no script. */
@@ -21,7 +36,7 @@ export function layout(options: LayoutOptions, body: SafeHtml): SafeHtml {
 <body>
 <header class="top"><a class="brand" href="/dashboard">Waybill</a>${options.nav ?? ''}</header>
 <main>
-${options.flash ? html`<p class="flash ${options.flash.kind}" role="status">${options.flash.message}</p>` : ''}
+${flashBlock(options.flash)}
 ${body}
 </main>
 </body>

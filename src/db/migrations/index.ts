@@ -46,6 +46,7 @@ import * as deliveryRows from './0080_delivery_rows.ts';
 import * as linesFollowTenant from './0081_lines_follow_tenant.ts';
 import * as claimRateLimitsApart from './0082_claim_rate_limits_apart.ts';
 import * as claimGenericPlan from './0083_claim_generic_plan.ts';
+import * as pageFlashes from './0095_page_flashes.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -96,4 +97,5 @@ export const migrations: Record<string, Migration> = {
   '0081_lines_follow_tenant': linesFollowTenant,
   '0082_claim_rate_limits_apart': claimRateLimitsApart,
   '0083_claim_generic_plan': claimGenericPlan,
+  '0095_page_flashes': pageFlashes,
 };

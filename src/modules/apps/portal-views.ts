@@ -1,4 +1,5 @@
 import type { FieldError } from '../../lib/errors.ts';
+import type { Flash } from '../../web/flash.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField, layout } from '../../web/layout.ts';
 import { SCOPE_DESCRIPTIONS, SCOPES } from '../accounts/roles.ts';
@@ -8,7 +9,7 @@ import type { AppVersion } from './versions.ts';
 /** The developer portal's pages. They need a signed-in person, not a company, so they use the plain layout. */
 export interface PortalPage {
   csrf: string;
-  flash?: { kind: 'ok' | 'error'; message: string } | null;
+  flash?: Flash | null;
 }
 
 export function portalPage(page: PortalPage, title: string, body: SafeHtml): SafeHtml {

@@ -1,6 +1,7 @@
 import type { Page } from '../../lib/paging.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
+import { confirmLink } from '../../web/pages/confirm.ts';
 import { MAX_CUSTOM_HEADERS, RATE_LIMIT_MAX } from './controls.ts';
 import type { Delivery, DeliveryDetail, DeliveryStatus } from './deliveries.ts';
 import { DELIVERY_STATUSES } from './deliveries.ts';
@@ -288,12 +289,12 @@ ${
 }
 <div class="row">
 ${actionButton(csrf, `${base}/secret`, 'Reveal secret')}
-${actionButton(csrf, `${base}/rotate-secret`, 'Rotate secret')}
+${confirmLink(`${base}/rotate-secret`, 'Rotate secret', 'secondary')}
 </div>
 </section>
 ${deliveryTable(endpoint, deliveries, status)}
 <section class="card" aria-label="Delete">
-${actionButton(csrf, `${base}/delete`, 'Delete endpoint', 'danger')}
+${confirmLink(`${base}/delete`, 'Delete endpoint')}
 </section>`;
 }
 

@@ -2,43 +2,33 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../lib/errors.ts';
 import { type DashboardView, dashboardPage } from '../dashboard.ts';
+import { type Flash, leaveFlash, type ShownSecret, takeFlash } from '../flash.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { layout, sendPage } from '../layout.ts';
 
-export type Flash = { kind: 'ok' | 'error'; message: string };
+export type { Flash } from '../flash.ts';
 
 /** A posted form as @fastify/formbody parses it: repeated fields arrive as arrays. */
 export type Form = Record<string, string | string[] | undefined>;
 
-const FLASH_COOKIE = 'waybill_flash';
-
-/** Leaves a one-time message for the page a redirect lands on (post, redirect, get). */
+/**
+ * Leaves a one-time message (and maybe a secret shown once) for the page a redirect lands on,
+ * then answers 303 to it (post, redirect, get): a reload repeats nothing.
+ */
 export async function redirectWithFlash(
   ctx: AppContext,
   reply: FastifyReply,
   path: string,
   message: string,
+  extra: { kind?: 'ok' | 'error'; secrets?: ShownSecret[]; note?: string } = {},
 ): Promise<FastifyReply> {
-  reply.setCookie(FLASH_COOKIE, JSON.stringify({ kind: 'ok', message }), {
-    path: '/',
-    httpOnly: true,
-    sameSite: 'lax',
-    secure: ctx.config.secureCookies,
-    maxAge: 60,
+  await leaveFlash(ctx, reply, {
+    kind: extra.kind ?? 'ok',
+    message,
+    secrets: extra.secrets ?? [],
+    note: extra.note ?? null,
   });
   return reply.redirect(path, 303);
-}
-
-function takeFlash(request: FastifyRequest, reply: FastifyReply): Flash | null {
-  const value = request.cookies[FLASH_COOKIE];
-  if (!value) return null;
-  reply.clearCookie(FLASH_COOKIE, { path: '/' });
-  try {
-    const flash = JSON.parse(value) as Partial<Flash>;
-    return typeof flash.message === 'string' ? { kind: 'ok', message: flash.message.slice(0, 300) } : null;
-  } catch {
-    return null;
-  }
 }
 
 export interface PageOptions {
@@ -50,16 +40,17 @@ export interface PageOptions {
 }
 
 /** Sends a dashboard page with the pending one-time message, or the given error, on top. */
-export function showPage(
+export async function showPage(
+  ctx: AppContext,
   request: FastifyRequest,
   reply: FastifyReply,
   view: DashboardView,
   options: PageOptions,
   body: SafeHtml,
-): FastifyReply {
+): Promise<FastifyReply> {
   const flash: Flash | null = options.error
     ? { kind: 'error', message: options.error }
-    : takeFlash(request, reply);
+    : await takeFlash(ctx, request, reply);
   return sendPage(
     reply,
     dashboardPage(view, { title: options.title, path: options.path, flash }, body),
