@@ -9,7 +9,6 @@ import type { WebhookEndpoint } from './endpoints.ts';
 import { EVENT_TYPES } from './event-types.ts';
 import { failingWarning, healthCard, percent } from './pages-health.ts';
 import type { EndpointHealth, EndpointStats } from './stats.ts';
-import type { TestSendResult } from './test-send.ts';
 
 /** A receiver's answer as shown to people: control characters (NUL included) as their visible symbols. */
 export function printable(text: string | null): string {
@@ -153,25 +152,11 @@ ${EVENT_TYPES.map(
 
 export interface EndpointPageExtras {
   secret?: { value: string; note: string } | null;
-  test?: TestSendResult | null;
 }
 
 export interface EndpointHealthView {
   stats: EndpointStats;
   now: Date;
-}
-
-function testResult(result: TestSendResult): SafeHtml {
-  const answer =
-    result.status_code === null && result.error !== null
-      ? `No answer (${result.error})`
-      : answerLabel(result);
-  return html`<section class="card" aria-label="Test result">
-<h2>Test message sent</h2>
-<p><strong>${answer}</strong> in ${result.duration_ms} ms.
-<a href="/dashboard/webhooks/deliveries/${result.delivery_id}">See the message</a></p>
-<pre>${printable(result.response_body)}</pre>
-</section>`;
 }
 
 function actionButton(csrf: string, action: string, label: string, kind = 'secondary'): SafeHtml {
@@ -277,7 +262,6 @@ ${
 ${actionButton(csrf, `${base}/test`, 'Send a test message')}
 </div>
 </section>
-${extras.test ? testResult(extras.test) : ''}
 ${healthCard(endpoint.id, health.stats, health.now)}
 ${controlsCard(csrf, endpoint, health.now)}
 <section class="card" aria-label="Signing secret">

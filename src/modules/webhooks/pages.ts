@@ -15,6 +15,7 @@ import { updateEndpoint } from './endpoint-update.ts';
 import { type DeliveryControlsInput, getEndpoint, listEndpoints, type WebhookEndpoint } from './endpoints.ts';
 import { ENDPOINT_ACTIONS } from './pages-actions.ts';
 import {
+  answerLabel,
   deliveryPage,
   type EndpointForm,
   type EndpointPageExtras,
@@ -36,7 +37,9 @@ interface Answer {
 
 function testSummary(result: TestSendResult): string {
   const answer =
-    result.status_code === null ? `no answer (${result.error ?? 'unknown'})` : `HTTP ${result.status_code}`;
+    result.status_code === null && result.error !== null
+      ? `no answer (${result.error})`
+      : answerLabel(result);
   return `Test message sent: ${answer} in ${result.duration_ms} ms.`;
 }
 
