@@ -14,6 +14,8 @@ export interface Flash {
 export interface ShownSecret {
   label: string;
   value: string;
+  /** The copy field's name, for a script that reads the page. */
+  name?: string;
 }
 
 const FLASH_COOKIE = 'waybill_flash';

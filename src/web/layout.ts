@@ -17,7 +17,7 @@ export function flashBlock(flash: Flash | null | undefined): SafeHtml | '' {
   const secret = secrets.length
     ? html`<div class="secret-once"><p><strong>Copy it now.</strong> ${flash.note ?? ''}</p>${secrets.map(
         (s, i) =>
-          html`<p><label for="secret-${i}">${s.label}</label><br><input class="copy secret" id="secret-${i}" readonly value="${s.value}"></p>`,
+          html`<p><label for="secret-${i}">${s.label}</label><br><input class="copy secret" id="secret-${i}"${s.name ? html` name="${s.name}"` : ''} value="${s.value}" readonly></p>`,
       )}</div>`
     : '';
   return html`<div class="flash ${flash.kind}" role="${role}"><p>${flash.message}</p>${secret}</div>`;

@@ -26,7 +26,7 @@ describe('dashboard API tokens and members', () => {
     expect(created.location).toBe('/dashboard/api-tokens');
     const shown = await client.follow(created);
     expect(shown.text).toContain('shown only once');
-    const secret = /readonly value="(sk_test_\w+)"/.exec(shown.text)?.[1] ?? '';
+    const secret = /value="(sk_test_\w+)" readonly/.exec(shown.text)?.[1] ?? '';
     expect(secret).not.toBe('');
     // A reload shows the list, not the secret again, and makes no second token.
     const reloaded = await client.get('/dashboard/api-tokens');

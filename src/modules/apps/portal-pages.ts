@@ -6,6 +6,7 @@ import { type Flash, takeFlash } from '../../web/flash.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { sendPage } from '../../web/layout.ts';
 import { redirectWithFlash } from '../../web/pages/common.ts';
+import { confirmationBody } from '../../web/pages/confirm.ts';
 import { appOverview } from '../console/pages.ts';
 import { manifestToml } from './manifest.ts';
 import {
@@ -137,7 +138,7 @@ export function portalPages(ctx: AppContext): FastifyPluginAsync {
             `/developer/apps/${created.id}`,
             `${created.name} is registered.`,
             {
-              secrets: secrets.map(({ label, value }) => ({ label, value })),
+              secrets,
               note: 'Keep them in your app now: the client secret is shown only once.',
             },
           );
@@ -176,18 +177,56 @@ export function portalPages(ctx: AppContext): FastifyPluginAsync {
       }),
     );
 
+    /** Rotating a secret asks once more, on a page that changes nothing. */
+    const rotations = {
+      'client-secret': (found: App) => ({
+        question: `Rotate the client secret of ${found.name}?`,
+        lost: [
+          'The current client secret stops working at once: token requests with it are refused.',
+          'The new one is shown once; put it in your app right away.',
+        ],
+      }),
+      'events-secret': (found: App) => ({
+        question: `Rotate the events secret of ${found.name}?`,
+        lost: [
+          'Messages to your events URL are signed with the new secret from now on.',
+          'The previous secret keeps signing too for 24 hours: update your receiver before then.',
+        ],
+      }),
+    };
+    for (const [secret, question] of Object.entries(rotations)) {
+      app.get<AppRoute>(
+        `/developer/apps/:id/${secret}/rotate`,
+        hide,
+        page<AppRoute>(async (userId, csrf, request, reply) => {
+          const found = await getApp(ctx, userId, request.params.id);
+          const asked = question(found);
+          const body = confirmationBody(csrf, {
+            ...asked,
+            action: `/developer/apps/${found.id}/${secret}/rotate`,
+            confirm: 'Rotate secret',
+            back: `/developer/apps/${found.id}`,
+          });
+          return sendPage(reply, portalPage({ csrf }, asked.question, body));
+        }),
+      );
+    }
+    const unconfirmed = (body: Form | undefined) => body?.confirmed !== 'yes';
+
     app.post<AppRoute>(
       '/developer/apps/:id/client-secret/rotate',
       post,
       page<AppRoute>(async (userId, csrf, request, reply) => {
         const found = await getApp(ctx, userId, request.params.id);
+        if (unconfirmed(request.body))
+          return reply.redirect(`/developer/apps/${found.id}/client-secret/rotate`, 303);
         if (found.kind !== 'confidential')
           return showDetail(reply, csrf, found, [
             { path: '/kind', message: 'a public app has no client secret' },
           ]);
         const { client_secret } = await rotateClientSecret(ctx, userId, found.id);
         return redirectWithFlash(ctx, reply, `/developer/apps/${found.id}`, 'Client secret rotated.', {
-          secrets: [{ label: 'New client secret', value: client_secret }],
+          secrets: [{ label: 'New client secret', value: client_secret, name: 'client_secret' }],
           note: 'It is shown only once; the previous one no longer works.',
         });
       }),
@@ -225,9 +264,11 @@ export function portalPages(ctx: AppContext): FastifyPluginAsync {
       post,
       page<AppRoute>(async (userId, _csrf, request, reply) => {
         const found = await getApp(ctx, userId, request.params.id);
+        if (unconfirmed(request.body))
+          return reply.redirect(`/developer/apps/${found.id}/events-secret/rotate`, 303);
         const { secret } = await rotateEventsSecret(ctx, userId, found.id);
         return redirectWithFlash(ctx, reply, `/developer/apps/${found.id}`, 'Events secret rotated.', {
-          secrets: [{ label: 'New events secret', value: secret }],
+          secrets: [{ label: 'New events secret', value: secret, name: 'events_secret' }],
           note: 'You can reveal it again on this page.',
         });
       }),

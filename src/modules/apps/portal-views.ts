@@ -129,15 +129,13 @@ ${overview}
 <div class="stack">${copyField('Client id', app.client_id, 'client_id')}${copyField('Install link (share it with companies)', app.install_url, 'install_url')}</div>
 ${
   app.kind === 'confidential'
-    ? html`<form class="inline" method="post" action="/developer/apps/${app.id}/client-secret/rotate">${csrfField(page.csrf)}
-<button class="danger" type="submit">Rotate the client secret</button> <span class="muted">The old secret stops working at once.</span></form>`
+    ? html`<p><a class="button danger" href="/developer/apps/${app.id}/client-secret/rotate">Rotate the client secret</a> <span class="muted">The old secret stops working at once.</span></p>`
     : html`<p class="muted">A public app has no client secret: it relies on PKCE.</p>`
 }
 </section>
 <section class="card"><h2>Events secret</h2>
 <p><a class="button secondary" href="/developer/apps/${app.id}/events-secret">Reveal the events secret</a></p>
-<form class="inline" method="post" action="/developer/apps/${app.id}/events-secret/rotate">${csrfField(page.csrf)}
-<button class="secondary" type="submit">Rotate the events secret</button> <span class="muted">The previous secret keeps signing for 24 hours.</span></form>
+<p><a class="button secondary" href="/developer/apps/${app.id}/events-secret/rotate">Rotate the events secret</a> <span class="muted">The previous secret keeps signing for 24 hours.</span></p>
 </section>
 <section class="card"><h2>App events</h2>
 <p class="muted">What was sent to your events URL (app.uninstalled, privacy requests), with each attempt; replay or send a test.</p>
