@@ -1,7 +1,8 @@
 import type { FieldError } from '../../lib/errors.ts';
+import { outsidePlaces } from '../../web/dashboard.ts';
 import type { Flash } from '../../web/flash.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
-import { csrfField, layout } from '../../web/layout.ts';
+import { csrfField, headerTools, layout, placesNav } from '../../web/layout.ts';
 import { SCOPE_DESCRIPTIONS, SCOPES } from '../accounts/roles.ts';
 import type { App } from './service.ts';
 import type { AppVersion } from './versions.ts';
@@ -13,9 +14,8 @@ export interface PortalPage {
 }
 
 export function portalPage(page: PortalPage, title: string, body: SafeHtml): SafeHtml {
-  const nav = html`<nav aria-label="Main"><a href="/dashboard">Dashboard</a><a href="/developer/apps" aria-current="page">Developer</a></nav>
-<form class="inline" method="post" action="/signout">${csrfField(page.csrf)}<button class="secondary" type="submit">Sign out</button></form>`;
-  return layout({ title, nav, flash: page.flash ?? null }, body);
+  const nav = placesNav(outsidePlaces(false, '/developer'));
+  return layout({ title, nav, tools: headerTools(page.csrf), flash: page.flash ?? null }, body);
 }
 
 /** A secret or link to copy: a readonly field, selectable in one click, with no script. */

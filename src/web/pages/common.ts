@@ -4,7 +4,7 @@ import { AppError } from '../../lib/errors.ts';
 import { type DashboardView, dashboardPage } from '../dashboard.ts';
 import { type Flash, leaveFlash, type ShownSecret, takeFlash } from '../flash.ts';
 import { html, type SafeHtml } from '../html.ts';
-import { layout, sendPage } from '../layout.ts';
+import { layout, placesNav, sendPage } from '../layout.ts';
 
 export type { Flash } from '../flash.ts';
 
@@ -73,13 +73,27 @@ export function errorPage(error: AppError): SafeHtml {
       ? 'It does not exist, or it belongs to a company, merchant account or mode you are not viewing.'
       : error.message;
   return layout(
-    { title: heading },
-    html`<section class="card narrow">
+    { title: heading, nav: placesNav(null) },
+    html`<section class="card narrow error-page">
+<p class="muted">Error ${error.status}</p>
 <h1>${heading}</h1>
 <p>${detail}</p>
-<p><a class="button secondary" href="/dashboard">Back to the dashboard</a></p>
+<p class="row"><a class="button" href="/dashboard">Back to the dashboard</a> <a class="button secondary" href="/developer/apps">Developer portal</a></p>
 </section>`,
   );
+}
+
+/** The paths of pages people read: their errors are pages too, never problem JSON. */
+const PAGE_PATH = /^\/(dashboard|developer|review)(\/|$|\?)/;
+
+/**
+ * The app-wide error handler's answer for pages (http/errors.ts): a 403, 404 or 500 of a
+ * dashboard, developer portal or review console address is a page with a way back. A refused
+ * form's CSRF check is one too. Any other address gets the problem details it always had.
+ */
+export function pageErrorAnswer(request: FastifyRequest, reply: FastifyReply, error: AppError) {
+  if (!PAGE_PATH.test(request.url)) return undefined;
+  return sendErrorPage(request, reply, error);
 }
 
 /** Renders any error of a page as the friendly page; unknown ones are logged and leak nothing. */
