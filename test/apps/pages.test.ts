@@ -216,7 +216,17 @@ describe('the dashboard Apps page', () => {
       .execute();
     expect(stillThere).toHaveLength(1);
 
-    const removed = await browser.post(`/dashboard/apps/${installation.id}/uninstall`, page.text);
+    const question = await browser.post(`/dashboard/apps/${installation.id}/uninstall`, page.text);
+    expect(question.status).toBe(200);
+    const asked = await w.ctx.db
+      .selectFrom('installations')
+      .select('id')
+      .where('id', '=', installation.id)
+      .execute();
+    expect(asked).toHaveLength(1);
+    const removed = await browser.post(`/dashboard/apps/${installation.id}/uninstall`, question.text, {
+      confirmed: 'yes',
+    });
     expect(removed.status).toBe(303);
     expect(removed.location).toBe('/dashboard/apps?removed=1');
     const gone = await w.ctx.db
