@@ -184,6 +184,24 @@ describe.skipIf(!hasChromium)("the dashboard's manners in Chromium", () => {
     }
   });
 
+  it('searches the shipments list by tracking number, reference and recipient', async () => {
+    const order = await createShipment(w, company.testToken, {
+      recipient_name: 'Searchable Sam',
+      external_ref: 'order-1042',
+    });
+    await createShipment(w, company.testToken, { recipient_name: 'Other Olga' });
+    for (const q of [order.tracking_number, 'order-1042', 'Searchable']) {
+      await page.goto(`${w.url}/dashboard/shipments`);
+      await page.getByLabel('Search').fill(q);
+      await page.getByRole('button', { name: 'Search' }).click();
+      await page.waitForURL(/q=/);
+      const rows = await page.locator('tbody tr').allTextContents();
+      expect(rows).toHaveLength(1);
+      expect(rows[0]).toContain('Searchable Sam');
+      expect(rows[0]).toContain('order-1042');
+    }
+  });
+
   it('keeps the header to one row at 1280 px and a quarter of a 390 px screen, with no sideways scroll', async () => {
     for (const width of [1280, 390]) {
       const p = width === 1280 ? page : await signedIn(company.owner.email, width);
