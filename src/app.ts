@@ -47,6 +47,7 @@ import { addEventCatalogue } from './modules/webhooks/openapi-webhooks.ts';
 import { webhookPages } from './modules/webhooks/pages.ts';
 import { webhooksRoutes } from './modules/webhooks/routes.ts';
 import { registerCsrf } from './web/csrf.ts';
+import { pageErrorAnswer } from './web/pages/common.ts';
 import { webRoutes } from './web/routes.ts';
 import { registerCookieNames } from './web/session.ts';
 
@@ -68,7 +69,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   app.setValidatorCompiler(validatorCompiler);
   app.addSchema(Problem);
-  registerErrorHandling(app);
+  registerErrorHandling(app, pageErrorAnswer);
   registerHttpMetrics(app, ctx);
   registerInputGuards(app);
 

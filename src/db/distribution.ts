@@ -64,6 +64,7 @@ export const REFERENCE_TABLES = [
   'client_document_failures',
   'sign_in_delays',
   'sign_in_trust',
+  'page_flashes',
   'kysely_migration',
   'kysely_migration_lock',
 ] as const;

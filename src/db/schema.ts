@@ -10,6 +10,7 @@ import type { PrivacyTables } from '../modules/privacy/tables.ts';
 import type { RecipientsTables } from '../modules/recipients/tables.ts';
 import type { ShipmentsTables } from '../modules/shipments/tables.ts';
 import type { StoreTables } from '../modules/store/tables.ts';
+import type { WebTables } from '../web/tables.ts';
 
 /**
  * Every table, gathered from the module that owns it. Each tables.ts holds types only and imports
@@ -27,4 +28,5 @@ export interface Database
     AppsTables,
     MailTables,
     InboundTables,
-    RecipientsTables {}
+    RecipientsTables,
+    WebTables {}

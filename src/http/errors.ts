@@ -225,19 +225,31 @@ export function expectationHandler(request: IncomingMessage, response: ServerRes
   request.resume();
 }
 
-export function registerErrorHandling(app: FastifyInstance): void {
+/**
+ * Answers an error of a page a person reads (the dashboard, the developer portal, the review
+ * console) with a page in their shell instead of problem JSON; undefined for any other request.
+ */
+export type PageErrorAnswer = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  error: AppError,
+) => FastifyReply | Promise<FastifyReply> | undefined;
+
+export function registerErrorHandling(app: FastifyInstance, pageError?: PageErrorAnswer): void {
+  const answer = (request: FastifyRequest, reply: FastifyReply, known: AppError) =>
+    pageError?.(request, reply, known) ?? sendProblem(reply, known, request);
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const known = toAppError(error);
-    if (known) return sendProblem(reply, known, request);
+    if (known) return answer(request, reply, known);
     request.log.error({ err: error }, 'unhandled error');
     const internal = new AppError('internal', `Something went wrong (request ${request.id})`);
-    return sendProblem(reply, internal, request);
+    return answer(request, reply, internal);
   });
   app.setNotFoundHandler((request, reply) =>
-    sendProblem(
+    answer(
+      request,
       reply,
       new AppError('request.not_found', `No route ${request.method} ${request.url.split('?')[0]}`),
-      request,
     ),
   );
 }

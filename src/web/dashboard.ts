@@ -11,7 +11,7 @@ import {
 import { scopesOfRole } from '../modules/accounts/roles.ts';
 import { getPerson, type Person } from '../modules/accounts/users.ts';
 import { html, type SafeHtml } from './html.ts';
-import { csrfField, layout } from './layout.ts';
+import { csrfField, headerTools, layout, type PlaceGroup, type PlaceLink, placesNav } from './layout.ts';
 import { cookieName, type PageUser, pageUser, VIEW_COOKIE } from './session.ts';
 
 /** Where the signed-in person is looking: one company, maybe one merchant account, live or test data. */
@@ -133,6 +133,23 @@ export function signedInPage<R extends RouteGenericInterface>(
 }
 
 /**
+ * Where a person with no company lands (CONTRACT.md, "The dashboard's manners"): a reviewer on
+ * the review queue, a developer (someone with an app) on the developer portal, anyone else on the
+ * page that creates a company.
+ */
+export async function homeWithoutCompany(ctx: AppContext, userId: string): Promise<string> {
+  const person = await getPerson(ctx, userId);
+  if (person.is_reviewer) return '/review';
+  const app = await ctx.db
+    .selectFrom('apps')
+    .select('id')
+    .where('developer_id', '=', userId)
+    .limit(1)
+    .executeTakeFirst();
+  return app ? '/developer/apps' : '/dashboard/companies/new';
+}
+
+/**
  * Resolves the dashboard view for a page request. Sends a redirect and answers null when the
  * person must sign in first, or has no company yet (to the page that creates one).
  */
@@ -147,7 +164,7 @@ export async function dashboardView(
   const stored = readStoredView(request);
   const membership = memberships.find((m) => m.tenant_id === stored.tenantId) ?? memberships[0];
   if (!membership) {
-    await reply.redirect('/dashboard/companies/new', 303);
+    await reply.redirect(await homeWithoutCompany(ctx, user.userId), 303);
     return null;
   }
   const sameCompany = stored.tenantId === membership.tenant_id;
@@ -184,38 +201,74 @@ export async function dashboardView(
   };
 }
 
-/** Company members of a company with merchant accounts may look at one account at a time. */
-function accountSelect(view: DashboardView): SafeHtml | '' {
-  if (view.customerAccounts.length === 0) return '';
-  return html`<select name="account" aria-label="Merchant account">
-<option value="">All merchant accounts</option>${view.customerAccounts.map(
-    (a) =>
-      html`<option value="${a.id}"${a.id === view.customerAccountId ? html` selected` : ''}>${a.name}</option>`,
-  )}</select>`;
+function switchHref(tenant: string, current: string, extra: Record<string, string> = {}): string {
+  const query = new URLSearchParams({ tenant, ...extra, return_to: current });
+  return `/dashboard/switch?${query.toString()}`;
 }
 
-function navBar(view: DashboardView, current: string): SafeHtml {
-  const items = dashboardNav.filter((item) => !item.visible || item.visible(view));
-  return html`<nav aria-label="Main">${items.map(
-    (item) =>
-      html`<a href="${item.href}"${current.startsWith(item.href) ? html` aria-current="page"` : ''}>${item.label}</a>`,
-  )}</nav>
-<form class="inline switcher" method="get" action="/dashboard/switch">
-<label class="sr-only" for="view-tenant">Company</label>
-<select id="view-tenant" name="tenant" aria-label="Company">${view.memberships.map(
-    (m) =>
-      html`<option value="${m.tenant_id}"${m.tenant_id === view.tenantId ? html` selected` : ''}>${m.company_name}${
-        m.customer_account_name ? ` · ${m.customer_account_name}` : ''
-      }</option>`,
-  )}</select>
-${accountSelect(view)}<select name="mode" aria-label="Data">
-<option value="live"${view.livemode ? html` selected` : ''}>Live data</option>
-<option value="test"${view.livemode ? '' : html` selected`}>Test data</option>
-</select>
-<input type="hidden" name="return_to" value="${current}">
-<button class="secondary" type="submit">Switch</button>
-</form>
-<form class="inline" method="post" action="/signout">${csrfField(view.csrf)}<button class="secondary" type="submit">Sign out</button></form>`;
+/**
+ * The person's places: each company (the one in view with its pages and merchant accounts), the
+ * developer portal, and the review console for reviewers. The same sidebar frames every page.
+ */
+export function dashboardPlaces(view: DashboardView, current: string): PlaceGroup[] {
+  const items = dashboardNav
+    .filter((item) => !item.visible || item.visible(view))
+    .filter((item) => item.href.startsWith('/dashboard'));
+  const accounts: PlaceLink[] = view.customerAccounts.length
+    ? [
+        {
+          href: switchHref(view.tenantId, current, { account: '', mode: view.livemode ? 'live' : 'test' }),
+          label: 'All merchant accounts',
+          current: view.customerAccountId === null,
+        },
+        ...view.customerAccounts.map((a) => ({
+          href: switchHref(view.tenantId, current, { account: a.id, mode: view.livemode ? 'live' : 'test' }),
+          label: a.name,
+          current: a.id === view.customerAccountId,
+        })),
+      ]
+    : [];
+  const companies: PlaceLink[] = view.memberships.map((m) =>
+    m.tenant_id === view.tenantId
+      ? {
+          href: '/dashboard/shipments',
+          label: `${m.company_name}${m.customer_account_name ? ` · ${m.customer_account_name}` : ''}`,
+          children: items.map((item) => ({
+            href: item.href,
+            label: item.label,
+            current: current.startsWith(item.href),
+          })),
+        }
+      : { href: switchHref(m.tenant_id, '/dashboard/shipments'), label: m.company_name },
+  );
+  const groups: PlaceGroup[] = [{ heading: 'Companies', links: companies }];
+  if (accounts.length) groups.push({ heading: 'Merchant account', links: accounts });
+  groups.push(...personPlaces(view.person.is_reviewer, current));
+  return groups;
+}
+
+/** The sidebar of a page outside a company's view (developer portal, review console). */
+export function outsidePlaces(isReviewer: boolean, current: string): PlaceGroup[] {
+  return [
+    { heading: 'Companies', links: [{ href: '/dashboard', label: 'Your companies' }] },
+    ...personPlaces(isReviewer, current),
+  ];
+}
+
+/** The places of a person beyond companies: the developer portal, the review console. */
+export function personPlaces(isReviewer: boolean, current: string): PlaceGroup[] {
+  const groups: PlaceGroup[] = [
+    {
+      heading: 'Developer',
+      links: [{ href: '/developer/apps', label: 'Your apps', current: current.startsWith('/developer') }],
+    },
+  ];
+  if (isReviewer)
+    groups.push({
+      heading: 'Review',
+      links: [{ href: '/review', label: 'Review queue', current: current.startsWith('/review') }],
+    });
+  return groups;
 }
 
 /** Told on every dashboard page until the address is confirmed: what waits for it, and a new link. */
@@ -230,11 +283,28 @@ export function dashboardPage(
   options: { title: string; path: string; flash?: { kind: 'ok' | 'error'; message: string } | null },
   body: SafeHtml,
 ): SafeHtml {
+  // Company-wide pages (members, tokens, privacy) act on live data whatever the switch says.
   const banner = view.livemode
     ? ''
-    : html`<p class="flash test-mode" role="note">Viewing test data: nothing here touches live shipments.</p>`;
+    : html`<p class="flash test-mode" role="note">Viewing test data: shipments, events and webhooks shown are test ones. Members, API tokens and privacy requests are the company's, live included.</p>`;
+  const mode = {
+    live: view.livemode,
+    liveHref: switchHref(view.tenantId, options.path, {
+      mode: 'live',
+      account: view.customerAccountId ?? '',
+    }),
+    testHref: switchHref(view.tenantId, options.path, {
+      mode: 'test',
+      account: view.customerAccountId ?? '',
+    }),
+  };
   return layout(
-    { title: options.title, nav: navBar(view, options.path), flash: options.flash ?? null },
+    {
+      title: options.title,
+      nav: placesNav(dashboardPlaces(view, options.path)),
+      tools: headerTools(view.csrf, mode),
+      flash: options.flash ?? null,
+    },
     html`${banner}${view.person.email_verified ? '' : unverifiedBanner(view)}${body}`,
   );
 }

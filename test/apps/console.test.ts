@@ -52,9 +52,17 @@ async function uninstallWithReason(company: CompanyFixture, reason: string, word
   await browser.signIn(company.owner.email, PASSWORD);
   const page = await browser.get('/dashboard/apps');
   expect(page.text).toContain('Why are you uninstalling Label Loop?');
-  const removed = await browser.post(`/dashboard/apps/${installation.id}/uninstall`, page.text, {
+  // The first click asks once more, carrying the reason on; confirming uninstalls.
+  const question = await browser.post(`/dashboard/apps/${installation.id}/uninstall`, page.text, {
     reason,
     reason_text: words,
+  });
+  expect(question.status).toBe(200);
+  expect(question.text).toContain('Uninstall Label Loop?');
+  const removed = await browser.post(`/dashboard/apps/${installation.id}/uninstall`, question.text, {
+    reason,
+    reason_text: words,
+    confirmed: 'yes',
   });
   expect(removed.status).toBe(303);
 }
@@ -251,6 +259,9 @@ describe.skipIf(!hasChromium)('the developer console page, in Chromium', () => {
     await company.getByText('Uninstall', { exact: true }).click();
     await company.getByLabel(/Why are you uninstalling Label Loop/).selectOption('too_expensive');
     await company.getByLabel('Anything to add?').fill('Cheaper elsewhere');
+    await company.getByRole('button', { name: 'Uninstall Label Loop' }).click();
+    // The second question, on its own page; confirming uninstalls.
+    await company.getByRole('heading', { name: 'Uninstall Label Loop?' }).waitFor();
     await company.getByRole('button', { name: 'Uninstall Label Loop' }).click();
     await company.getByText('The app was uninstalled.').waitFor();
 

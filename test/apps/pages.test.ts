@@ -57,8 +57,11 @@ describe('developer portal pages', () => {
       await w.ctx.db.selectFrom('apps').select('id').where('developer_id', '=', person.id).execute(),
     ).toEqual([]);
 
-    const created = await browser.post('/developer/apps', invalid.text, registration);
-    expect(created.status).toBe(201);
+    const posted = await browser.post('/developer/apps', invalid.text, registration);
+    // Post, redirect, get: the secrets travel in a one-time flash; a reload shows them no more.
+    expect(posted.status).toBe(303);
+    const created = await browser.get(posted.location as string);
+    expect(created.status).toBe(200);
     const clientId = fieldValue(created.text, 'client_id') as string;
     const secret = fieldValue(created.text, 'client_secret') as string;
     expect(clientId).toMatch(/^app_/);
@@ -85,7 +88,15 @@ describe('developer portal pages', () => {
     expect(detail.text).not.toContain(secret);
     expect(fieldValue(detail.text, 'install_url')).toBe(`${w.ctx.config.webUrl}/apps/${clientId}/install`);
 
-    const rotated = await browser.post(`/developer/apps/${clientId}/client-secret/rotate`, detail.text);
+    // Rotating asks once more; the first click changes nothing.
+    const question = await browser.get(`/developer/apps/${clientId}/client-secret/rotate`);
+    expect(question.text).toContain('stops working at once');
+    expect(verifyClientSecret((await findAppByClientId(w.ctx, clientId)) as never, secret)).toBe(true);
+    const rotatedAt = await browser.post(`/developer/apps/${clientId}/client-secret/rotate`, question.text, {
+      confirmed: 'yes',
+    });
+    expect(rotatedAt.status).toBe(303);
+    const rotated = await browser.get(rotatedAt.location as string);
     expect(rotated.status).toBe(200);
     const newSecret = fieldValue(rotated.text, 'client_secret') as string;
     expect(newSecret).toMatch(/^aps_/);
@@ -126,7 +137,14 @@ describe('developer portal pages', () => {
 
     const revealed = await browser.get(`/developer/apps/${app.id}/events-secret`);
     expect(fieldValue(revealed.text, 'events_secret')).toBe(app.events_secret);
-    const rotated = await browser.post(`/developer/apps/${app.id}/events-secret/rotate`, revealed.text);
+    const question = await browser.get(`/developer/apps/${app.id}/events-secret/rotate`);
+    expect(question.text).toContain('Rotate the events secret of');
+    const skipped = await browser.post(`/developer/apps/${app.id}/events-secret/rotate`, revealed.text);
+    expect(skipped.location).toBe(`/developer/apps/${app.id}/events-secret/rotate`);
+    const rotatedAt = await browser.post(`/developer/apps/${app.id}/events-secret/rotate`, question.text, {
+      confirmed: 'yes',
+    });
+    const rotated = await browser.get(rotatedAt.location as string);
     const fresh = fieldValue(rotated.text, 'events_secret');
     expect(fresh).toMatch(/^whsec_/);
     expect(fresh).not.toBe(app.events_secret);
@@ -198,7 +216,17 @@ describe('the dashboard Apps page', () => {
       .execute();
     expect(stillThere).toHaveLength(1);
 
-    const removed = await browser.post(`/dashboard/apps/${installation.id}/uninstall`, page.text);
+    const question = await browser.post(`/dashboard/apps/${installation.id}/uninstall`, page.text);
+    expect(question.status).toBe(200);
+    const asked = await w.ctx.db
+      .selectFrom('installations')
+      .select('id')
+      .where('id', '=', installation.id)
+      .execute();
+    expect(asked).toHaveLength(1);
+    const removed = await browser.post(`/dashboard/apps/${installation.id}/uninstall`, question.text, {
+      confirmed: 'yes',
+    });
     expect(removed.status).toBe(303);
     expect(removed.location).toBe('/dashboard/apps?removed=1');
     const gone = await w.ctx.db

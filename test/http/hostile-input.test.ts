@@ -319,7 +319,7 @@ describe('pages', () => {
       scopes: 'shipments:read',
       kind: 'public',
     });
-    expect(registered.status, registered.text.slice(0, 300)).toBe(201);
+    expect(registered.status, registered.text.slice(0, 300)).toBe(303);
     const app = await w.ctx.db
       .selectFrom('apps')
       .select(['description', 'redirect_uris'])

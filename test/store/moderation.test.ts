@@ -67,8 +67,19 @@ describe('moderation of apps (suspend, delist, reinstate)', () => {
       .execute();
     expect(audit).toEqual([]);
 
-    // With a reason, the console suspends.
-    const done = await console.post(`/review/apps/${app.id}/suspend`, { reason: 'spam', submission_id: '' });
+    // With a reason, the console asks once more (nothing changes yet), then suspends.
+    const question = await console.post(`/review/apps/${app.id}/suspend`, {
+      reason: 'spam',
+      submission_id: '',
+    });
+    expect(question.status).toBe(200);
+    expect(question.text).toContain('Suspend this app?');
+    expect(await statusOf(app, developer)).toBe('private');
+    const done = await console.post(`/review/apps/${app.id}/suspend`, {
+      reason: 'spam',
+      submission_id: '',
+      confirmed: 'yes',
+    });
     expect(done.status).toBe(303);
     expect(await statusOf(app, developer)).toBe('suspended');
   });
@@ -91,7 +102,13 @@ describe('moderation of apps (suspend, delist, reinstate)', () => {
     expect(await statusOf(app, developer)).toBe('private');
     const console = await consoleOf(reviewer);
     expect(
-      (await console.post(`/review/apps/${app.id}/suspend`, { reason: 'x', submission_id: '' })).status,
+      (
+        await console.post(`/review/apps/${app.id}/suspend`, {
+          reason: 'x',
+          submission_id: '',
+          confirmed: 'yes',
+        })
+      ).status,
     ).toBe(403);
     expect(await statusOf(app, developer)).toBe('private');
 

@@ -162,7 +162,15 @@ describe('developer portal: App Store pages', () => {
     const live = await call(w, 'GET', `/v1/developer/apps/${app.id}`, { token: developer.token });
     expect(live.body.name).toBe(app.name);
 
-    const unpublished = await browser.follow(await browser.post(`/developer/apps/${app.id}/unpublish`, {}));
+    // Unpublishing asks first on its own page; the first click changes nothing.
+    const question = await browser.get(`/developer/apps/${app.id}/unpublish`);
+    expect(question.text).toContain(`Unpublish ${app.name}?`);
+    expect(
+      (await call(w, 'GET', `/v1/developer/apps/${app.id}`, { token: developer.token })).body.status,
+    ).toBe('published');
+    const unpublished = await browser.follow(
+      await browser.post(`/developer/apps/${app.id}/unpublish`, { confirmed: 'yes' }),
+    );
     expect(unpublished.text).toContain('The app is private now');
   });
 

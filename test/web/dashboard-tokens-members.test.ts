@@ -22,17 +22,28 @@ describe('dashboard API tokens and members', () => {
       mode: 'test',
       scopes: ['shipments:read', 'shipments:write'],
     });
-    expect(created.status).toBe(201);
-    expect(created.text).toContain('shown only once');
-    const secret = /class="secret">(sk_test_\w+)</.exec(created.text)?.[1] ?? '';
+    expect(created.status).toBe(303);
+    expect(created.location).toBe('/dashboard/api-tokens');
+    const shown = await client.follow(created);
+    expect(shown.text).toContain('shown only once');
+    const secret = /value="(sk_test_\w+)" readonly/.exec(shown.text)?.[1] ?? '';
     expect(secret).not.toBe('');
+    // A reload shows the list, not the secret again, and makes no second token.
+    const reloaded = await client.get('/dashboard/api-tokens');
+    expect(reloaded.text).not.toContain(secret);
     expect((await call(w, 'GET', '/v1/shipments', { token: secret })).status).toBe(200);
     const list = await client.get('/dashboard/api-tokens');
     expect(list.text).toContain('Warehouse');
     expect(list.text).not.toContain(secret);
     const tokenId =
-      /Warehouse<br>[^\n]*?action="\/dashboard\/api-tokens\/(tok_\w+)\/revoke"/.exec(list.text)?.[1] ?? '';
-    const revoked = await client.follow(await client.post(`/dashboard/api-tokens/${tokenId}/revoke`, {}));
+      /Warehouse<br>[^\n]*?href="\/dashboard\/api-tokens\/(tok_\w+)\/revoke"/.exec(list.text)?.[1] ?? '';
+    // The first click asks once more and changes nothing.
+    const question = await client.get(`/dashboard/api-tokens/${tokenId}/revoke`);
+    expect(question.text).toContain('Revoke the token Warehouse?');
+    expect((await call(w, 'GET', '/v1/shipments', { token: secret })).status).toBe(200);
+    const revoked = await client.follow(
+      await client.post(`/dashboard/api-tokens/${tokenId}/revoke`, { confirmed: 'yes' }),
+    );
     expect(revoked.text).toContain('Token revoked');
     expect((await call(w, 'GET', '/v1/shipments', { token: secret })).status).toBe(401);
   });

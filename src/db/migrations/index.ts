@@ -51,6 +51,7 @@ import * as tracking from './0086_tracking.ts';
 import * as eventVersions from './0087_event_versions.ts';
 import * as inboundSources from './0090_inbound_sources.ts';
 import * as recipients from './0092_recipients.ts';
+import * as pageFlashes from './0095_page_flashes.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -106,4 +107,5 @@ export const migrations: Record<string, Migration> = {
   '0087_event_versions': eventVersions,
   '0090_inbound_sources': inboundSources,
   '0092_recipients': recipients,
+  '0095_page_flashes': pageFlashes,
 };

@@ -19,6 +19,7 @@ import {
   requiredField,
   textField,
 } from '../../web/pages/common.ts';
+import { confirmationBody, confirmLink } from '../../web/pages/confirm.ts';
 import { formPost, pageGet } from '../../web/pages/page-routes.ts';
 
 const TOKENS = '/dashboard/api-tokens';
@@ -31,7 +32,7 @@ function accountName(view: DashboardView, id: string | null): string {
 function tokenRow(view: DashboardView, token: ApiToken) {
   const revoke = token.revoked_at
     ? html`<span class="badge bad">revoked ${formatTime(token.revoked_at)}</span>`
-    : html`<form class="inline" method="post" action="${TOKENS}/${encodeURIComponent(token.id)}/revoke">${csrfField(view.csrf)}<button class="danger" type="submit">Revoke</button></form>`;
+    : confirmLink(`${TOKENS}/${encodeURIComponent(token.id)}/revoke`, 'Revoke');
   return html`<tr><td>${token.name}<br><code>${token.token_hint}</code></td><td>${token.mode}${token.audience === 'mcp' ? html`<br><span class="badge">agents (/mcp)</span>` : ''}</td><td>${revoke}</td>
 <td>${token.scopes.join(' ')}</td><td>${accountName(view, token.customer_account_id)}</td><td>${formatTime(token.created_at)}</td><td>${formatTime(token.last_used_at) || 'never'}</td></tr>`;
 }
@@ -101,21 +102,42 @@ export function tokenPages(app: FastifyInstance, ctx: AppContext): void {
         scopes: scopes.filter(isScope),
         customer_account_id: textField(form, 'customer_account_id', 'Merchant account', 64),
       });
-      // The only time the secret is shown: an answer page, not a redirect that would carry it.
-      const body = html`<h1>Token created</h1>
-<section class="card">
-<p class="flash error" role="alert"><strong>Copy this token now.</strong> It is shown only once; Waybill keeps only a hash of it.</p>
-<p>${token.name} (${token.mode}, ${token.scopes.join(' ')})</p>
-<code class="secret">${token.token}</code>
-<p><a class="button secondary" href="${TOKENS}">Done</a></p>
-</section>`;
-      return { page: { title: 'Token created', path: TOKENS, status: 201 }, body };
+      // The only time the secret is shown: a one-time flash kept server-side, never in the URL.
+      return {
+        redirect: TOKENS,
+        message: `Token ${token.name} created (${token.mode}, ${token.scopes.join(' ')}).`,
+        secrets: [{ label: 'API token', value: token.token }],
+        note: 'It is shown only once; Waybill keeps only a hash of it.',
+      };
     },
+  });
+
+  pageGet<{ id: string }>(app, ctx, `${TOKENS}/:id/revoke`, async (view, { params }) => {
+    const tokens = await listApiTokens(ctx, view.user.userId, view.tenantId, { limit: 100 });
+    const token = tokens.data.find((t) => t.id === params.id && !t.revoked_at);
+    if (!token) throw new AppError('request.not_found', 'No such token, or it is revoked already');
+    const question = `Revoke the token ${token.name}?`;
+    const body = confirmationBody(view.csrf, {
+      question,
+      lost: [
+        `Every call with ${token.token_hint} answers 401 from now on: ${token.mode} data, ${token.scopes.join(' ')}.`,
+        `Last used: ${formatTime(token.last_used_at) || 'never'}. A revoked token cannot be turned back on; make a new one instead.`,
+      ],
+      action: `${TOKENS}/${encodeURIComponent(token.id)}/revoke`,
+      confirm: 'Revoke token',
+      back: TOKENS,
+    });
+    return { title: question, path: TOKENS, body };
   });
 
   formPost<{ id: string }>(app, ctx, `${TOKENS}/:id/revoke`, {
     retry: tokensPage,
-    async run(view, _form, { id }) {
+    async run(view, form, { id }) {
+      if (form.confirmed !== 'yes')
+        return {
+          redirect: `${TOKENS}/${encodeURIComponent(id)}/revoke`,
+          message: 'Revoking asks first: confirm below.',
+        };
       await revokeApiToken(ctx, view.user.userId, view.tenantId, id);
       return { redirect: TOKENS, message: 'Token revoked: calls with it now answer 401.' };
     },

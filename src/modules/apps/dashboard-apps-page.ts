@@ -4,6 +4,7 @@ import { AppError } from '../../lib/errors.ts';
 import { type DashboardView, dashboardPage, dashboardView } from '../../web/dashboard.ts';
 import { html } from '../../web/html.ts';
 import { csrfField, sendPage } from '../../web/layout.ts';
+import { confirmationBody } from '../../web/pages/confirm.ts';
 import { scopeList } from './install-page.ts';
 import {
   type Installation,
@@ -92,6 +93,26 @@ export function dashboardAppsPage(ctx: AppContext): FastifyPluginAsync {
             return Array.isArray(value) ? value[0] : value;
           };
           const reason = uninstallReason(field('reason') || undefined, field('reason_text'));
+          // Uninstalling asks once more, naming the app; the reason travels on in the form.
+          if (field('confirmed') !== 'yes') {
+            const installs = await listInstallations(ctx, view.user.userId, view.tenantId, { limit: 100 });
+            const inst = installs.data.find((i) => i.id === request.params.id);
+            if (!inst) throw new AppError('installation.not_found');
+            const question = `Uninstall ${inst.app_name}?`;
+            const body = confirmationBody(view.csrf, {
+              question,
+              lost: [
+                `${inst.app_name} loses its access at once: its tokens are refused.`,
+                'Its webhook endpoints here are deleted and receive nothing more.',
+                'Installing it again asks for your approval again.',
+              ],
+              action: `${PATH}/${encodeURIComponent(inst.id)}/uninstall`,
+              confirm: `Uninstall ${inst.app_name}`,
+              back: PATH,
+              fields: { reason: field('reason') ?? '', reason_text: field('reason_text') ?? '' },
+            });
+            return sendPage(reply, dashboardPage(view, { title: question, path: PATH }, body));
+          }
           await uninstallAsPerson(ctx, view.user.userId, view.tenantId, request.params.id, reason);
         } catch (error) {
           if (!(error instanceof AppError)) throw error;

@@ -2,8 +2,11 @@ import type { FastifyPluginAsync, FastifyReply, RouteGenericInterface } from 'fa
 import type { AppContext } from '../../context.ts';
 import { AppError, type FieldError } from '../../lib/errors.ts';
 import { type PageHandler, signedInPage } from '../../web/dashboard.ts';
+import { type Flash, takeFlash } from '../../web/flash.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { sendPage } from '../../web/layout.ts';
+import { redirectWithFlash } from '../../web/pages/common.ts';
+import { confirmationBody } from '../../web/pages/confirm.ts';
 import { appOverview } from '../console/pages.ts';
 import { manifestToml } from './manifest.ts';
 import {
@@ -72,13 +75,13 @@ export function portalPages(ctx: AppContext): FastifyPluginAsync {
       found: App,
       errors: FieldError[] = [],
       values?: AppFormValues,
-      flash?: string,
+      flash?: Flash | null,
       overview: SafeHtml | '' = '',
     ) =>
       sendPage(
         reply,
         appDetail(
-          { csrf, flash: flash ? { kind: 'ok', message: flash } : null },
+          { csrf, flash: flash ?? null },
           found,
           appForm(`/developer/apps/${found.id}`, csrf, values ?? found, errors, false),
           overview,
@@ -129,7 +132,16 @@ export function portalPages(ctx: AppContext): FastifyPluginAsync {
               value: created.client_secret,
               name: 'client_secret',
             });
-          return sendPage(reply, secretShownOnce({ csrf }, created, secrets), 201);
+          return redirectWithFlash(
+            ctx,
+            reply,
+            `/developer/apps/${created.id}`,
+            `${created.name} is registered.`,
+            {
+              secrets,
+              note: 'Keep them in your app now: the client secret is shown only once.',
+            },
+          );
         } catch (error) {
           if (!(error instanceof AppError)) throw error;
           const body = html`<h1>Register an app</h1>${appForm('/developer/apps', csrf, values, fieldErrors(error), true)}`;
@@ -142,10 +154,10 @@ export function portalPages(ctx: AppContext): FastifyPluginAsync {
       '/developer/apps/:id',
       hide,
       page<AppRoute>(async (userId, csrf, request, reply) => {
-        const saved = request.query.saved === '1';
         const found = await getApp(ctx, userId, request.params.id);
         const overview = await appOverview(ctx, userId, found.id);
-        return showDetail(reply, csrf, found, [], undefined, saved ? 'Saved.' : undefined, overview);
+        const flash = await takeFlash(ctx, request, reply);
+        return showDetail(reply, csrf, found, [], undefined, flash, overview);
       }),
     );
 
@@ -157,7 +169,7 @@ export function portalPages(ctx: AppContext): FastifyPluginAsync {
         const { kind: _kind, ...values } = formValues(request.body ?? {});
         try {
           await updateApp(ctx, userId, found.id, values);
-          return reply.redirect(`/developer/apps/${found.id}?saved=1`, 303);
+          return redirectWithFlash(ctx, reply, `/developer/apps/${found.id}`, 'Saved.');
         } catch (error) {
           if (!(error instanceof AppError)) throw error;
           return showDetail(reply, csrf, found, fieldErrors(error), values);
@@ -165,22 +177,58 @@ export function portalPages(ctx: AppContext): FastifyPluginAsync {
       }),
     );
 
+    /** Rotating a secret asks once more, on a page that changes nothing. */
+    const rotations = {
+      'client-secret': (found: App) => ({
+        question: `Rotate the client secret of ${found.name}?`,
+        lost: [
+          'The current client secret stops working at once: token requests with it are refused.',
+          'The new one is shown once; put it in your app right away.',
+        ],
+      }),
+      'events-secret': (found: App) => ({
+        question: `Rotate the events secret of ${found.name}?`,
+        lost: [
+          'Messages to your events URL are signed with the new secret from now on.',
+          'The previous secret keeps signing too for 24 hours: update your receiver before then.',
+        ],
+      }),
+    };
+    for (const [secret, question] of Object.entries(rotations)) {
+      app.get<AppRoute>(
+        `/developer/apps/:id/${secret}/rotate`,
+        hide,
+        page<AppRoute>(async (userId, csrf, request, reply) => {
+          const found = await getApp(ctx, userId, request.params.id);
+          const asked = question(found);
+          const body = confirmationBody(csrf, {
+            ...asked,
+            action: `/developer/apps/${found.id}/${secret}/rotate`,
+            confirm: 'Rotate secret',
+            back: `/developer/apps/${found.id}`,
+          });
+          return sendPage(reply, portalPage({ csrf }, asked.question, body));
+        }),
+      );
+    }
+    const unconfirmed = (body: Form | undefined) => body?.confirmed !== 'yes';
+
     app.post<AppRoute>(
       '/developer/apps/:id/client-secret/rotate',
       post,
       page<AppRoute>(async (userId, csrf, request, reply) => {
         const found = await getApp(ctx, userId, request.params.id);
+        if (unconfirmed(request.body))
+          return reply.redirect(`/developer/apps/${found.id}/client-secret/rotate`, 303);
         if (found.kind !== 'confidential')
           return showDetail(reply, csrf, found, [
             { path: '/kind', message: 'a public app has no client secret' },
           ]);
         const { client_secret } = await rotateClientSecret(ctx, userId, found.id);
-        return sendPage(
-          reply,
-          secretShownOnce({ csrf }, found, [
-            { label: 'New client secret (shown once)', value: client_secret, name: 'client_secret' },
-          ]),
-        );
+        return redirectWithFlash(ctx, reply, `/developer/apps/${found.id}`, 'Client secret rotated.', {
+          secrets: [{ label: 'New client secret', value: client_secret, name: 'client_secret' }],
+          note: 'It is shown only once; the previous one no longer works.',
+        });
       }),
     );
 
@@ -214,15 +262,15 @@ export function portalPages(ctx: AppContext): FastifyPluginAsync {
     app.post<AppRoute>(
       '/developer/apps/:id/events-secret/rotate',
       post,
-      page<AppRoute>(async (userId, csrf, request, reply) => {
+      page<AppRoute>(async (userId, _csrf, request, reply) => {
         const found = await getApp(ctx, userId, request.params.id);
+        if (unconfirmed(request.body))
+          return reply.redirect(`/developer/apps/${found.id}/events-secret/rotate`, 303);
         const { secret } = await rotateEventsSecret(ctx, userId, found.id);
-        return sendPage(
-          reply,
-          secretShownOnce({ csrf }, found, [
-            { label: 'New events secret', value: secret, name: 'events_secret' },
-          ]),
-        );
+        return redirectWithFlash(ctx, reply, `/developer/apps/${found.id}`, 'Events secret rotated.', {
+          secrets: [{ label: 'New events secret', value: secret, name: 'events_secret' }],
+          note: 'You can reveal it again on this page.',
+        });
       }),
     );
   };

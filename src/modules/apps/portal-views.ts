@@ -1,6 +1,8 @@
 import type { FieldError } from '../../lib/errors.ts';
+import { outsidePlaces } from '../../web/dashboard.ts';
+import type { Flash } from '../../web/flash.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
-import { csrfField, layout } from '../../web/layout.ts';
+import { csrfField, headerTools, layout, placesNav } from '../../web/layout.ts';
 import { SCOPE_DESCRIPTIONS, SCOPES } from '../accounts/roles.ts';
 import type { App } from './service.ts';
 import type { AppVersion } from './versions.ts';
@@ -8,13 +10,12 @@ import type { AppVersion } from './versions.ts';
 /** The developer portal's pages. They need a signed-in person, not a company, so they use the plain layout. */
 export interface PortalPage {
   csrf: string;
-  flash?: { kind: 'ok' | 'error'; message: string } | null;
+  flash?: Flash | null;
 }
 
 export function portalPage(page: PortalPage, title: string, body: SafeHtml): SafeHtml {
-  const nav = html`<nav aria-label="Main"><a href="/dashboard">Dashboard</a><a href="/developer/apps" aria-current="page">Developer</a></nav>
-<form class="inline" method="post" action="/signout">${csrfField(page.csrf)}<button class="secondary" type="submit">Sign out</button></form>`;
-  return layout({ title, nav, flash: page.flash ?? null }, body);
+  const nav = placesNav(outsidePlaces(false, '/developer'));
+  return layout({ title, nav, tools: headerTools(page.csrf), flash: page.flash ?? null }, body);
 }
 
 /** A secret or link to copy: a readonly field, selectable in one click, with no script. */
@@ -128,15 +129,13 @@ ${overview}
 <div class="stack">${copyField('Client id', app.client_id, 'client_id')}${copyField('Install link (share it with companies)', app.install_url, 'install_url')}</div>
 ${
   app.kind === 'confidential'
-    ? html`<form class="inline" method="post" action="/developer/apps/${app.id}/client-secret/rotate">${csrfField(page.csrf)}
-<button class="danger" type="submit">Rotate the client secret</button> <span class="muted">The old secret stops working at once.</span></form>`
+    ? html`<p><a class="button danger" href="/developer/apps/${app.id}/client-secret/rotate">Rotate the client secret</a> <span class="muted">The old secret stops working at once.</span></p>`
     : html`<p class="muted">A public app has no client secret: it relies on PKCE.</p>`
 }
 </section>
 <section class="card"><h2>Events secret</h2>
 <p><a class="button secondary" href="/developer/apps/${app.id}/events-secret">Reveal the events secret</a></p>
-<form class="inline" method="post" action="/developer/apps/${app.id}/events-secret/rotate">${csrfField(page.csrf)}
-<button class="secondary" type="submit">Rotate the events secret</button> <span class="muted">The previous secret keeps signing for 24 hours.</span></form>
+<p><a class="button secondary" href="/developer/apps/${app.id}/events-secret/rotate">Rotate the events secret</a> <span class="muted">The previous secret keeps signing for 24 hours.</span></p>
 </section>
 <section class="card"><h2>App events</h2>
 <p class="muted">What was sent to your events URL (app.uninstalled, privacy requests), with each attempt; replay or send a test.</p>

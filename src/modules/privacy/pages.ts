@@ -4,8 +4,15 @@ import type { DashboardView } from '../../web/dashboard.ts';
 import { html } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
 import { choiceField, formatTime, textField } from '../../web/pages/common.ts';
+import { confirmationBody } from '../../web/pages/confirm.ts';
 import { formPost, pageGet } from '../../web/pages/page-routes.ts';
-import { createPrivacyRequest, listPrivacyRequests, type PrivacyRequest } from './service.ts';
+import {
+  createPrivacyRequest,
+  type ErasurePreview,
+  listPrivacyRequests,
+  type PrivacyRequest,
+  previewErasure,
+} from './service.ts';
 
 const PRIVACY = '/dashboard/privacy-requests';
 
@@ -24,6 +31,40 @@ function requestRow(request: PrivacyRequest) {
   return html`<tr><td>${formatTime(request.created_at)}</td><td>${request.kind === 'redact' ? 'Erase' : 'Data request'}</td>
 <td>${request.recipient.email ?? ''} ${request.recipient.phone ?? ''}</td><td>${request.shipment_count}</td>
 <td>${STATUS_WORDS[request.status]}${messages.length > 0 ? html`<ul>${messages}</ul>` : ''}</td></tr>`;
+}
+
+function erasureQuestion(
+  csrf: string,
+  preview: ErasurePreview,
+  given: { email: string | null; phone: string | null },
+) {
+  const live = preview.shipments.filter((s) => s.livemode);
+  const who = [preview.recipient.email, preview.recipient.phone].filter(Boolean).join(', ');
+  const rows = preview.shipments.map(
+    (
+      s,
+    ) => html`<tr><td><a href="/dashboard/shipments/${s.id}">${s.recipient_name}</a></td><td><code>${s.tracking_number}</code></td><td>${s.reference ?? ''}</td>
+<td><span class="badge">${s.status.replaceAll('_', ' ')}</span></td><td>${s.livemode ? html`<span class="badge live">Live</span>` : 'Test'}</td></tr>`,
+  );
+  const detail =
+    preview.shipments.length === 0
+      ? html`<p class="empty">No shipment of this company has this recipient: only the installed apps are told.</p>`
+      : html`<div class="table-wrap"><table><caption>The shipments it changes</caption><thead><tr><th>Recipient</th><th>Tracking</th><th>Reference</th><th>Status</th><th>Data</th></tr></thead><tbody>${rows}</tbody></table></div>`;
+  return confirmationBody(csrf, {
+    question: `Erase ${who}?`,
+    lost: [
+      live.length === 0
+        ? 'No live shipment changes.'
+        : `${live.length} live shipment${live.length === 1 ? '' : 's'} change${live.length === 1 ? 's' : ''}: the recipient's name, e-mail and phone become [redacted] there, on their events and on every message sent from now on.`,
+      `${preview.shipments.length - live.length} test shipment(s) change the same way.`,
+      'Every installed app that can see these shipments is told (customer.redact). Tracking numbers and statuses stay.',
+    ],
+    detail,
+    action: PRIVACY,
+    confirm: 'Erase recipient',
+    back: PRIVACY,
+    fields: { kind: 'redact', email: given.email ?? '', phone: given.phone ?? '' },
+  });
 }
 
 async function privacyBody(ctx: AppContext, view: DashboardView) {
@@ -64,12 +105,23 @@ export function privacyPages(ctx: AppContext): FastifyPluginAsync {
     formPost(app, ctx, PRIVACY, {
       retry: privacyPage,
       async run(view, form) {
+        const kind = choiceField(form, 'kind', 'Kind', ['data_request', 'redact'] as const);
+        const recipient = {
+          email: textField(form, 'email', 'E-mail', 254),
+          phone: textField(form, 'phone', 'Phone', 40),
+        };
+        // An erasure asks once more, naming the shipments it changes (live ones first); the
+        // contact travels on in the form's body, never in an address.
+        if (kind === 'redact' && form.confirmed !== 'yes') {
+          const preview = await previewErasure(ctx, view.user.userId, view.tenantId, recipient);
+          return {
+            page: { title: 'Erase this recipient?', path: PRIVACY },
+            body: erasureQuestion(view.csrf, preview, recipient),
+          };
+        }
         const request = await createPrivacyRequest(ctx, view.user.userId, view.tenantId, {
-          kind: choiceField(form, 'kind', 'Kind', ['data_request', 'redact'] as const),
-          recipient: {
-            email: textField(form, 'email', 'E-mail', 254),
-            phone: textField(form, 'phone', 'Phone', 40),
-          },
+          kind,
+          recipient,
         });
         const told = request.messages.length;
         return {

@@ -78,6 +78,77 @@ function statusOf(messages: readonly PrivacyMessage[]): PrivacyRequest['status']
   return 'sending';
 }
 
+/** The company's shipments of one recipient, by e-mail (case and spaces aside) or phone (digits). */
+function recipientShipments(
+  db: AppContext['db'],
+  tenantId: string,
+  recipient: { email: string | null; phone: string | null },
+) {
+  return db
+    .selectFrom('shipments')
+    .select([
+      'id',
+      'customer_account_id',
+      'livemode',
+      'recipient_name',
+      'recipient_email',
+      'recipient_phone',
+      'tracking_number',
+      'external_ref',
+      'status',
+    ])
+    .where('tenant_id', '=', tenantId)
+    .where((eb) =>
+      eb.or([
+        ...(recipient.email ? [eb(sql`lower(trim(recipient_email))`, '=', recipient.email)] : []),
+        ...(recipient.phone
+          ? [eb(sql`regexp_replace(recipient_phone, '[\\s().-]', '', 'g')`, '=', recipient.phone)]
+          : []),
+      ]),
+    )
+    .orderBy('created_at')
+    .orderBy('id');
+}
+
+export interface ErasurePreview {
+  recipient: { email: string | null; phone: string | null };
+  /** The shipments an erasure would change, live first: their recipient becomes [redacted]. */
+  shipments: Array<{
+    id: string;
+    livemode: boolean;
+    tracking_number: string;
+    reference: string | null;
+    status: string;
+    recipient_name: string;
+  }>;
+}
+
+/**
+ * What an erasure of this recipient would change, changing nothing: the dashboard's second
+ * question names these shipments (live ones first) before the person confirms.
+ */
+export async function previewErasure(
+  ctx: AppContext,
+  userId: string,
+  tenantId: string,
+  input: { email?: string | null; phone?: string | null },
+): Promise<ErasurePreview> {
+  await requireRole(ctx, userId, tenantId, managesMembers);
+  const recipient = normalizeRecipient(input);
+  const rows = await recipientShipments(ctx.db, tenantId, recipient).limit(1000).execute();
+  const shipments = rows
+    .map((s) => ({
+      id: s.id,
+      livemode: s.livemode,
+      tracking_number: s.tracking_number,
+      reference: s.external_ref,
+      status: s.status,
+      recipient_name: s.recipient_name,
+    }))
+    .sort((a, b) => Number(b.livemode) - Number(a.livemode));
+  return { recipient, shipments };
+}
+
 /**
  * Files a privacy request (spec 2.7, issue 8): finds the recipient's shipments in the company and
  * tells every installed app whose installation may read shipments now (decision 0024) and can see
@@ -101,29 +172,7 @@ export async function createPrivacyRequest(
   const id = newId('prq');
   const erasing = input.kind === 'redact';
   await ctx.db.transaction().execute(async (trx) => {
-    const shipments = await trx
-      .selectFrom('shipments')
-      .select([
-        'id',
-        'customer_account_id',
-        'livemode',
-        'recipient_name',
-        'recipient_email',
-        'recipient_phone',
-      ])
-      .where('tenant_id', '=', tenantId)
-      .where((eb) =>
-        eb.or([
-          ...(recipient.email ? [eb(sql`lower(trim(recipient_email))`, '=', recipient.email)] : []),
-          ...(recipient.phone
-            ? [eb(sql`regexp_replace(recipient_phone, '[\\s().-]', '', 'g')`, '=', recipient.phone)]
-            : []),
-        ]),
-      )
-      .orderBy('created_at')
-      .orderBy('id')
-      .forUpdate()
-      .execute();
+    const shipments = await recipientShipments(trx, tenantId, recipient).forUpdate().execute();
     const type = input.kind === 'redact' ? 'customer.redact' : 'customer.data_request';
     // Only installations that may read the shipments now are told: grant in force (app not
     // suspended, approver still there) and shipments:read among its scopes in force (decision 0024).

@@ -19,7 +19,7 @@ import type { DashboardView } from '../../web/dashboard.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
 import { formatMoney } from '../../web/money.ts';
-import { choiceField, formatTime, nextLink, selected } from '../../web/pages/common.ts';
+import { choiceField, formatTime, nextLink, selected, timeCell } from '../../web/pages/common.ts';
 import { formPost, pageGet } from '../../web/pages/page-routes.ts';
 import { eventRows } from './event-pages.ts';
 
@@ -84,33 +84,49 @@ ${shipment.parcels.map(
 ${eventRows(events.data, { openFirst: true })}`;
 }
 
-function listBody(view: DashboardView, page: Page<Shipment>, status: string | undefined) {
+interface ListFilters {
+  status: string | undefined;
+  q: string | undefined;
+  account: string | undefined;
+}
+
+function listBody(view: DashboardView, page: Page<Shipment>, filters: ListFilters, now: Date) {
+  const { status } = filters;
+  const accounts = view.customerAccounts.length
+    ? html`<label class="check">Merchant account <select name="account"><option value="">All</option>${view.customerAccounts.map(
+        (a) => html`<option value="${a.id}"${selected(a.id === filters.account)}>${a.name}</option>`,
+      )}</select></label>`
+    : '';
+  const accountName = (id: string | null) =>
+    (id && view.customerAccounts.find((a) => a.id === id)?.name) || '';
   return html`<div class="heading"><h1>Shipments</h1>${
     allows(view.access.scopes, 'shipments:write')
       ? html`<a class="button" href="${LIST}/new">New shipment</a>`
       : ''
   }</div>
-<form class="inline card" method="get" action="${LIST}">
+<form class="inline card filters" method="get" action="${LIST}" role="search" aria-label="Shipments">
+<label class="check">Search <input type="search" name="q" value="${filters.q ?? ''}" maxlength="200" placeholder="Tracking number, reference or recipient"></label>
 <label class="check">Status <select name="status"><option value="">Any</option>${SHIPMENT_STATUSES.map(
     (s) => html`<option value="${s}"${selected(s === status)}>${s.replaceAll('_', ' ')}</option>`,
   )}</select></label>
-<button class="secondary" type="submit">Filter</button>
+${accounts}
+<button class="secondary" type="submit">Search</button>
 </form>
 ${
   page.data.length === 0
-    ? html`<p class="muted">No shipments here yet${view.livemode ? '' : ' in test data'}.</p>`
-    : html`<div class="table-wrap"><table><thead><tr><th>Recipient</th><th>Status</th><th>Created</th><th>Tracking</th><th>Payment</th></tr></thead><tbody>
+    ? html`<p class="empty">${filters.q || status || filters.account ? 'No shipment matches.' : `No shipments here yet${view.livemode ? '' : ' in test data'}.`}</p>`
+    : html`<div class="table-wrap"><table><thead><tr><th>Recipient</th><th>Status</th><th>Created</th><th>Tracking</th><th>Reference</th><th>Merchant account</th><th>Payment</th></tr></thead><tbody>
 ${page.data.map(
   (s) =>
-    html`<tr><td>${shipmentLink(s)}</td><td>${statusBadge(s.status)}</td><td>${formatTime(s.created_at)}</td><td><code>${s.tracking_number}</code></td><td>${amount(s)}</td></tr>`,
+    html`<tr><td>${shipmentLink(s)}</td><td>${statusBadge(s.status)}</td><td>${timeCell(s.created_at, now)}</td><td><code>${s.tracking_number}</code></td><td>${s.external_ref ?? ''}</td><td>${accountName(s.customer_account_id)}</td><td>${amount(s)}</td></tr>`,
 )}</tbody></table></div>`
 }
-${nextLink(LIST, { status }, page.next_cursor)}`;
+${nextLink(LIST, { status, q: filters.q, account: filters.account }, page.next_cursor)}`;
 }
 
 /** Shipments list, detail, and the status move. */
 export function shipmentPages(app: FastifyInstance, ctx: AppContext): void {
-  pageGet<Record<string, never>, { status?: string; cursor?: string }>(
+  pageGet<Record<string, never>, { status?: string; cursor?: string; q?: string; account?: string }>(
     app,
     ctx,
     LIST,
@@ -118,8 +134,20 @@ export function shipmentPages(app: FastifyInstance, ctx: AppContext): void {
       const status = (SHIPMENT_STATUSES as readonly string[]).includes(query.status ?? '')
         ? query.status
         : undefined;
-      const page = await listShipments(ctx, view.access, { status, cursor: query.cursor?.slice(0, 200) });
-      return { title: 'Shipments', path: LIST, body: listBody(view, page, status) };
+      const q = query.q?.trim().slice(0, 200) || undefined;
+      // Only an account of the company's own list; another id is as if none was chosen.
+      const account = view.customerAccounts.find((a) => a.id === query.account)?.id;
+      const page = await listShipments(ctx, view.access, {
+        status,
+        ...(q ? { query: q } : {}),
+        ...(account ? { customer_account_id: account } : {}),
+        cursor: query.cursor?.slice(0, 200),
+      });
+      return {
+        title: 'Shipments',
+        path: LIST,
+        body: listBody(view, page, { status, q, account }, ctx.clock.now()),
+      };
     },
   );
 

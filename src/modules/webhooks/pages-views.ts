@@ -1,6 +1,7 @@
 import type { Page } from '../../lib/paging.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
+import { confirmLink } from '../../web/pages/confirm.ts';
 import { MAX_CUSTOM_HEADERS, RATE_LIMIT_MAX } from './controls.ts';
 import type { Delivery, DeliveryDetail, DeliveryStatus } from './deliveries.ts';
 import { DELIVERY_STATUSES } from './deliveries.ts';
@@ -8,7 +9,6 @@ import type { WebhookEndpoint } from './endpoints.ts';
 import { EVENT_TYPES } from './event-types.ts';
 import { failingWarning, healthCard, percent } from './pages-health.ts';
 import type { EndpointHealth, EndpointStats } from './stats.ts';
-import type { TestSendResult } from './test-send.ts';
 
 /** A receiver's answer as shown to people: control characters (NUL included) as their visible symbols. */
 export function printable(text: string | null): string {
@@ -152,25 +152,11 @@ ${EVENT_TYPES.map(
 
 export interface EndpointPageExtras {
   secret?: { value: string; note: string } | null;
-  test?: TestSendResult | null;
 }
 
 export interface EndpointHealthView {
   stats: EndpointStats;
   now: Date;
-}
-
-function testResult(result: TestSendResult): SafeHtml {
-  const answer =
-    result.status_code === null && result.error !== null
-      ? `No answer (${result.error})`
-      : answerLabel(result);
-  return html`<section class="card" aria-label="Test result">
-<h2>Test message sent</h2>
-<p><strong>${answer}</strong> in ${result.duration_ms} ms.
-<a href="/dashboard/webhooks/deliveries/${result.delivery_id}">See the message</a></p>
-<pre>${printable(result.response_body)}</pre>
-</section>`;
 }
 
 function actionButton(csrf: string, action: string, label: string, kind = 'secondary'): SafeHtml {
@@ -276,7 +262,6 @@ ${
 ${actionButton(csrf, `${base}/test`, 'Send a test message')}
 </div>
 </section>
-${extras.test ? testResult(extras.test) : ''}
 ${healthCard(endpoint.id, health.stats, health.now)}
 ${controlsCard(csrf, endpoint, health.now)}
 <section class="card" aria-label="Signing secret">
@@ -288,12 +273,12 @@ ${
 }
 <div class="row">
 ${actionButton(csrf, `${base}/secret`, 'Reveal secret')}
-${actionButton(csrf, `${base}/rotate-secret`, 'Rotate secret')}
+${confirmLink(`${base}/rotate-secret`, 'Rotate secret', 'secondary')}
 </div>
 </section>
 ${deliveryTable(endpoint, deliveries, status)}
 <section class="card" aria-label="Delete">
-${actionButton(csrf, `${base}/delete`, 'Delete endpoint', 'danger')}
+${confirmLink(`${base}/delete`, 'Delete endpoint')}
 </section>`;
 }
 

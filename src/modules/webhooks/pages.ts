@@ -1,17 +1,21 @@
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { maskedBrokerUrl } from '../../delivery/destinations/spec.ts';
 import { AppError, type FieldError } from '../../lib/errors.ts';
 import { type DashboardView, dashboardPage, dashboardView, storeView } from '../../web/dashboard.ts';
+import { type ShownSecret, takeFlash } from '../../web/flash.ts';
 import { html } from '../../web/html.ts';
 import { sendPage } from '../../web/layout.ts';
+import { redirectWithFlash } from '../../web/pages/common.ts';
+import { type Confirmation, confirmationBody } from '../../web/pages/confirm.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus, getDelivery, listDeliveries } from './deliveries.ts';
 import { createEndpoint } from './endpoint-create.ts';
 import { revealSecret, rotateSecret } from './endpoint-secrets.ts';
 import { updateEndpoint } from './endpoint-update.ts';
-import { type DeliveryControlsInput, getEndpoint, listEndpoints } from './endpoints.ts';
-import { doneFlash, ENDPOINT_ACTIONS } from './pages-actions.ts';
+import { type DeliveryControlsInput, getEndpoint, listEndpoints, type WebhookEndpoint } from './endpoints.ts';
+import { ENDPOINT_ACTIONS } from './pages-actions.ts';
 import {
+  answerLabel,
   deliveryPage,
   type EndpointForm,
   type EndpointPageExtras,
@@ -21,7 +25,23 @@ import {
 } from './pages-views.ts';
 import { replayDelivery } from './replay.ts';
 import { endpointStats, endpointsHealth, STATS_WINDOWS } from './stats.ts';
-import { sendTestMessage } from './test-send.ts';
+import { sendTestMessage, type TestSendResult } from './test-send.ts';
+
+/** Where an action's answer is shown, what it says, and a secret to show once. */
+interface Answer {
+  to: string;
+  message: string;
+  secrets?: ShownSecret[];
+  note?: string;
+}
+
+function testSummary(result: TestSendResult): string {
+  const answer =
+    result.status_code === null && result.error !== null
+      ? `no answer (${result.error})`
+      : answerLabel(result);
+  return `Test message sent: ${answer} in ${result.duration_ms} ms.`;
+}
 
 type Form = Record<string, string | string[] | undefined>;
 type Query = { status?: string; cursor?: string; done?: string; window?: string };
@@ -79,6 +99,7 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
 
     async function renderEndpoint(
       view: DashboardView,
+      request: FastifyRequest,
       reply: FastifyReply,
       id: string,
       query: Query,
@@ -94,7 +115,7 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
       });
       const window = STATS_WINDOWS.find((w) => w === query.window) ?? '24h';
       const stats = await endpointStats(ctx, view.access, id, window);
-      const flash = extras.flash ?? doneFlash(query.done);
+      const flash = extras.flash ?? (await takeFlash(ctx, request, reply));
       const body = endpointPage(view.csrf, endpoint, deliveries, filter, extras, {
         stats,
         now: ctx.clock.now(),
@@ -123,7 +144,7 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
           '24h',
         );
         const body = endpointList(page, view.livemode, health, ctx.clock.now());
-        const flash = doneFlash(request.query.done);
+        const flash = await takeFlash(ctx, request, reply);
         return sendPage(reply, dashboardPage(view, { title: 'Webhooks', path: LIST, flash }, body));
       } catch (error) {
         return notFound(view, reply, error);
@@ -178,21 +199,10 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
           customerAccountId: view.customerAccountId,
           livemode: form.livemode,
         });
-        const secret = {
-          value: created.secret,
+        return redirectWithFlash(ctx, reply, `${LIST}/${created.id}`, 'Endpoint added.', {
+          secrets: [{ label: 'Signing secret', value: created.secret }],
           note: 'Keep it in your receiver; you can reveal it here again.',
-        };
-        return renderEndpoint(
-          { ...view, access, livemode: form.livemode },
-          reply,
-          created.id,
-          {},
-          {
-            secret,
-            flash: { kind: 'ok', message: 'Endpoint added' },
-          },
-          201,
-        );
+        });
       } catch (error) {
         const flash = flashOf(error);
         // A broker URL's password is never echoed: the form comes back with it masked.
@@ -210,42 +220,57 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
       const view = await dashboardView(ctx, request, reply);
       if (!view) return reply;
       try {
-        return await renderEndpoint(view, reply, request.params.id, request.query, {});
+        return await renderEndpoint(view, request, reply, request.params.id, request.query, {});
       } catch (error) {
         return notFound(view, reply, error);
       }
     });
 
-    /** Actions whose answer is shown once on the endpoint page: the secret, the test's answer. */
-    const showOnce: Array<[string, (view: DashboardView, id: string) => Promise<EndpointPageExtras>]> = [
+    /** Actions whose answer is shown once: a secret on the endpoint page, a test's on its message. */
+    const showOnce: Array<[string, (view: DashboardView, id: string) => Promise<Answer>]> = [
       [
         'secret',
         async (v, id) => ({
-          secret: { value: (await revealSecret(ctx, v.access, id)).secret, note: 'Shown at your request.' },
+          to: `${LIST}/${id}`,
+          message: 'The signing secret, shown at your request.',
+          secrets: [{ label: 'Signing secret', value: (await revealSecret(ctx, v.access, id)).secret }],
+          note: 'Shown once on this page; reveal it again whenever you need.',
         }),
       ],
       [
         'rotate-secret',
         async (v, id) => ({
-          secret: {
-            value: (await rotateSecret(ctx, v.access, id)).secret,
-            note: 'New secret. The previous one keeps signing too for 24 hours.',
-          },
+          to: `${LIST}/${id}`,
+          message: 'Secret rotated.',
+          secrets: [{ label: 'New signing secret', value: (await rotateSecret(ctx, v.access, id)).secret }],
+          note: 'The previous one keeps signing too for 24 hours.',
         }),
       ],
-      ['test', async (v, id) => ({ test: await sendTestMessage(ctx, v.access, id, {}) })],
+      [
+        'test',
+        async (v, id) => {
+          const result = await sendTestMessage(ctx, v.access, id, {});
+          return { to: `${LIST}/deliveries/${result.delivery_id}`, message: testSummary(result) };
+        },
+      ],
     ];
     for (const [action, run] of showOnce) {
       app.post<{ Params: { id: string } }>(`${LIST}/:id/${action}`, guarded, async (request, reply) => {
         const view = await dashboardView(ctx, request, reply);
         if (!view) return reply;
         const id = request.params.id;
+        if (unconfirmed(action, request.body))
+          return reply.redirect(`${LIST}/${encodeURIComponent(id)}/${action}`, 303);
         try {
-          return await renderEndpoint(view, reply, id, {}, await run(view, id));
+          const answer = await run(view, id);
+          return redirectWithFlash(ctx, reply, answer.to, answer.message, {
+            secrets: answer.secrets ?? [],
+            ...(answer.note ? { note: answer.note } : {}),
+          });
         } catch (error) {
           const flash = flashOf(error);
           if (flash.status === 404) return notFound(view, reply, error);
-          return renderEndpoint(view, reply, id, {}, { flash }, flash.status);
+          return renderEndpoint(view, request, reply, id, {}, { flash }, flash.status);
         }
       });
     }
@@ -259,14 +284,56 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
         const id = request.params.id;
         try {
           await updateEndpoint(ctx, view.access, id, controlsOf(request.body ?? {}));
-          return reply.redirect(`${LIST}/${id}?done=controls`, 303);
+          return redirectWithFlash(ctx, reply, `${LIST}/${id}`, 'Delivery controls saved.');
         } catch (error) {
           const flash = flashOf(error);
           if (flash.status === 404) return notFound(view, reply, error);
-          return renderEndpoint(view, reply, id, {}, { flash }, flash.status);
+          return renderEndpoint(view, request, reply, id, {}, { flash }, flash.status);
         }
       },
     );
+
+    /** The second question of the actions that lose something: a page that changes nothing. */
+    const CONFIRMED: Record<string, (endpoint: WebhookEndpoint) => Confirmation> = {
+      delete: (endpoint) => ({
+        question: `Delete the endpoint ${endpoint.description ?? endpoint.url}?`,
+        lost: [
+          `Messages stop going to ${endpoint.url}; those waiting are cancelled.`,
+          'Its delivery history, its statistics and its signing secret.',
+          `Its subscription to ${endpoint.event_types.join(', ')}.`,
+        ],
+        action: `${LIST}/${endpoint.id}/delete`,
+        confirm: 'Delete endpoint',
+        back: `${LIST}/${endpoint.id}`,
+      }),
+      'rotate-secret': (endpoint) => ({
+        question: `Rotate the signing secret of ${endpoint.description ?? endpoint.url}?`,
+        lost: [
+          'A new secret signs every message from now on.',
+          'The current secret keeps signing too for 24 hours, then stops: update your receiver before then.',
+        ],
+        action: `${LIST}/${endpoint.id}/rotate-secret`,
+        confirm: 'Rotate secret',
+        back: `${LIST}/${endpoint.id}`,
+      }),
+    };
+    for (const [action, question] of Object.entries(CONFIRMED)) {
+      app.get<{ Params: { id: string } }>(`${LIST}/:id/${action}`, hidden, async (request, reply) => {
+        const view = await dashboardView(ctx, request, reply);
+        if (!view) return reply;
+        try {
+          const endpoint = await getEndpoint(ctx, view.access, request.params.id);
+          const c = question(endpoint);
+          const page = dashboardPage(view, { title: c.question, path: LIST }, confirmationBody(view.csrf, c));
+          return sendPage(reply, page);
+        } catch (error) {
+          return notFound(view, reply, error);
+        }
+      });
+    }
+    /** A POST that skipped the question (an old form, a script) is asked it first. */
+    const unconfirmed = (action: string, body: unknown) =>
+      action in CONFIRMED && (body as Form | undefined)?.confirmed !== 'yes';
 
     /** State changes: done, then back to the page (post, redirect, get). */
     for (const [action, run] of Object.entries(ENDPOINT_ACTIONS)) {
@@ -274,8 +341,10 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
         const view = await dashboardView(ctx, request, reply);
         if (!view) return reply;
         try {
-          const { done, to } = await run(ctx, view.access, request.params.id);
-          return reply.redirect(`${to ?? `${LIST}/${request.params.id}`}?done=${done}`, 303);
+          if (unconfirmed(action, request.body))
+            return reply.redirect(`${LIST}/${encodeURIComponent(request.params.id)}/${action}`, 303);
+          const { message, to } = await run(ctx, view.access, request.params.id);
+          return redirectWithFlash(ctx, reply, to ?? `${LIST}/${request.params.id}`, message);
         } catch (error) {
           return notFound(view, reply, error);
         }
@@ -287,9 +356,10 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
       if (!view) return reply;
       try {
         const delivery = await getDelivery(ctx, view.access, request.params.id);
+        const flash = await takeFlash(ctx, request, reply);
         const page = dashboardPage(
           view,
-          { title: 'Delivery', path: LIST },
+          { title: 'Delivery', path: LIST, flash },
           deliveryPage(view.csrf, delivery),
         );
         return sendPage(reply, page);
@@ -302,24 +372,22 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
       const view = await dashboardView(ctx, request, reply);
       if (!view) return reply;
       const id = request.params.id;
-      let flash: { kind: 'ok' | 'error'; message: string };
-      let status = 200;
       try {
         const attempt = await replayDelivery(ctx, view.access, id);
         const answer =
           attempt.status_code === null ? (attempt.error ?? 'no answer') : `HTTP ${attempt.status_code}`;
-        flash = { kind: 'ok', message: `Replayed: ${answer}` };
+        return redirectWithFlash(ctx, reply, `${LIST}/deliveries/${id}`, `Replayed: ${answer}.`);
       } catch (error) {
-        ({ status, ...flash } = flashOf(error));
+        const { status, ...flash } = flashOf(error);
         if (status === 404) return notFound(view, reply, error);
+        const delivery = await getDelivery(ctx, view.access, id);
+        const page = dashboardPage(
+          view,
+          { title: 'Delivery', path: LIST, flash },
+          deliveryPage(view.csrf, delivery),
+        );
+        return sendPage(reply, page, status);
       }
-      const delivery = await getDelivery(ctx, view.access, id);
-      const page = dashboardPage(
-        view,
-        { title: 'Delivery', path: LIST, flash },
-        deliveryPage(view.csrf, delivery),
-      );
-      return sendPage(reply, page, status);
     });
   };
 }

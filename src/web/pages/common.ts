@@ -2,43 +2,33 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../lib/errors.ts';
 import { type DashboardView, dashboardPage } from '../dashboard.ts';
+import { type Flash, leaveFlash, type ShownSecret, takeFlash } from '../flash.ts';
 import { html, type SafeHtml } from '../html.ts';
-import { layout, sendPage } from '../layout.ts';
+import { layout, placesNav, sendPage } from '../layout.ts';
 
-export type Flash = { kind: 'ok' | 'error'; message: string };
+export type { Flash } from '../flash.ts';
 
 /** A posted form as @fastify/formbody parses it: repeated fields arrive as arrays. */
 export type Form = Record<string, string | string[] | undefined>;
 
-const FLASH_COOKIE = 'waybill_flash';
-
-/** Leaves a one-time message for the page a redirect lands on (post, redirect, get). */
+/**
+ * Leaves a one-time message (and maybe a secret shown once) for the page a redirect lands on,
+ * then answers 303 to it (post, redirect, get): a reload repeats nothing.
+ */
 export async function redirectWithFlash(
   ctx: AppContext,
   reply: FastifyReply,
   path: string,
   message: string,
+  extra: { kind?: 'ok' | 'error'; secrets?: ShownSecret[]; note?: string } = {},
 ): Promise<FastifyReply> {
-  reply.setCookie(FLASH_COOKIE, JSON.stringify({ kind: 'ok', message }), {
-    path: '/',
-    httpOnly: true,
-    sameSite: 'lax',
-    secure: ctx.config.secureCookies,
-    maxAge: 60,
+  await leaveFlash(ctx, reply, {
+    kind: extra.kind ?? 'ok',
+    message,
+    secrets: extra.secrets ?? [],
+    note: extra.note ?? null,
   });
   return reply.redirect(path, 303);
-}
-
-function takeFlash(request: FastifyRequest, reply: FastifyReply): Flash | null {
-  const value = request.cookies[FLASH_COOKIE];
-  if (!value) return null;
-  reply.clearCookie(FLASH_COOKIE, { path: '/' });
-  try {
-    const flash = JSON.parse(value) as Partial<Flash>;
-    return typeof flash.message === 'string' ? { kind: 'ok', message: flash.message.slice(0, 300) } : null;
-  } catch {
-    return null;
-  }
 }
 
 export interface PageOptions {
@@ -50,16 +40,17 @@ export interface PageOptions {
 }
 
 /** Sends a dashboard page with the pending one-time message, or the given error, on top. */
-export function showPage(
+export async function showPage(
+  ctx: AppContext,
   request: FastifyRequest,
   reply: FastifyReply,
   view: DashboardView,
   options: PageOptions,
   body: SafeHtml,
-): FastifyReply {
+): Promise<FastifyReply> {
   const flash: Flash | null = options.error
     ? { kind: 'error', message: options.error }
-    : takeFlash(request, reply);
+    : await takeFlash(ctx, request, reply);
   return sendPage(
     reply,
     dashboardPage(view, { title: options.title, path: options.path, flash }, body),
@@ -82,13 +73,27 @@ export function errorPage(error: AppError): SafeHtml {
       ? 'It does not exist, or it belongs to a company, merchant account or mode you are not viewing.'
       : error.message;
   return layout(
-    { title: heading },
-    html`<section class="card narrow">
+    { title: heading, nav: placesNav(null) },
+    html`<section class="card narrow error-page">
+<p class="muted">Error ${error.status}</p>
 <h1>${heading}</h1>
 <p>${detail}</p>
-<p><a class="button secondary" href="/dashboard">Back to the dashboard</a></p>
+<p class="row"><a class="button" href="/dashboard">Back to the dashboard</a> <a class="button secondary" href="/developer/apps">Developer portal</a></p>
 </section>`,
   );
+}
+
+/** The paths of pages people read: their errors are pages too, never problem JSON. */
+const PAGE_PATH = /^\/(dashboard|developer|review)(\/|$|\?)/;
+
+/**
+ * The app-wide error handler's answer for pages (http/errors.ts): a 403, 404 or 500 of a
+ * dashboard, developer portal or review console address is a page with a way back. A refused
+ * form's CSRF check is one too. Any other address gets the problem details it always had.
+ */
+export function pageErrorAnswer(request: FastifyRequest, reply: FastifyReply, error: AppError) {
+  if (!PAGE_PATH.test(request.url)) return undefined;
+  return sendErrorPage(request, reply, error);
 }
 
 /** Renders any error of a page as the friendly page; unknown ones are logged and leak nothing. */
@@ -145,6 +150,23 @@ export function choiceField<T extends string>(
 /** A timestamp as people read it: "2026-11-21 12:00 UTC". */
 export function formatTime(iso: string | null): string {
   return iso ? `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC` : '';
+}
+
+/** How long ago, as people say it: "just now", "3 min ago", "5 h ago", "2 days ago". */
+export function timeAgo(iso: string, now: Date): string {
+  const seconds = Math.round((now.getTime() - new Date(iso).getTime()) / 1000);
+  if (seconds < 0) return 'in the future';
+  if (seconds < 60) return 'just now';
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
+  if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`;
+  const days = Math.floor(seconds / 86400);
+  return days === 1 ? 'yesterday' : `${days} days ago`;
+}
+
+/** A time in a table: the relative time, with the exact one in a machine-readable <time>. */
+export function timeCell(iso: string | null, now: Date): SafeHtml | '' {
+  if (!iso) return '';
+  return html`<time datetime="${iso}" title="${formatTime(iso)}">${timeAgo(iso, now)}</time><br><span class="muted small">${formatTime(iso)}</span>`;
 }
 
 /** The "Next" link of a cursor-paged list, keeping the other query parameters. */

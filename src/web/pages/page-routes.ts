@@ -2,11 +2,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../lib/errors.ts';
 import { type DashboardView, dashboardView } from '../dashboard.ts';
+import type { ShownSecret } from '../flash.ts';
 import type { SafeHtml } from '../html.ts';
 import { type Form, type PageOptions, redirectWithFlash, showPage } from './common.ts';
 
 /** What a form's action ends with: a redirect with a one-time message, or a page of its own. */
-export type Done = { redirect: string; message: string } | { page: PageOptions; body: SafeHtml };
+export type Done =
+  | { redirect: string; message: string; secrets?: ShownSecret[]; note?: string }
+  | { page: PageOptions; body: SafeHtml };
 
 export interface FormAction<Params> {
   /** Does the work. Throwing an AppError is an expected failure: the form page comes back. */
@@ -41,7 +44,7 @@ export function formPost<Params = Record<string, never>>(
       if (!(error instanceof AppError)) throw error;
       const again = await action.retry(view, form, params);
       const options = { title: again.title, path: again.path, status: error.status, error: error.message };
-      return showPage(request, reply, view, options, again.body);
+      return showPage(ctx, request, reply, view, options, again.body);
     }
   });
 }
@@ -65,7 +68,7 @@ export function pageGet<Params = Record<string, never>, Query = Record<string, s
     const view = await dashboardView(ctx, request, reply);
     if (!view) return reply;
     const page = await render(view, { params: request.params as Params, query: request.query as Query });
-    return showPage(request, reply, view, { title: page.title, path: page.path }, page.body);
+    return showPage(ctx, request, reply, view, { title: page.title, path: page.path }, page.body);
   });
 }
 
@@ -76,6 +79,10 @@ function finish(
   view: DashboardView,
   done: Done,
 ) {
-  if ('redirect' in done) return redirectWithFlash(ctx, reply, done.redirect, done.message);
-  return showPage(request, reply, view, done.page, done.body);
+  if ('redirect' in done)
+    return redirectWithFlash(ctx, reply, done.redirect, done.message, {
+      secrets: done.secrets ?? [],
+      ...(done.note ? { note: done.note } : {}),
+    });
+  return showPage(ctx, request, reply, view, done.page, done.body);
 }

@@ -2,19 +2,24 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../lib/errors.ts';
 import { createCompany, membershipsOfPerson } from '../../modules/accounts/companies.ts';
-import { requirePageUser, storeView } from '../dashboard.ts';
+import { getPerson } from '../../modules/accounts/users.ts';
+import { outsidePlaces, requirePageUser, storeView } from '../dashboard.ts';
 import { html } from '../html.ts';
-import { csrfField, layout, sendPage } from '../layout.ts';
+import { csrfField, headerTools, layout, placesNav, sendPage } from '../layout.ts';
 import { sameSiteReturnPath } from '../session.ts';
 import { type Form, redirectWithFlash, requiredField } from './common.ts';
 
 type SwitchQuery = { tenant?: string; mode?: string; account?: string; return_to?: string };
 
-function newCompanyPage(csrf: string, hasCompany: boolean, error?: string) {
-  const nav = html`<nav aria-label="Main">${hasCompany ? html`<a href="/dashboard">Dashboard</a>` : ''}</nav>
-<form class="inline" method="post" action="/signout">${csrfField(csrf)}<button class="secondary" type="submit">Sign out</button></form>`;
+function newCompanyPage(csrf: string, isReviewer: boolean, error?: string) {
+  const nav = placesNav(outsidePlaces(isReviewer, '/dashboard/companies/new'));
   return layout(
-    { title: 'New company', nav, flash: error ? { kind: 'error', message: error } : null },
+    {
+      title: 'New company',
+      nav,
+      tools: headerTools(csrf),
+      flash: error ? { kind: 'error', message: error } : null,
+    },
     html`<section class="card narrow">
 <h1>Create a company</h1>
 <p class="muted">A company holds your shipments, merchant accounts, members and API tokens. It starts with test data; go live when you are ready.</p>
@@ -23,6 +28,7 @@ ${csrfField(csrf)}
 <label>Company name <input name="name" required maxlength="200" autocomplete="organization"></label>
 <button type="submit">Create company</button>
 </form>
+<p class="muted">Building an app for Waybill companies? <a href="/developer/apps">Go to the developer portal</a>; no company needed.</p>
 </section>`,
   );
 }
@@ -55,8 +61,8 @@ export function shellPages(app: FastifyInstance, ctx: AppContext): void {
   app.get('/dashboard/companies/new', { schema: { hide: true } }, async (request, reply) => {
     const user = await requirePageUser(ctx, request, reply);
     if (!user) return reply;
-    const hasCompany = (await membershipsOfPerson(ctx, user.userId)).length > 0;
-    return sendPage(reply, newCompanyPage(reply.generateCsrf(), hasCompany));
+    const person = await getPerson(ctx, user.userId);
+    return sendPage(reply, newCompanyPage(reply.generateCsrf(), person.is_reviewer));
   });
 
   app.post<{ Body: Form }>(
@@ -72,8 +78,12 @@ export function shellPages(app: FastifyInstance, ctx: AppContext): void {
         return redirectWithFlash(ctx, reply, '/dashboard/shipments', `${company.name} is ready.`);
       } catch (error) {
         if (!(error instanceof AppError)) throw error;
-        const hasCompany = (await membershipsOfPerson(ctx, user.userId)).length > 0;
-        return sendPage(reply, newCompanyPage(reply.generateCsrf(), hasCompany, error.message), error.status);
+        const person = await getPerson(ctx, user.userId);
+        return sendPage(
+          reply,
+          newCompanyPage(reply.generateCsrf(), person.is_reviewer, error.message),
+          error.status,
+        );
       }
     },
   );

@@ -55,10 +55,15 @@ describe('webhook dashboard pages', () => {
       event_types: ['shipment.created', 'shipment.delivered'],
       mode: 'live',
     });
-    expect(created.status).toBe(201);
-    expect(created.text).toContain('Orders &lt;script&gt;');
-    expect(created.text).not.toContain('<script>');
-    const shownSecret = /<code class="secret" id="secret">(whsec_[^<]+)<\/code>/.exec(created.text)?.[1];
+    // Post, redirect, get: the secret travels in a one-time flash kept server-side, never the URL.
+    expect(created.status).toBe(303);
+    expect(created.location).toMatch(/^\/dashboard\/webhooks\/\w+$/);
+    const landed = await browser.request('GET', created.location ?? '');
+    expect(landed.text).toContain('Orders &lt;script&gt;');
+    expect(landed.text).not.toContain('<script>');
+    const shownSecret = /id="secret-0" value="(whsec_[^"]+)"/.exec(landed.text)?.[1];
+    expect(shownSecret).toBeDefined();
+    expect((await browser.request('GET', created.location ?? '')).text).not.toContain(shownSecret);
 
     const endpoints = await call(w, 'GET', '/v1/webhook-endpoints', { token: company.liveToken });
     expect(endpoints.body.data).toHaveLength(1);
@@ -75,20 +80,25 @@ describe('webhook dashboard pages', () => {
     const page = await browser.request('GET', `/dashboard/webhooks/${endpoint.id}`);
     expect(page.status).toBe(200);
     expect(page.text).not.toContain(secret);
-    const revealed = await browser.submit(page.text, `/dashboard/webhooks/${endpoint.id}/secret`);
+    const revealed = await browser.follow(
+      await browser.submit(page.text, `/dashboard/webhooks/${endpoint.id}/secret`),
+    );
     expect(revealed.status).toBe(200);
     expect(revealed.text).toContain(secret);
 
     receiver.answer = { status: 200, body: 'received, thanks' };
-    const tested = await browser.submit(page.text, `/dashboard/webhooks/${endpoint.id}/test`);
+    const testPosted = await browser.submit(page.text, `/dashboard/webhooks/${endpoint.id}/test`);
+    expect(testPosted.status).toBe(303);
+    const tested = await browser.follow(testPosted);
     expect(tested.status).toBe(200);
     expect(tested.text).toContain('HTTP 200');
     expect(tested.text).toContain('received, thanks');
+    const testedUrl = testPosted.location ?? '';
     expect(receiver.received).toHaveLength(1);
     const message = receiver.received[0] as (typeof receiver.received)[number];
     expect(verify(secret, message, w.clock.now())).toMatchObject({ test: true, type: 'shipment.created' });
 
-    const deliveryId = /\/dashboard\/webhooks\/deliveries\/(dlv_\w+)/.exec(tested.text)?.[1];
+    const deliveryId = /\/dashboard\/webhooks\/deliveries\/(dlv_\w+)/.exec(testedUrl)?.[1];
     const delivery = await browser.request('GET', `/dashboard/webhooks/deliveries/${deliveryId}`);
     expect(delivery.status).toBe(200);
     expect(delivery.text).toContain(String(message.headers['webhook-id']));
@@ -127,8 +137,30 @@ describe('webhook dashboard pages', () => {
       body: { url: receiver.url, event_types: ['shipment.exception'], description: 'To delete' },
     });
     const page = await browser.request('GET', `/dashboard/webhooks/${endpoint.body.id}`);
-    const deleted = await browser.submit(page.text, `/dashboard/webhooks/${endpoint.body.id}/delete`);
-    expect(deleted.location).toBe('/dashboard/webhooks?done=deleted');
+    // The first click is a link to a page that asks once more, naming what goes; nothing changes.
+    expect(page.text).toContain(`href="/dashboard/webhooks/${endpoint.body.id}/delete"`);
+    const question = await browser.request('GET', `/dashboard/webhooks/${endpoint.body.id}/delete`);
+    expect(question.text).toContain('Delete the endpoint To delete?');
+    expect(question.text).toContain('Its delivery history');
+    const still = await call(w, 'GET', `/v1/webhook-endpoints/${endpoint.body.id}`, {
+      token: company.liveToken,
+    });
+    expect(still.status).toBe(200);
+    // A POST that skipped the question is sent to it.
+    const skipped = await browser.submit(page.text, `/dashboard/webhooks/${endpoint.body.id}/delete`);
+    expect(skipped.location).toBe(`/dashboard/webhooks/${endpoint.body.id}/delete`);
+    const kept = await call(w, 'GET', `/v1/webhook-endpoints/${endpoint.body.id}`, {
+      token: company.liveToken,
+    });
+    expect(kept.status).toBe(200);
+    const deleted = await browser.submit(question.text, `/dashboard/webhooks/${endpoint.body.id}/delete`, {
+      confirmed: 'yes',
+    });
+    expect(deleted.location).toBe('/dashboard/webhooks');
+    const gone = await call(w, 'GET', `/v1/webhook-endpoints/${endpoint.body.id}`, {
+      token: company.liveToken,
+    });
+    expect(gone.status).toBe(404);
     const list = await browser.request('GET', deleted.location ?? '');
     expect(list.text).toContain('Endpoint deleted');
     expect(list.text).not.toContain('To delete');

@@ -154,7 +154,7 @@ ${
     ? html`<ul class="plain store-apps">${page.data.map((a) => card(a, lang))}</ul>${next}`
     : html`<p class="muted">No published app matches.</p>`
 }`;
-      return showPage(request, reply, view, { title: 'App Store', path: PATH }, body);
+      return showPage(ctx, request, reply, view, { title: 'App Store', path: PATH }, body);
     });
 
     app.get<{ Params: { id: string }; Querystring: { lang?: string } }>(
@@ -168,6 +168,7 @@ ${
           lang: langOf(request.query.lang),
         });
         return showPage(
+          ctx,
           request,
           reply,
           view,
@@ -201,6 +202,7 @@ ${
         tenant_id: view.tenantId,
       });
       return showPage(
+        ctx,
         request,
         reply,
         view,

@@ -2,9 +2,11 @@ import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { AppContext } from '../../../context.ts';
 import { AppError } from '../../../lib/errors.ts';
 import { signedInPage } from '../../../web/dashboard.ts';
+import { takeFlash } from '../../../web/flash.ts';
 import { html } from '../../../web/html.ts';
 import { sendPage } from '../../../web/layout.ts';
 import type { Form } from '../../../web/pages/common.ts';
+import { redirectWithFlash } from '../../../web/pages/common.ts';
 import { appNotFound } from '../../apps/portal-pages.ts';
 import { portalPage } from '../../apps/portal-views.ts';
 import { type App, getApp } from '../../apps/service.ts';
@@ -41,7 +43,7 @@ export function ratingPages(ctx: AppContext): FastifyPluginAsync {
       hide,
       signedInPage<AppRoute>(ctx, appNotFound, async (userId, csrf, request, reply) => {
         const found = await getApp(ctx, userId, request.params.id.slice(0, 64));
-        return show(reply, found, userId, csrf, null);
+        return show(reply, found, userId, csrf, await takeFlash(ctx, request, reply));
       }),
     );
 
@@ -61,7 +63,12 @@ export function ratingPages(ctx: AppContext): FastifyPluginAsync {
           }
           throw error;
         }
-        return show(reply, found, userId, csrf, { kind: 'ok', message: 'Your reply is published.' });
+        return redirectWithFlash(
+          ctx,
+          reply,
+          `/developer/apps/${found.id}/reviews`,
+          'Your reply is published.',
+        );
       }),
     );
   };

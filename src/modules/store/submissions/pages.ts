@@ -4,8 +4,10 @@ import type { AppContext } from '../../../context.ts';
 import { AppError, type FieldError } from '../../../lib/errors.ts';
 import { signedInPage } from '../../../web/dashboard.ts';
 import { sendPage } from '../../../web/layout.ts';
+import { confirmationBody } from '../../../web/pages/confirm.ts';
 import { isScope, SCOPES } from '../../accounts/roles.ts';
 import { appNotFound } from '../../apps/portal-pages.ts';
+import { portalPage } from '../../apps/portal-views.ts';
 import { type App, getApp } from '../../apps/service.ts';
 import type { Check } from '../checks/check.ts';
 import { unpublishApp } from '../publication/service.ts';
@@ -221,10 +223,32 @@ export function submissionPages(ctx: AppContext): FastifyPluginAsync {
       }),
     );
 
+    app.get<AppRoute>(
+      '/developer/apps/:id/unpublish',
+      hide,
+      page<AppRoute>(async (found, _userId, csrf, _request, reply) => {
+        const question = `Unpublish ${found.name}?`;
+        const body = confirmationBody(csrf, {
+          question,
+          lost: [
+            'It leaves the App Store at once: no company finds or installs it any more.',
+            'Companies that installed it keep it, and it keeps working for them.',
+            'Coming back needs a new submission and a review.',
+          ],
+          action: `/developer/apps/${found.id}/unpublish`,
+          confirm: 'Unpublish',
+          back: `/developer/apps/${found.id}/submissions`,
+        });
+        return sendPage(reply, portalPage({ csrf }, question, body));
+      }),
+    );
+
     app.post<AppRoute>(
       '/developer/apps/:id/unpublish',
       post,
-      page<AppRoute>(async (found, userId, csrf, _request, reply) => {
+      page<AppRoute>(async (found, userId, csrf, request, reply) => {
+        if ((request.body as Record<string, unknown> | undefined)?.confirmed !== 'yes')
+          return reply.redirect(`/developer/apps/${found.id}/unpublish`, 303);
         try {
           await unpublishApp(ctx, userId, found.id);
           return reply.redirect(`/developer/apps/${found.id}/submissions?done=unpublished`, 303);

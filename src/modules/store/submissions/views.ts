@@ -177,8 +177,7 @@ ${
 }
 ${
   app.status === 'published'
-    ? html`<form class="inline" method="post" action="/developer/apps/${app.id}/unpublish">${csrfField(page.csrf)}
-<button class="danger" type="submit">Unpublish</button> <span class="muted">Off the store; companies that installed it keep it.</span></form>`
+    ? html`<p><a class="button danger" href="/developer/apps/${app.id}/unpublish">Unpublish</a> <span class="muted">Off the store; companies that installed it keep it.</span></p>`
     : ''
 }
 </section>

@@ -4,6 +4,7 @@ import { AppError } from '../../../lib/errors.ts';
 import { type PageHandler, signedInPage } from '../../../web/dashboard.ts';
 import { html } from '../../../web/html.ts';
 import { sendPage } from '../../../web/layout.ts';
+import { confirmationBody } from '../../../web/pages/confirm.ts';
 import { type ModerationAction, moderateApp } from '../../apps/moderation.ts';
 import type { SubmissionStatus } from '../tables.ts';
 import {
@@ -131,6 +132,23 @@ export function vettingPages(ctx: AppContext): FastifyPluginAsync {
         const submissionId = one(form.submission_id);
         const action = request.params.action as ModerationAction;
         if (!MODERATION_ACTIONS.includes(action)) throw new AppError('request.not_found');
+        // Suspending asks once more, the reason carried on in the form's body.
+        if (action === 'suspend' && one(form.confirmed) !== 'yes' && one(form.reason).trim() !== '') {
+          const question = 'Suspend this app?';
+          const body = confirmationBody(csrf, {
+            question,
+            lost: [
+              'It leaves the App Store, and every installation stops at once: its tokens are refused and its endpoints receive nothing.',
+              'Companies that use it see it suspended; reinstating brings it back.',
+              `Reason kept in the audit log: ${one(form.reason).trim().slice(0, 1000) || '(none given)'}`,
+            ],
+            action: `/review/apps/${encodeURIComponent(request.params.id)}/suspend`,
+            confirm: 'Suspend app',
+            back: `/review/submissions/${encodeURIComponent(submissionId)}`,
+            fields: { submission_id: submissionId, reason: one(form.reason).slice(0, 1000) },
+          });
+          return sendPage(reply, consolePage({ csrf }, question, body));
+        }
         try {
           await moderateApp(
             ctx,

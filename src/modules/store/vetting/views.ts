@@ -1,5 +1,6 @@
+import { outsidePlaces } from '../../../web/dashboard.ts';
 import { html, type SafeHtml } from '../../../web/html.ts';
-import { csrfField, layout } from '../../../web/layout.ts';
+import { csrfField, headerTools, layout, placesNav } from '../../../web/layout.ts';
 import { checksList, statusBadge } from '../checks/views.ts';
 import { categoryLabel } from '../listing/categories.ts';
 import { characterCount, type Listing } from '../listing/rules.ts';
@@ -15,9 +16,11 @@ export interface ConsolePage {
 
 /** The review console's frame: its own navigation, since reviewers need no company. */
 export function consolePage(page: ConsolePage, title: string, body: SafeHtml): SafeHtml {
-  const nav = html`<nav aria-label="Main"><a href="/dashboard">Dashboard</a><a href="/developer/apps">Developer</a><a href="/review" aria-current="page">Review</a></nav>
-<form class="inline" method="post" action="/signout">${csrfField(page.csrf)}<button class="secondary" type="submit">Sign out</button></form>`;
-  return layout({ title: `${title} · Review`, nav, flash: page.flash ?? null }, body);
+  const nav = placesNav(outsidePlaces(true, '/review'));
+  return layout(
+    { title: `${title} · Review`, nav, tools: headerTools(page.csrf), flash: page.flash ?? null },
+    body,
+  );
 }
 
 const FILTERS: Array<[SubmissionStatus | '', string]> = [
