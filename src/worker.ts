@@ -15,13 +15,19 @@ const webhookRetentionJob: BackgroundJob = {
 };
 
 async function backgroundJobs(): Promise<BackgroundJob[]> {
-  const [{ listenerSweepJob }, { erasureMessagesJob }, { recipientMailJob }, { stallJob }] =
-    await Promise.all([
-      import('./modules/listeners/service.ts'),
-      import('./modules/privacy/erasure.ts'),
-      import('./modules/recipients/mail-sender.ts'),
-      import('./modules/tracking/stalls.ts'),
-    ]);
+  const [
+    { listenerSweepJob },
+    { erasureMessagesJob },
+    { recipientMailJob },
+    { stallJob },
+    { simulationJob },
+  ] = await Promise.all([
+    import('./modules/listeners/service.ts'),
+    import('./modules/privacy/erasure.ts'),
+    import('./modules/recipients/mail-sender.ts'),
+    import('./modules/tracking/stalls.ts'),
+    import('./modules/tracking/simulation.ts'),
+  ]);
   return [
     ...housekeeping,
     webhookRetentionJob,
@@ -29,6 +35,7 @@ async function backgroundJobs(): Promise<BackgroundJob[]> {
     erasureMessagesJob,
     recipientMailJob,
     stallJob,
+    simulationJob,
   ];
 }
 

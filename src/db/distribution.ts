@@ -31,6 +31,7 @@ export const DISTRIBUTED_TABLES = [
   'webhook_attempts',
   'webhook_rate_state',
   'shipment_checkpoints',
+  'shipment_simulations',
   'tracking_tokens',
   'recipient_settings',
   'company_logos',

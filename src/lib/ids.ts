@@ -10,6 +10,7 @@ export type IdPrefix =
   | 'app'
   | 'shp'
   | 'chk'
+  | 'sim'
   | 'evt'
   | 'we'
   | 'ins'

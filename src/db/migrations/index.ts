@@ -49,6 +49,7 @@ import * as claimGenericPlan from './0083_claim_generic_plan.ts';
 import * as apiTokenAudience from './0084_api_token_audience.ts';
 import * as tracking from './0086_tracking.ts';
 import * as eventVersions from './0087_event_versions.ts';
+import * as shipmentSimulations from './0088_shipment_simulations.ts';
 import * as inboundSources from './0090_inbound_sources.ts';
 import * as recipients from './0092_recipients.ts';
 import * as pageFlashes from './0095_page_flashes.ts';
@@ -105,6 +106,7 @@ export const migrations: Record<string, Migration> = {
   '0084_api_token_audience': apiTokenAudience,
   '0086_tracking': tracking,
   '0087_event_versions': eventVersions,
+  '0088_shipment_simulations': shipmentSimulations,
   '0090_inbound_sources': inboundSources,
   '0092_recipients': recipients,
   '0095_page_flashes': pageFlashes,

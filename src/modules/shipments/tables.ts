@@ -66,8 +66,21 @@ export interface ShipmentCheckpointsTable {
   created_at: Date;
 }
 
+/** A test shipment's walk through a scenario (migration 0088; src/modules/tracking/simulation.ts). */
+export interface ShipmentSimulationsTable {
+  tenant_id: string;
+  shipment_id: string;
+  id: string;
+  scenario: string;
+  /** The scenario's next checkpoint, from 0. */
+  step: number;
+  next_at: Date;
+  created_at: Date;
+}
+
 export interface ShipmentsTables {
   shipments: ShipmentsTable;
   events: EventsTable;
   shipment_checkpoints: ShipmentCheckpointsTable;
+  shipment_simulations: ShipmentSimulationsTable;
 }

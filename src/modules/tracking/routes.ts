@@ -7,8 +7,15 @@ import { CheckpointAnswer } from '../shipments/schemas.ts';
 import { subStatusCatalogue } from './catalogue.ts';
 import { applyCheckpoint, listCheckpoints, targetOf } from './checkpoints.ts';
 import { CheckpointBody, CheckpointSchema, SubStatusSchema } from './schemas.ts';
+import { startSimulation } from './simulation.ts';
 
 const tags = ['Shipments'];
+const ScenarioName = Type.Union([
+  Type.Literal('on_time'),
+  Type.Literal('delayed'),
+  Type.Literal('exception_then_delivered'),
+  Type.Literal('returned'),
+]);
 const IdParams = Type.Object({ id: Id(64) }, { additionalProperties: false });
 
 export function trackingRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
@@ -60,6 +67,40 @@ export function trackingRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         return reply
           .code(result.created ? 201 : 200)
           .send({ checkpoint: result.checkpoint, shipment: result.shipment, applied: result.applied });
+      },
+    );
+
+    app.post(
+      '/v1/shipments/:id/simulate',
+      {
+        config: { auth: { scope: 'shipments:write' } },
+        schema: {
+          tags,
+          summary: 'Test mode: walk a test shipment through a scenario of checkpoints',
+          description:
+            "The worker adds the scenario's checkpoints (source simulation) one every 5 seconds of the service clock, each with the events it causes, so an integration sees every message without a carrier. A new simulation replaces one under way. A live shipment is 409 shipment.live.",
+          params: IdParams,
+          body: Type.Object({ scenario: ScenarioName }, { additionalProperties: false }),
+          response: {
+            202: Type.Object(
+              {
+                id: Type.String({ description: 'sim_...' }),
+                shipment_id: Type.String(),
+                scenario: ScenarioName,
+                steps: Type.Integer({ description: 'How many checkpoints the walk adds' }),
+                next_step_at: Type.String({ format: 'date-time' }),
+              },
+              { additionalProperties: false },
+            ),
+            ...errorResponses(400, 401, 403, 404, 409),
+          },
+        },
+      },
+      async (request, reply) => {
+        const access = requireAccess(request.principal, 'shipments:write');
+        return reply
+          .code(202)
+          .send(await startSimulation(ctx, access, request.params.id, request.body.scenario));
       },
     );
 
