@@ -35,6 +35,9 @@ function connectFailure(error: unknown): BrokerFailure {
  * A refusal that closes the channel (an exchange that is not there) closes the link, and the next
  * message connects again.
  */
+/** Waybill's messages are at most 1 MB; a frame this size carries one with room to spare. */
+const MAX_FRAME_BYTES = 2 * 1024 * 1024;
+
 export const rabbitMqKind: BrokerKind<RabbitMqDestination> = {
   type: 'rabbitmq',
   async connect(destination, address: BrokerAddress, deadlineMs) {
@@ -53,6 +56,10 @@ export const rabbitMqKind: BrokerKind<RabbitMqDestination> = {
           password: decodeURIComponent(url.password),
           vhost,
           heartbeat: 30,
+          // A company's broker may announce any frame size: ours is capped (amqplib closes the
+          // connection on a larger frame) rather than grown to what the server says (finding M2).
+          frameMax: MAX_FRAME_BYTES,
+          maxFrameSize: MAX_FRAME_BYTES,
         },
         { timeout: deadlineMs, ...(tls ? { servername: address.host } : {}) },
       )
