@@ -156,6 +156,13 @@ describe('recipient notifications over SMTP', () => {
       });
       expect(patched.status, patched.text).toBe(200);
     };
+    const checkpoint = async (id: string, message: string, day: number) => {
+      const added = await call(w, 'POST', `/v1/shipments/${id}/checkpoints`, {
+        token: company.liveToken,
+        body: { occurred_at: '2026-11-21T13:00:00Z', message, estimated_delivery: estimate(day) },
+      });
+      expect(added.status, added.text).toBe(201);
+    };
     const subjects = (address: string) => mailsTo(address).map((m) => /^Subject: (.*)$/m.exec(m.raw)?.[1]);
     try {
       // Sooner than thought, then the same again: not delayed, nothing sent.
@@ -183,15 +190,7 @@ describe('recipient notifications over SMTP', () => {
       const raw = (mailsTo(late)[0]?.raw ?? '').replace(/=\r?\n/g, '');
       expect(raw).toContain(shipment.tracking_url);
       expect(raw).toMatch(/^List-Unsubscribe-Post: List-Unsubscribe=One-Click/m);
-      const added = await call(w, 'POST', `/v1/shipments/${shipment.id}/checkpoints`, {
-        token: company.liveToken,
-        body: {
-          occurred_at: '2026-11-21T13:00:00Z',
-          message: 'Held up by the weather',
-          estimated_delivery: estimate(27),
-        },
-      });
-      expect(added.status, added.text).toBe(201);
+      await checkpoint(shipment.id, 'Held up by the weather', 27);
       await sendDueNotifications(w.ctx);
       expect(subjects(late)).toEqual(['Parcel Fox: Your parcel is delayed']);
       expect((await log(shipment.id)).map((n) => [n.event, n.status])).toEqual([['delayed', 'sent']]);
@@ -202,15 +201,7 @@ describe('recipient notifications over SMTP', () => {
         recipient_email: third,
         estimated_delivery: estimate(24),
       });
-      const slipped = await call(w, 'POST', `/v1/shipments/${other.id}/checkpoints`, {
-        token: company.liveToken,
-        body: {
-          occurred_at: '2026-11-21T13:00:00Z',
-          message: 'Missed the truck',
-          estimated_delivery: estimate(25),
-        },
-      });
-      expect(slipped.status, slipped.text).toBe(201);
+      await checkpoint(other.id, 'Missed the truck', 25);
       await sendDueNotifications(w.ctx);
       expect(subjects(third)).toEqual(['Parcel Fox: Your parcel is delayed']);
     } finally {
