@@ -31,14 +31,47 @@ describe.skipIf(!hasChromium)('the tracking page in Chromium', () => {
     const shipment = await createShipment(w, company.liveToken, {
       recipient_name: 'Grace Hopper',
       recipient_email: 'grace@example.test',
+      destination: { line1: 'Calle del Secreto 13', city: 'Valencia', postal_code: '46001', country: 'ES' },
+      estimated_delivery: {
+        earliest: '2026-11-22T08:00:00Z',
+        latest: '2026-11-22T18:00:00Z',
+        source: 'carrier',
+      },
     });
-    for (const status of ['picked_up', 'in_transit', 'out_for_delivery']) {
+    // Two checkpoints from the carrier, then a move by hand: three lines beside the creation.
+    const checkpoints = [
+      {
+        occurred_at: '2026-11-21T13:00:00Z',
+        location: { city: 'Zaragoza', country: 'ES', postal_code: '50197', lat: 41.65, lng: -0.87 },
+        message: 'Left the Zaragoza hub',
+        status: 'in_transit',
+        sub_status: 'in_transit.departed_facility',
+      },
+      {
+        occurred_at: '2026-11-21T14:00:00Z',
+        location: { city: 'Madrid', country: 'ES' },
+        message: 'Arrived at the Madrid depot',
+        sub_status: 'in_transit.arrived_facility',
+      },
+    ];
+    for (const body of checkpoints) {
       w.clock.advance(3_600_000);
-      await call(w, 'POST', `/v1/shipments/${shipment.id}/status`, {
+      const added = await call(w, 'POST', `/v1/shipments/${shipment.id}/checkpoints`, {
         token: company.liveToken,
-        body: { status },
+        body,
       });
+      if (added.status !== 201) throw new Error(added.text);
     }
+    w.clock.advance(3_600_000);
+    const moved = await call(w, 'POST', `/v1/shipments/${shipment.id}/status`, {
+      token: company.liveToken,
+      body: { status: 'out_for_delivery' },
+    });
+    if (moved.status !== 200) throw new Error(moved.text);
+    await call(w, 'PATCH', `/v1/shipments/${shipment.id}`, {
+      token: company.liveToken,
+      body: { sub_status: 'out_for_delivery.on_vehicle' },
+    });
     url = shipment.tracking_url;
   });
   afterAll(async () => {
@@ -70,10 +103,22 @@ describe.skipIf(!hasChromium)('the tracking page in Chromium', () => {
           spanish ? 'En reparto' : 'Out for delivery',
         );
         expect(await page.locator('ol.timeline li').count()).toBe(4);
+        await expect
+          .poll(() => page.locator('.sub-status').textContent())
+          .toBe(
+            spanish ? 'El paquete está en el vehículo de reparto' : 'The parcel is on the delivery vehicle',
+          );
+        const timeline = (await page.locator('ol.timeline').textContent()) ?? '';
+        expect(timeline).toContain(spanish ? 'Madrid, España' : 'Madrid, Spain');
+        expect(timeline).toContain('Left the Zaragoza hub');
+        expect(await page.getByText(spanish ? 'Llegada prevista' : 'Expected').count()).toBe(1);
         expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
         const text = (await page.locator('body').textContent()) ?? '';
         expect(text).not.toContain('Grace');
         expect(text).not.toContain('example.test');
+        const html = await page.content();
+        for (const hidden of ['Calle del Secreto', 'Valencia', '46001', '50197', '41.65', 'chk_', 'shp_'])
+          expect(html).not.toContain(hidden);
         expect(blocked).toEqual([]);
         await page.screenshot({ path: `${SHOTS}/tracking-${width}-${locale}.png`, fullPage: true });
         await context.close();

@@ -137,6 +137,83 @@ describe('recipient notifications over SMTP', () => {
     }
   });
 
+  it('mails `delayed` once when the estimate slips (PATCH or a checkpoint), and nothing for an earlier one', async () => {
+    const chosen = ['picked_up', 'out_for_delivery', 'delivered', 'exception', 'delayed'];
+    const set = await call(w, 'PATCH', `/v1/companies/${company.tenantId}`, {
+      token: company.owner.token,
+      body: { recipient_notifications: { events: chosen } },
+    });
+    expect(set.body.recipient_notifications.events).toEqual(chosen);
+    const estimate = (day: number) => ({
+      earliest: `2026-11-${day}T08:00:00Z`,
+      latest: `2026-11-${day}T18:00:00Z`,
+      source: 'carrier',
+    });
+    const patch = async (id: string, day: number) => {
+      const patched = await call(w, 'PATCH', `/v1/shipments/${id}`, {
+        token: company.liveToken,
+        body: { estimated_delivery: estimate(day) },
+      });
+      expect(patched.status, patched.text).toBe(200);
+    };
+    const checkpoint = async (id: string, message: string, day: number) => {
+      const added = await call(w, 'POST', `/v1/shipments/${id}/checkpoints`, {
+        token: company.liveToken,
+        body: { occurred_at: '2026-11-21T13:00:00Z', message, estimated_delivery: estimate(day) },
+      });
+      expect(added.status, added.text).toBe(201);
+    };
+    const subjects = (address: string) => mailsTo(address).map((m) => /^Subject: (.*)$/m.exec(m.raw)?.[1]);
+    try {
+      // Sooner than thought, then the same again: not delayed, nothing sent.
+      const early = nextAddress();
+      const sooner = await createShipment(w, company.liveToken, {
+        recipient_email: early,
+        estimated_delivery: estimate(26),
+      });
+      await patch(sooner.id, 24);
+      await patch(sooner.id, 24);
+      await sendDueNotifications(w.ctx);
+      expect(mailsTo(early)).toHaveLength(0);
+      expect(await log(sooner.id)).toEqual([]);
+
+      // Later than thought by PATCH, then later again by a checkpoint: one e-mail, never two.
+      const late = nextAddress();
+      const shipment = await createShipment(w, company.liveToken, {
+        recipient_email: late,
+        estimated_delivery: estimate(24),
+      });
+      await patch(shipment.id, 25);
+      expect(mailsTo(late)).toHaveLength(0);
+      await sendDueNotifications(w.ctx);
+      expect(subjects(late)).toEqual(['Parcel Fox: Your parcel is delayed']);
+      const raw = (mailsTo(late)[0]?.raw ?? '').replace(/=\r?\n/g, '');
+      expect(raw).toContain(shipment.tracking_url);
+      expect(raw).toMatch(/^List-Unsubscribe-Post: List-Unsubscribe=One-Click/m);
+      await checkpoint(shipment.id, 'Held up by the weather', 27);
+      await sendDueNotifications(w.ctx);
+      expect(subjects(late)).toEqual(['Parcel Fox: Your parcel is delayed']);
+      expect((await log(shipment.id)).map((n) => [n.event, n.status])).toEqual([['delayed', 'sent']]);
+
+      // A checkpoint alone that slips the estimate of another shipment mails it too.
+      const third = nextAddress();
+      const other = await createShipment(w, company.liveToken, {
+        recipient_email: third,
+        estimated_delivery: estimate(24),
+      });
+      await checkpoint(other.id, 'Missed the truck', 25);
+      await sendDueNotifications(w.ctx);
+      expect(subjects(third)).toEqual(['Parcel Fox: Your parcel is delayed']);
+    } finally {
+      await call(w, 'PATCH', `/v1/companies/${company.tenantId}`, {
+        token: company.owner.token,
+        body: {
+          recipient_notifications: { events: ['picked_up', 'out_for_delivery', 'delivered', 'exception'] },
+        },
+      });
+    }
+  });
+
   it('sends nothing for a milestone the company did not choose, nor when it is off', async () => {
     const address = nextAddress();
     const shipment = await createShipment(w, company.liveToken, { recipient_email: address });

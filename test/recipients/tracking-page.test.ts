@@ -9,6 +9,18 @@ const RECIPIENT = {
   external_ref: 'ORDER-77-SECRET',
 };
 
+/** Every personal value of RECIPIENT, as a whole and in parts: none may show on the page. */
+const PERSONAL = [
+  RECIPIENT.recipient_name,
+  'Grace',
+  'Hopper',
+  RECIPIENT.recipient_email,
+  'example.test',
+  RECIPIENT.recipient_phone,
+  '600 111 222',
+  RECIPIENT.external_ref,
+];
+
 function pathOf(url: string): string {
   return new URL(url).pathname;
 }
@@ -85,18 +97,118 @@ describe('the public tracking page', () => {
       shipment.tracking_number,
       ...events.body.data.map((event: Json) => event.id),
     ];
-    const personal = [
-      RECIPIENT.recipient_name,
-      'Grace',
-      'Hopper',
-      RECIPIENT.recipient_email,
-      'example.test',
-      RECIPIENT.recipient_phone,
-      '600 111 222',
-      RECIPIENT.external_ref,
-    ];
-    for (const value of [...ids, ...personal]) expect(answer.body).not.toContain(value);
+    for (const value of [...ids, ...PERSONAL]) expect(answer.body).not.toContain(value);
     for (const prefix of ['shp_', 'evt_', 'acct_', 'usr_', 'tok_']) expect(answer.body).not.toContain(prefix);
+  });
+
+  it('shows the checkpoints (city and country), the sub-status in words, the estimate and who signed, in both languages, and nothing personal or any id', async () => {
+    const shipment = await createShipment(w, company.liveToken, {
+      ...RECIPIENT,
+      destination: {
+        line1: 'Calle del Secreto 13',
+        city: 'Valencia',
+        postal_code: '46001',
+        country: 'ES',
+      },
+      estimated_delivery: {
+        earliest: '2026-11-23T08:00:00Z',
+        latest: '2026-11-23T18:00:00Z',
+        source: 'carrier',
+      },
+    });
+    const add = async (body: Json) => {
+      const added = await call(w, 'POST', `/v1/shipments/${shipment.id}/checkpoints`, {
+        token: company.liveToken,
+        body,
+      });
+      expect(added.status, added.text).toBe(201);
+      return added.body.checkpoint as Json;
+    };
+    const first = await add({
+      occurred_at: '2026-11-21T14:05:00Z',
+      location: { city: 'Zaragoza', postal_code: '50197', country: 'ES', lat: 41.6561, lng: -0.8773 },
+      message: 'Left the Zaragoza hub',
+      status: 'in_transit',
+      sub_status: 'in_transit.departed_facility',
+      external_id: 'EXT-SECRET-1',
+    });
+    const second = await add({
+      occurred_at: '2026-11-22T09:30:00Z',
+      location: { city: 'Lisboa', country: 'PT' },
+      message: 'At the customs office',
+      sub_status: 'in_transit.customs',
+      estimated_delivery: {
+        earliest: '2026-11-24T08:00:00Z',
+        latest: '2026-11-24T18:00:00Z',
+        source: 'carrier',
+      },
+    });
+    const path = pathOf(shipment.tracking_url);
+    const inTransit = await page(w, path);
+    expect(inTransit.statusCode).toBe(200);
+    expect(inTransit.body).toContain('<strong>On its way</strong>');
+    expect(inTransit.body).toContain('The parcel is in customs clearance');
+    expect(inTransit.body).toContain('Expected: 24 Nov 2026, 08:00 UTC – 24 Nov 2026, 18:00 UTC');
+    // Newest first, each with its city and country; the creation, which no checkpoint tells, too.
+    const items = [...inTransit.body.matchAll(/<li>([\s\S]*?)<\/li>/g)].map((m) =>
+      (m[1] ?? '')
+        .replace(/<[^>]+>/g, ' ')
+        .replace(/\s+/g, ' ')
+        .trim(),
+    );
+    expect(items).toEqual([
+      '22 Nov 2026, 09:30 UTC Lisboa, Portugal At the customs office',
+      '21 Nov 2026, 14:05 UTC Zaragoza, Spain Left the Zaragoza hub',
+      expect.stringMatching(/^21 Nov 2026, 12:00 UTC Ready to ship$/),
+    ]);
+    // The moves the checkpoint made (picked up, on its way) are told by the checkpoint, not twice.
+    expect(inTransit.body).not.toContain('Picked up');
+
+    await add({
+      occurred_at: '2026-11-24T11:15:00Z',
+      location: { city: 'Madrid', country: 'ES', postal_code: '28013' },
+      message: 'Delivered to a neighbour',
+      status: 'delivered',
+      sub_status: 'delivered.neighbour',
+      proof_of_delivery: { method: 'signature', signed_by: 'M. Ortega', received_at: '2026-11-24T11:15:00Z' },
+    });
+    const delivered = await page(w, path);
+    expect(delivered.body).toContain('<strong>Delivered</strong>');
+    expect(delivered.body).toContain('Left with a neighbour');
+    expect(delivered.body).toContain('Received by: M. Ortega');
+    expect(delivered.body).toContain('Madrid, Spain');
+    const spanish = await page(w, path, 'es-ES,es;q=0.9');
+    expect(spanish.body).toContain('<strong>Entregado</strong>');
+    expect(spanish.body).toContain('Dejado con un vecino');
+    expect(spanish.body).toContain('Recibido por: M. Ortega');
+    expect(spanish.body).toContain('Llegada prevista: 24 nov 2026');
+    expect(spanish.body).toContain('Lisboa, Portugal');
+    expect(spanish.body).toContain('Zaragoza, España');
+
+    const events = await call(w, 'GET', `/v1/events?shipment_id=${shipment.id}&limit=100`, {
+      token: company.liveToken,
+    });
+    const forbidden = [
+      ...PERSONAL,
+      'Calle del Secreto',
+      'Valencia',
+      '46001',
+      '50197',
+      '28013',
+      '41.65',
+      '-0.87',
+      'EXT-SECRET-1',
+      shipment.id,
+      shipment.tracking_number,
+      company.tenantId,
+      first.id,
+      second.id,
+      ...events.body.data.map((event: Json) => event.id),
+    ];
+    for (const body of [delivered.body, spanish.body])
+      for (const value of forbidden) expect(body, value).not.toContain(value);
+    for (const prefix of ['shp_', 'evt_', 'chk_', 'acct_', 'usr_'])
+      expect(delivered.body).not.toContain(prefix);
   });
 
   it('speaks Spanish to a browser that asks for it', async () => {

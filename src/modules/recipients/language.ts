@@ -1,3 +1,4 @@
+import { SUB_STATUSES, type SubStatusCode } from '../tracking/catalogue.ts';
 import type { Milestone } from './milestones.ts';
 
 /** The languages of the tracking page and the recipient's e-mail (issue 52). */
@@ -27,6 +28,8 @@ export function pickLanguage(header: string | undefined): Language {
 
 type Words = {
   statuses: Record<string, string>;
+  /** The sub-status catalogue in words (English: its published descriptions). */
+  subStatuses: Record<SubStatusCode, string>;
   exceptionReasons: Record<string, string>;
   milestones: Record<Milestone, { subject: string; line: string }>;
   pageTitle: string;
@@ -59,6 +62,9 @@ export const WORDS: Record<Language, Words> = {
       returned: 'Returned to the sender',
       cancelled: 'Cancelled',
     },
+    subStatuses: Object.fromEntries(
+      SUB_STATUSES.map(([code, , description]) => [code, description]),
+    ) as Record<SubStatusCode, string>,
     exceptionReasons: {
       lost: 'The parcel is lost',
       damaged: 'The parcel is damaged',
@@ -105,6 +111,35 @@ export const WORDS: Record<Language, Words> = {
       returned: 'Devuelto al remitente',
       cancelled: 'Cancelado',
     },
+    subStatuses: {
+      'confirmed.label_created': 'La etiqueta está impresa; el transportista aún no tiene el paquete',
+      'confirmed.awaiting_pickup': 'El paquete espera a que el transportista lo recoja',
+      'picked_up.from_sender': 'El transportista recogió el paquete del remitente',
+      'picked_up.dropped_off': 'El remitente dejó el paquete en un punto del transportista',
+      'in_transit.departed_facility': 'El paquete salió de un centro del transportista',
+      'in_transit.arrived_facility': 'El paquete llegó a un centro del transportista',
+      'in_transit.customs': 'El paquete está en el despacho de aduanas',
+      'in_transit.delayed': 'El paquete va con retraso',
+      'in_transit.handed_to_partner': 'El transportista entregó el paquete a un transportista asociado',
+      'out_for_delivery.on_vehicle': 'El paquete está en el vehículo de reparto',
+      'out_for_delivery.attempted': 'Se intentó la entrega; el transportista lo volverá a intentar',
+      'out_for_delivery.rescheduled': 'La entrega pasó a otro día a petición del destinatario',
+      'delivered.recipient': 'Entregado al destinatario',
+      'delivered.neighbour': 'Dejado con un vecino',
+      'delivered.locker': 'Depositado en un casillero de paquetes',
+      'delivered.pickup_point': 'Recogido por el destinatario en un punto de recogida',
+      'delivered.safe_place': 'Dejado en el lugar seguro que indicó el destinatario',
+      'exception.address_issue': 'La dirección es incorrecta o está incompleta',
+      'exception.recipient_unavailable': 'Nadie recogió el paquete tras el último intento',
+      'exception.refused': 'El destinatario rechazó el paquete',
+      'exception.customs_hold': 'La aduana retiene el paquete',
+      'exception.damaged': 'El paquete está dañado',
+      'exception.lost': 'El transportista no encuentra el paquete',
+      'exception.weather': 'El tiempo u otra causa de fuerza mayor detuvo el paquete',
+      'returned.to_sender': 'El paquete volvió al remitente',
+      'returned.refused': 'Devuelto tras el rechazo del destinatario',
+      'cancelled.by_sender': 'El remitente canceló el envío',
+    },
     exceptionReasons: {
       lost: 'El paquete se ha perdido',
       damaged: 'El paquete está dañado',
@@ -143,6 +178,20 @@ const FORMATS: Record<Language, Intl.DateTimeFormat> = {
   en: new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' }),
   es: new Intl.DateTimeFormat('es-ES', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' }),
 };
+
+const COUNTRY_NAMES: Record<Language, Intl.DisplayNames> = {
+  en: new Intl.DisplayNames(['en'], { type: 'region' }),
+  es: new Intl.DisplayNames(['es'], { type: 'region' }),
+};
+
+/** A country's name for an ISO 3166-1 alpha-2 code (the code itself when the runtime knows none). */
+export function countryName(language: Language, code: string): string {
+  try {
+    return COUNTRY_NAMES[language].of(code) ?? code;
+  } catch {
+    return code;
+  }
+}
 
 /** A time as the recipient reads it, in UTC (the page knows no zone of theirs). */
 export function formatTime(language: Language, at: Date): string {

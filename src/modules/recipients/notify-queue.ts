@@ -22,8 +22,8 @@ type ShipmentData = {
 /**
  * The milestone an event is, if any: a status move to picked_up, out_for_delivery, delivered or
  * exception; and `delayed`, which is the tracking module's `shipment.eta_changed` with
- * `delayed: true` (CONTRACT.md "Tracking"). That event type is not made yet: when it is, its rows
- * reach this sink as every event does, and nothing here needs to change.
+ * `delayed: true` (CONTRACT.md "Tracking"), from a PATCH of the estimate or a checkpoint that
+ * carries one (its row holds the 2026-12-01 envelope: that type has no other version).
  */
 export function milestoneOfEvent(event: StoredEvent): MilestoneOfShipment | null {
   if (event.type !== 'shipment.status_changed' && event.type !== 'shipment.eta_changed') return null;

@@ -1,19 +1,24 @@
 import { html, type SafeHtml } from '../../web/html.ts';
 import { publicLayout } from '../../web/public-layout.ts';
 import type { Look } from './branding.ts';
-import { formatTime, type Language, WORDS } from './language.ts';
+import { countryName, formatTime, type Language, WORDS } from './language.ts';
 import type { TimelineEntry, TrackingFacts } from './timeline.ts';
 
 function statusWords(language: Language, status: string | null): string {
   return (status && WORDS[language].statuses[status]) || '';
 }
 
-function place(entry: TimelineEntry): string {
-  return [entry.city, entry.country].filter(Boolean).join(', ');
+function subStatusWords(language: Language, code: string | null): string | null {
+  return code ? ((WORDS[language].subStatuses as Record<string, string>)[code] ?? null) : null;
+}
+
+/** City and country only: never a postal code or coordinates. */
+function place(language: Language, entry: TimelineEntry): string {
+  return [entry.city, entry.country ? countryName(language, entry.country) : null].filter(Boolean).join(', ');
 }
 
 function timelineItem(language: Language, entry: TimelineEntry): SafeHtml {
-  const where = place(entry);
+  const where = place(language, entry);
   return html`<li><time datetime="${entry.at.toISOString()}">${formatTime(language, entry.at)}</time>
 ${where ? html`<span class="place">${where}</span>` : ''}
 <span>${entry.message ?? statusWords(language, entry.status)}</span></li>`;
@@ -36,6 +41,7 @@ export function trackingPage(options: {
     facts.status === 'exception' && facts.exceptionReason
       ? words.exceptionReasons[facts.exceptionReason]
       : null;
+  const detail = subStatusWords(language, facts.subStatus);
   const body = html`<header class="brand-band">
 ${options.logoUrl ? html`<img src="${options.logoUrl}" alt="${look.name}">` : ''}
 <p class="brand-name">${look.name}</p>
@@ -44,6 +50,7 @@ ${options.logoUrl ? html`<img src="${options.logoUrl}" alt="${look.name}">` : ''
 <h1>${words.pageTitle}</h1>
 <p class="status-line" role="status"><strong>${statusWords(language, facts.status)}</strong></p>
 ${reason ? html`<p>${reason}</p>` : ''}
+${detail ? html`<p class="sub-status">${detail}</p>` : ''}
 ${facts.estimate ? html`<p>${words.estimate}: ${formatTime(language, facts.estimate.earliest)} – ${formatTime(language, facts.estimate.latest)}</p>` : ''}
 ${facts.deliveredBy ? html`<p>${words.deliveredBy}: ${facts.deliveredBy}</p>` : ''}
 <h2>${words.timeline}</h2>

@@ -21,7 +21,7 @@ export interface TrackingFacts {
   timeline: TimelineEntry[];
 }
 
-/** Where the page's facts come from: one function, to be pointed at checkpoints (issue Tracking). */
+/** Where the page's facts come from: one function (`trackingSource` below). */
 export type TrackingSource = (
   ctx: AppContext,
   shipment: { tenantId: string; shipmentId: string },
@@ -29,8 +29,8 @@ export type TrackingSource = (
 
 /**
  * The facts from the shipment and its status history (the event rows: the status each move
- * reached, and when), newest first. No places, estimate or signature are known yet: those come
- * with the tracking module's checkpoints, which replace this source (`trackingSource` below).
+ * reached, and when), newest first, without places, estimate or signature: what
+ * `checkpointSource` falls back on where no checkpoint speaks of a move.
  */
 export const statusHistorySource: TrackingSource = async (ctx, { tenantId, shipmentId }) => {
   const shipment = await ctx.db
@@ -71,5 +71,85 @@ export const statusHistorySource: TrackingSource = async (ctx, { tenantId, shipm
   };
 };
 
-/** The source the page reads. When checkpoints land, point this at them. */
-export const trackingSource: TrackingSource = statusHistorySource;
+/** When the newest checkpoint of the shipment was told (its shipment.checkpoint_added). */
+async function lastCheckpointTold(
+  ctx: AppContext,
+  { tenantId, shipmentId }: { tenantId: string; shipmentId: string },
+): Promise<Date | null> {
+  const row = await ctx.db
+    .selectFrom('events')
+    .select('created_at')
+    .where('tenant_id', '=', tenantId)
+    .where('shipment_id', '=', shipmentId)
+    .where('type', '=', 'shipment.checkpoint_added')
+    .orderBy('created_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.created_at ?? null;
+}
+
+interface StoredLocation {
+  city?: string | null;
+  country?: string | null;
+}
+
+function parsed<T>(value: unknown): T | null {
+  if (value === null || value === undefined) return null;
+  return (typeof value === 'string' ? JSON.parse(value) : value) as T;
+}
+
+/**
+ * The facts from the tracking module: the shipment's sub-status, estimate and signature, and its
+ * checkpoints newest first, each with its time, city and country only (never the postal code,
+ * the coordinates or any id). Where no checkpoint tells of it, the status history fills in: the
+ * creation, every move when there is no checkpoint, and the moves made after the newest one.
+ */
+export const checkpointSource: TrackingSource = async (ctx, target) => {
+  const [facts, shipment, checkpoints] = await Promise.all([
+    statusHistorySource(ctx, target),
+    ctx.db
+      .selectFrom('shipments')
+      .select(['status', 'sub_status', 'estimated_delivery', 'proof_of_delivery'])
+      .where('tenant_id', '=', target.tenantId)
+      .where('id', '=', target.shipmentId)
+      .executeTakeFirst(),
+    ctx.db
+      .selectFrom('shipment_checkpoints')
+      .select(['occurred_at', 'location', 'message', 'status'])
+      .where('tenant_id', '=', target.tenantId)
+      .where('shipment_id', '=', target.shipmentId)
+      .orderBy('occurred_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(100)
+      .execute(),
+  ]);
+  if (!facts || !shipment) return null;
+  const fromCheckpoints = checkpoints.map((checkpoint): TimelineEntry => {
+    const location = parsed<StoredLocation>(checkpoint.location);
+    return {
+      at: checkpoint.occurred_at,
+      status: checkpoint.status,
+      message: checkpoint.message,
+      city: location?.city ?? null,
+      country: location?.country ?? null,
+    };
+  });
+  // A checkpoint's moves are told by the checkpoint: its shipment.checkpoint_added is dated with
+  // the last of them, and a move made later (POST /status) is dated after it. The creation stays.
+  const told = checkpoints.length > 0 ? await lastCheckpointTold(ctx, target) : null;
+  const moves = facts.timeline.filter(
+    (entry, index) => told === null || entry.at > told || index === facts.timeline.length - 1,
+  );
+  const estimate = parsed<{ earliest: string; latest: string }>(shipment.estimated_delivery);
+  const proof = parsed<{ signed_by?: string | null }>(shipment.proof_of_delivery);
+  return {
+    ...facts,
+    subStatus: shipment.sub_status,
+    estimate: estimate ? { earliest: new Date(estimate.earliest), latest: new Date(estimate.latest) } : null,
+    deliveredBy: shipment.status === 'delivered' ? (proof?.signed_by ?? null) : null,
+    timeline: [...fromCheckpoints, ...moves].sort((a, b) => b.at.getTime() - a.at.getTime()).slice(0, 100),
+  };
+};
+
+/** The source the page reads: the checkpoints, with the status history where they are silent. */
+export const trackingSource: TrackingSource = checkpointSource;
