@@ -235,13 +235,27 @@ describe('the tracking fields', () => {
 });
 
 describe('erasure', () => {
-  it('customer.redact clears the destination street line with the name, and keeps the place', async () => {
+  it('customer.redact clears the destination street line and who signed with the name, and keeps the place', async () => {
     const company = await createCompany(w);
     const shipment = await createShipment(w, company.liveToken, {
       recipient_name: 'Zebulon Quarrington',
       recipient_email: 'zq@example.org',
       destination: DESTINATION,
     });
+    const delivered = await call(w, 'POST', `/v1/shipments/${shipment.id}/checkpoints`, {
+      token: company.liveToken,
+      body: {
+        occurred_at: w.clock.now().toISOString(),
+        message: 'Delivered',
+        status: 'delivered',
+        proof_of_delivery: {
+          method: 'signature',
+          signed_by: 'Zebulon Quarrington',
+          received_at: w.clock.now().toISOString(),
+        },
+      },
+    });
+    expect(delivered.status, delivered.text).toBe(201);
     const erased = await call(w, 'POST', `/v1/companies/${company.tenantId}/privacy-requests`, {
       token: company.owner.token,
       body: { kind: 'redact', recipient: { email: 'zq@example.org' } },
@@ -251,5 +265,7 @@ describe('erasure', () => {
     expect(read.body.recipient_name).toBe('[redacted]');
     expect(read.body.destination).toEqual({ ...DESTINATION, line1: '[redacted]', country: 'FR' });
     expect(read.text).not.toContain('Rue de la Paix');
+    expect(read.body.proof_of_delivery).toMatchObject({ method: 'signature', signed_by: '[redacted]' });
+    expect(read.text).not.toContain('Quarrington');
   });
 });

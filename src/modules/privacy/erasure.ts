@@ -21,6 +21,10 @@ const SHIPMENT_FIELDS: Record<string, string | null> = {
 export const REDACTED_DESTINATION = sql<string>`CASE WHEN destination->>'line1' IS NOT NULL
   THEN jsonb_set(destination, '{line1}', to_jsonb(${REDACTED}::text)) ELSE destination END`;
 
+/** Who signed for the parcel (often the recipient, or a neighbour named) is erased with them. */
+export const REDACTED_PROOF = sql<string>`CASE WHEN proof_of_delivery->>'signed_by' IS NOT NULL
+  THEN jsonb_set(proof_of_delivery, '{signed_by}', to_jsonb(${REDACTED}::text)) ELSE proof_of_delivery END`;
+
 /** Rows rewritten per statement. */
 const CHUNK = 500;
 
@@ -37,6 +41,10 @@ function redactShipmentFields(value: unknown): unknown {
     if (key === 'destination' && field && typeof field === 'object' && 'line1' in field) {
       // A destination's street line (message version 2026-12-01), when there is one.
       out[key] = { ...field, line1: field.line1 === null ? null : REDACTED };
+      continue;
+    }
+    if (key === 'proof_of_delivery' && field && typeof field === 'object' && 'signed_by' in field) {
+      out[key] = { ...field, signed_by: field.signed_by === null ? null : REDACTED };
       continue;
     }
     out[key] = Object.hasOwn(SHIPMENT_FIELDS, key) ? SHIPMENT_FIELDS[key] : redactShipmentFields(field);

@@ -9,7 +9,13 @@ import { managesMembers } from '../accounts/roles.ts';
 import { type AppEvent, enqueueAppEvents } from '../app-events/enqueue.ts';
 import { installationReceives } from '../oauth/installation-grants.ts';
 import { forgetRecipients } from '../recipients/erasure.ts';
-import { messageDeliveries, REDACTED, REDACTED_DESTINATION, redactCopies } from './erasure.ts';
+import {
+  messageDeliveries,
+  REDACTED,
+  REDACTED_DESTINATION,
+  REDACTED_PROOF,
+  redactCopies,
+} from './erasure.ts';
 
 /** Spec section 8: at most 500 shipment ids in one message; more go in several with one id. */
 export const SHIPMENT_IDS_PER_MESSAGE = 500;
@@ -258,6 +264,7 @@ export async function createPrivacyRequest(
           recipient_email: null,
           recipient_phone: null,
           destination: REDACTED_DESTINATION,
+          proof_of_delivery: REDACTED_PROOF,
           updated_at: now,
         })
         .where(
