@@ -44,6 +44,18 @@ describe.skipIf(!hasChromium)('axe-core over every page of every role', () => {
     owner = company.owner;
     const shipment = await createShipment(w, company.testToken, { external_ref: 'order-1042' });
     trackingUrl = shipment.tracking_url;
+    // A timeline on the shipment page, so its checkpoints and form are checked too.
+    const checkpoint = await call(w, 'POST', `/v1/shipments/${shipment.id}/checkpoints`, {
+      token: company.testToken,
+      body: {
+        occurred_at: '2026-11-21T10:00:00Z',
+        location: { city: 'Leipzig', country: 'DE' },
+        message: 'Arrived at the hub',
+        status: 'in_transit',
+        sub_status: 'in_transit.customs',
+      },
+    });
+    expect(checkpoint.status, checkpoint.text).toBe(201);
     await createShipment(w, company.liveToken, { external_ref: 'order-1043' });
     const endpoint = await call(w, 'POST', '/v1/webhook-endpoints', {
       token: company.testToken,

@@ -83,6 +83,7 @@ ${field('Your reference', shipment.external_ref)}${field('Merchant account', shi
 ${field('Payment', amount(shipment))}${field('Mode', shipment.livemode ? 'live' : 'test')}
 ${field('Created', formatTime(shipment.created_at))}${field('Updated', formatTime(shipment.updated_at))}
 </dl></section>
+${await timelineSection(ctx, view, shipment, form, error)}
 <h2>Parcels</h2>
 <div class="table-wrap"><table><thead><tr><th>Weight</th><th>Reference</th><th>Size (mm)</th></tr></thead><tbody>
 ${shipment.parcels.map(
@@ -91,9 +92,9 @@ ${shipment.parcels.map(
       p.length_mm ? `${p.length_mm} × ${p.width_mm ?? '?'} × ${p.height_mm ?? '?'}` : '—'
     }</td></tr>`,
 )}</tbody></table></div>
-${await timelineSection(ctx, view, shipment, form, error)}
-<h2>Events</h2>
-${eventRows(events.data, { openFirst: true })}`;
+<h2>Events sent</h2>
+<p class="muted small">The messages webhooks and apps received about this shipment; the timeline above is its history.</p>
+${eventRows(events.data, { openFirst: false })}`;
 }
 
 interface ListFilters {
