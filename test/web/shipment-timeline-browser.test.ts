@@ -123,6 +123,16 @@ describe.skipIf(!hasChromium)("the shipment page's timeline in Chromium", () => 
     expect(still.body.status).toBe('in_transit');
   });
 
+  it('a post without the CSRF token is refused and writes nothing', async () => {
+    const before = await checkpoints();
+    const forged = await page.request.post(`${shipmentPage()}/checkpoints`, {
+      form: { occurred_at: '2026-11-21T11:30', message: 'Forged' },
+      maxRedirects: 0,
+    });
+    expect(forged.status()).toBe(403);
+    expect(await checkpoints()).toEqual(before);
+  });
+
   it.each([
     ['country', 'XX', 'not a country code'],
     ['sub_status', 'delivered.neighbour', 'goes with another status'],
