@@ -134,6 +134,9 @@ describe.skipIf(!hasChromium)('axe-core over every page of every role', () => {
       try {
         const { pages, violations } = await crawl(context, start);
         expect(pages.length).toBeGreaterThan(2);
+        // The owner's crawl reaches a shipment page, with its timeline and checkpoint form.
+        if (start === '/dashboard')
+          expect(pages.some((p) => /^\/dashboard\/shipments\/shp_/.test(p))).toBe(true);
         expect(violations, JSON.stringify(violations, null, 1)).toEqual([]);
       } finally {
         await context.close();
