@@ -44,6 +44,18 @@ describe.skipIf(!hasChromium)('axe-core over every page of every role', () => {
     owner = company.owner;
     const shipment = await createShipment(w, company.testToken, { external_ref: 'order-1042' });
     trackingUrl = shipment.tracking_url;
+    // A timeline on the shipment page, so its checkpoints and form are checked too.
+    const checkpoint = await call(w, 'POST', `/v1/shipments/${shipment.id}/checkpoints`, {
+      token: company.testToken,
+      body: {
+        occurred_at: '2026-11-21T10:00:00Z',
+        location: { city: 'Leipzig', country: 'DE' },
+        message: 'Arrived at the hub',
+        status: 'in_transit',
+        sub_status: 'in_transit.customs',
+      },
+    });
+    expect(checkpoint.status, checkpoint.text).toBe(201);
     await createShipment(w, company.liveToken, { external_ref: 'order-1043' });
     const endpoint = await call(w, 'POST', '/v1/webhook-endpoints', {
       token: company.testToken,
@@ -122,6 +134,9 @@ describe.skipIf(!hasChromium)('axe-core over every page of every role', () => {
       try {
         const { pages, violations } = await crawl(context, start);
         expect(pages.length).toBeGreaterThan(2);
+        // The owner's crawl reaches a shipment page, with its timeline and checkpoint form.
+        if (start === '/dashboard')
+          expect(pages.some((p) => /^\/dashboard\/shipments\/shp_/.test(p))).toBe(true);
         expect(violations, JSON.stringify(violations, null, 1)).toEqual([]);
       } finally {
         await context.close();

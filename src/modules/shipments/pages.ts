@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.ts';
+import { AppError } from '../../lib/errors.ts';
 import type { Page } from '../../lib/paging.ts';
 import { allows } from '../../modules/accounts/roles.ts';
 import {
@@ -14,14 +15,18 @@ import {
   listShipments,
   moveShipment,
   type Shipment,
+  type TrackedShipment,
 } from '../../modules/shipments/service.ts';
 import type { DashboardView } from '../../web/dashboard.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
 import { formatMoney } from '../../web/money.ts';
-import { choiceField, formatTime, nextLink, selected, timeCell } from '../../web/pages/common.ts';
+import { choiceField, type Form, formatTime, nextLink, selected, timeCell } from '../../web/pages/common.ts';
 import { formPost, pageGet } from '../../web/pages/page-routes.ts';
+import { requireScope } from '../accounts/access.ts';
+import { applyCheckpoint, targetOf } from '../tracking/checkpoints.ts';
 import { eventRows } from './event-pages.ts';
+import { type FieldError, fieldErrorOf, readCheckpointForm, timelineSection } from './timeline-page.ts';
 
 const LIST = '/dashboard/shipments';
 
@@ -58,7 +63,13 @@ ${
 </form>`;
 }
 
-async function detailBody(ctx: AppContext, view: DashboardView, shipment: Shipment) {
+async function detailBody(
+  ctx: AppContext,
+  view: DashboardView,
+  shipment: TrackedShipment,
+  form: Form = {},
+  error: FieldError | null = null,
+) {
   const events = await listEvents(ctx, view.access, { shipment_id: shipment.id, limit: 100 });
   const field = (label: string, value: SafeHtml | string | null) =>
     html`<dt>${label}</dt><dd>${value ?? '—'}</dd>`;
@@ -72,6 +83,7 @@ ${field('Your reference', shipment.external_ref)}${field('Merchant account', shi
 ${field('Payment', amount(shipment))}${field('Mode', shipment.livemode ? 'live' : 'test')}
 ${field('Created', formatTime(shipment.created_at))}${field('Updated', formatTime(shipment.updated_at))}
 </dl></section>
+${await timelineSection(ctx, view, shipment, form, error)}
 <h2>Parcels</h2>
 <div class="table-wrap"><table><thead><tr><th>Weight</th><th>Reference</th><th>Size (mm)</th></tr></thead><tbody>
 ${shipment.parcels.map(
@@ -80,8 +92,9 @@ ${shipment.parcels.map(
       p.length_mm ? `${p.length_mm} × ${p.width_mm ?? '?'} × ${p.height_mm ?? '?'}` : '—'
     }</td></tr>`,
 )}</tbody></table></div>
-<h2>Events</h2>
-${eventRows(events.data, { openFirst: true })}`;
+<h2>Events sent</h2>
+<p class="muted small">The messages webhooks and apps received about this shipment; the timeline above is its history.</p>
+${eventRows(events.data, { openFirst: false })}`;
 }
 
 interface ListFilters {
@@ -171,6 +184,52 @@ export function shipmentPages(app: FastifyInstance, ctx: AppContext): void {
     async retry(view, _form, { id }) {
       const shipment = await getShipment(ctx, view.access, id);
       return { title: shipment.recipient_name, path: LIST, body: await detailBody(ctx, view, shipment) };
+    },
+  });
+
+  formPost<{ id: string }>(app, ctx, `${LIST}/:id/checkpoints`, {
+    async run(view, form, { id }) {
+      requireScope(view.access, 'shipments:write');
+      const shipment = await getShipment(ctx, view.access, id);
+      const back = `${LIST}/${encodeURIComponent(id)}`;
+      try {
+        const input = readCheckpointForm(form);
+        const { applied } = await applyCheckpoint(ctx, {
+          ...targetOf(view.access, id),
+          input,
+          source: 'dashboard',
+        });
+        const newest = shipment.latest_checkpoint?.occurred_at;
+        const why =
+          newest && input.occurred_at < newest
+            ? 'older than the newest checkpoint'
+            : "its status lies behind the shipment's";
+        return {
+          redirect: back,
+          message: applied ? 'Checkpoint added.' : `Kept in the timeline, not applied: ${why}.`,
+        };
+      } catch (error) {
+        const field = error instanceof AppError ? fieldErrorOf(error) : null;
+        if (!(error instanceof AppError) || !field) throw error;
+        // The page again, the fields as typed and the reason beside the field; nothing written.
+        return {
+          page: {
+            title: shipment.recipient_name,
+            path: LIST,
+            status: 422,
+            error: 'The checkpoint was not added: see the form below.',
+          },
+          body: await detailBody(ctx, view, shipment, form, field),
+        };
+      }
+    },
+    async retry(view, form, { id }) {
+      const shipment = await getShipment(ctx, view.access, id);
+      return {
+        title: shipment.recipient_name,
+        path: LIST,
+        body: await detailBody(ctx, view, shipment, form),
+      };
     },
   });
 }
