@@ -11,22 +11,18 @@ import { issueToken } from '../recipients/tokens.ts';
 import { etaChangedEvent } from '../tracking/events.ts';
 import {
   type Carrier,
-  type Checkpoint,
   checkProof,
   checkSubStatus,
-  type Destination,
   type EstimatedDelivery,
-  fromJson,
   normaliseDestination,
   normaliseEstimate,
   normaliseProof,
-  type ProofOfDelivery,
   toJson,
 } from '../tracking/fields.ts';
 import type { PatchShipmentBody } from '../tracking/schemas.ts';
 import { isCurrency } from './currencies.ts';
 import { recordEvents } from './events.ts';
-import { canMove, type ExceptionReason, eventTypesForMove, type ShipmentStatus } from './lifecycle.ts';
+import { canMove, type ExceptionReason, eventTypesForMove } from './lifecycle.ts';
 import {
   type Parcel,
   presentShipment,
