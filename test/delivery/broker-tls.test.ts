@@ -1,12 +1,9 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
 import { connect as netConnect, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem } from '../http/expect.ts';
 import { type CompanyFixture, call, createCompany, type Json } from '../support/api.ts';
+import { selfSignedCertificate, type TlsFiles } from '../support/certificate.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 import {
   consumeQueue,
@@ -17,7 +14,6 @@ import {
   type RabbitPlace,
   rabbitMqMissing,
   rabbitPlace,
-  type TlsFiles,
   verifyConsumed,
 } from './brokers.ts';
 
@@ -31,53 +27,20 @@ import {
 const rabbitMissing = await rabbitMqMissing();
 const natsMissing = await natsServerMissing();
 
-function selfSigned(): TlsFiles {
-  const dir = mkdtempSync(join(tmpdir(), 'broker-tls-'));
-  const certFile = join(dir, 'cert.pem');
-  const keyFile = join(dir, 'key.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      keyFile,
-      '-out',
-      certFile,
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1,DNS:localhost',
-    ],
-    { stdio: 'ignore' },
-  );
-  return { certFile, keyFile, cert: readFileSync(certFile, 'utf8') };
-}
-
 /** A TLS listener on 127.0.0.1 in front of the machine's RabbitMQ (as a TLS-terminating proxy is). */
 async function tlsFrontOfRabbit(files: TlsFiles): Promise<{ port: number; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
-  const server: Server = tls.createServer(
-    { cert: files.cert, key: readFileSync(files.keyFile) },
-    (secure) => {
-      const plain = netConnect({ host: '127.0.0.1', port: RABBIT_PORT });
-      sockets.add(secure).add(plain);
-      secure.pipe(plain).pipe(secure);
-      const end = () => {
-        secure.destroy();
-        plain.destroy();
-      };
-      secure.on('error', end).on('close', end);
-      plain.on('error', end).on('close', end);
-    },
-  );
+  const server: Server = tls.createServer({ cert: files.cert, key: files.key }, (secure) => {
+    const plain = netConnect({ host: '127.0.0.1', port: RABBIT_PORT });
+    sockets.add(secure).add(plain);
+    secure.pipe(plain).pipe(secure);
+    const end = () => {
+      secure.destroy();
+      plain.destroy();
+    };
+    secure.on('error', end).on('close', end);
+    plain.on('error', end).on('close', end);
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
   return {
@@ -101,7 +64,7 @@ let own: OwnNatsServer | null = null;
 const trustedBefore = tls.getCACertificates('default');
 
 beforeAll(async () => {
-  files = selfSigned();
+  files = selfSignedCertificate('broker-tls-');
   tls.setDefaultCACertificates([...trustedBefore, files.cert]);
   w = await startWaybill();
   company = await createCompany(w, 'Broker Co');

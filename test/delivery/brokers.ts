@@ -11,6 +11,7 @@ import amqp from 'amqplib';
 import pino, { type Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { randomBase62 } from '../../src/lib/ids.ts';
+import type { TlsFiles } from '../support/certificate.ts';
 
 /**
  * The real brokers on this machine (issue 43): RabbitMQ on 127.0.0.1:5672 (managed with
@@ -289,14 +290,6 @@ export async function natsServerMissing(): Promise<string | null> {
   } catch {
     return `${NATS_SERVER_BINARY} cannot be run`;
   }
-}
-
-/** A certificate and its key (PEM files), for a server that requires TLS. */
-export interface TlsFiles {
-  certFile: string;
-  keyFile: string;
-  /** The certificate's PEM text, which a client trusts as its CA. */
-  cert: string;
 }
 
 export async function ownNatsServer(options: { tls?: TlsFiles } = {}): Promise<OwnNatsServer> {

@@ -1,9 +1,5 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -16,6 +12,7 @@ import type {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accountChoices, type CookieJar, formFields, signedInJar } from '../oauth/support.ts';
 import { type CompanyFixture, createCompany, createShipment } from '../support/api.ts';
+import { selfSignedCertificate } from '../support/certificate.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 
 /**
@@ -37,32 +34,8 @@ describe('client ID metadata documents', () => {
   const redirectUri = 'http://127.0.0.1:47123/callback';
 
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cimd-'));
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-        '-days',
-        '1',
-        '-subj',
-        '/CN=127.0.0.1',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-      ],
-      { stdio: 'ignore' },
-    );
-    const cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
-    server = createServer({ key: readFileSync(join(dir, 'key.pem')), cert }, (request, response) => {
+    const { cert, key } = selfSignedCertificate('cimd-');
+    server = createServer({ key, cert }, (request, response) => {
       hits.set(request.url ?? '', (hits.get(request.url ?? '') ?? 0) + 1);
       const doc = documents.get(request.url ?? '');
       if (!doc) {
