@@ -19,9 +19,19 @@ describe('privacy requests in the dashboard', () => {
     const form = await owner.get('/dashboard/privacy-requests');
     expect(form.status).toBe(200);
     expect(form.text).toContain('No privacy request yet');
+    // An erasure asks once more, naming the shipments it changes; nothing is erased yet.
+    const asked = await owner.post('/dashboard/privacy-requests', {
+      kind: 'redact',
+      email: 'Erase.Me@example.com',
+    });
+    expect(asked.status).toBe(200);
+    expect(asked.text).toContain(shipment.tracking_number);
+    const before = await call(w, 'GET', `/v1/shipments/${shipment.id}`, { token: company.liveToken });
+    expect(before.body.recipient_name).not.toBe('[redacted]');
     const filed = await owner.post('/dashboard/privacy-requests', {
       kind: 'redact',
       email: 'Erase.Me@example.com',
+      confirmed: 'yes',
     });
     expect(filed.status).toBe(303);
     const list = await owner.get('/dashboard/privacy-requests');

@@ -68,13 +68,13 @@ it('counts each /v1 installation once, not an approval again nor an /mcp grant, 
 
   await issueAppTokens(w, { appId, installationId: first.id, userId: one.owner.id });
   await issueAppTokens(w, { appId, installationId: connection.id, userId: one.owner.id });
-  await uninstall(w.ctx, one.tenantId, first.id);
-  expect(await installCount(appId)).toBe(1);
-  expect(await grantsOf(first.id)).toEqual({ codes: 0, tokens: 0 });
   // Revoking the /mcp grant takes its tokens and leaves the count of /v1 installations alone.
   await revokeAgentConnection(w.ctx, one.owner.id, one.tenantId, connection.id);
   expect(await grantsOf(connection.id)).toEqual({ codes: 0, tokens: 0 });
+  expect(await installCount(appId)).toBe(2);
+  await uninstall(w.ctx, one.tenantId, first.id);
   expect(await installCount(appId)).toBe(1);
+  expect(await grantsOf(first.id)).toEqual({ codes: 0, tokens: 0 });
   await uninstall(w.ctx, two.tenantId, second.id);
   expect(await installCount(appId)).toBe(0);
   // Installing again counts again.

@@ -231,7 +231,8 @@ describe.skipIf(!hasChromium)('the MCP SDK client against /mcp', () => {
       events: unknown[];
       checkpoints: unknown[];
     };
-    expect(shipment).toEqual(rest.body);
+    // The REST answer's tracking_url (issue 52) is the one field the tool leaves out.
+    expect({ ...shipment, tracking_url: rest.body.tracking_url }).toEqual(rest.body);
     expect(checkpoints).toEqual([]);
     expect(events.length).toBeGreaterThan(0);
     log(

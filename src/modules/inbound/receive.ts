@@ -88,6 +88,8 @@ export class SourceRateLimiter {
 
 /** The source a message is addressed to, by the id in its URL alone (the URL names no company). */
 export async function sourceForMessage(ctx: AppContext, id: string): Promise<InboundSourcesTable> {
+  // Read from the path before any schema runs: only an id's shape reaches the database.
+  if (!/^ins_[0-9A-Za-z]{1,60}$/.test(id)) throw new AppError('inbound_source.not_found');
   const row = await ctx.db.selectFrom('inbound_sources').selectAll().where('id', '=', id).executeTakeFirst();
   if (!row) throw new AppError('inbound_source.not_found');
   return row;
