@@ -111,14 +111,15 @@ describe('bad input from an agent', () => {
         if (response.status === 400) expect(((await response.json()) as Json).error).toMatch(/^invalid_/);
         sent++;
       }
-      // A client metadata document on a private address is never fetched; the page says why.
+      // A client metadata document is never fetched for someone signed out (review finding I2):
+      // they are sent to sign in first.
       const metadataUrl = encodeURIComponent('https://10.0.0.1/agent.json');
       const authorize = await fetch(
         `${w.url}/oauth/authorize?response_type=code&client_id=${metadataUrl}&redirect_uri=${encodeURIComponent('https://10.0.0.1/cb')}&code_challenge=${'a'.repeat(43)}&code_challenge_method=S256`,
         { redirect: 'manual' },
       );
-      expect(authorize.status).toBeGreaterThanOrEqual(400);
-      expect(authorize.status).toBeLessThan(500);
+      expect(authorize.status).toBe(303);
+      expect(authorize.headers.get('location')).toMatch(/^\/signin\?return_to=/);
       sent++;
     }
     expect(sent).toBeGreaterThanOrEqual(100);
