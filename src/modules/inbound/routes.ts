@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
+import { acceptRawBodies } from '../../http/raw-body.ts';
 import { errorResponses, Page, PageQuery } from '../../http/schemas.ts';
 import { AppError, validationError } from '../../lib/errors.ts';
 import { jsonFault } from '../../lib/text.ts';
@@ -180,10 +181,7 @@ export function inboundReceiveRoutes(ctx: AppContext): FastifyPluginAsyncTypebox
     };
 
     // Raw bytes whatever the type: the signature covers the bytes, and JSON is read only once it holds.
-    app.removeAllContentTypeParsers();
-    app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_BODY_BYTES }, (_request, body, done) =>
-      done(null, body),
-    );
+    acceptRawBodies(app, MAX_BODY_BYTES);
 
     app.post(
       '/inbound/:id',

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
+import { acceptRawBodies } from '../../http/raw-body.ts';
 import { errorResponses, Id } from '../../http/schemas.ts';
 import { requireUser } from '../accounts/access.ts';
 import { getCompany, requireRole } from '../accounts/companies.ts';
@@ -19,12 +20,7 @@ const TenantParams = Type.Object({ tenant_id: Id(64) }, { additionalProperties: 
 /** PUT /v1/companies/{tenant_id}/branding/logo: a raw image body, its type read from the bytes. */
 export function logoRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
-    app.removeAllContentTypeParsers();
-    app.addContentTypeParser(
-      '*',
-      { parseAs: 'buffer', bodyLimit: UPLOAD_BODY_LIMIT },
-      (_request, body, done) => done(null, body),
-    );
+    acceptRawBodies(app, UPLOAD_BODY_LIMIT);
     app.put(
       '/v1/companies/:tenant_id/branding/logo',
       {

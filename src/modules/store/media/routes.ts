@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../../../context.ts';
+import { acceptRawBodies } from '../../../http/raw-body.ts';
 import { errorResponses } from '../../../http/schemas.ts';
 import { pageUser } from '../../../web/session.ts';
 import { requireUser } from '../../accounts/access.ts';
@@ -26,12 +27,7 @@ function bodyBytes(body: unknown): Buffer {
 export function mediaRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
   return async (app) => {
     // Raw bytes of whatever type the client says: the type is read from the bytes (media.ts).
-    app.removeAllContentTypeParsers();
-    app.addContentTypeParser(
-      '*',
-      { parseAs: 'buffer', bodyLimit: UPLOAD_BODY_LIMIT },
-      (_request, body, done) => done(null, body),
-    );
+    acceptRawBodies(app, UPLOAD_BODY_LIMIT);
 
     const developer: FastifyPluginAsyncTypebox = async (scoped) => {
       scoped.addHook('preValidation', async (request) => {
