@@ -1,7 +1,8 @@
-import { sql } from 'kysely';
+import { type ExpressionBuilder, sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
 import type { BackgroundJob } from '../../jobs.ts';
 import { addMs, HOUR, MINUTE, SECOND } from '../../lib/clock.ts';
+import type { Database } from '../../db/schema.ts';
 import { FROM_ADDRESS, storeInOutbox } from '../mail/outbox.ts';
 import { lookOfCompany } from './branding.ts';
 import type { Language } from './language.ts';
@@ -38,53 +39,58 @@ type Row = {
   created_at: Date;
 };
 
-/** Claims due e-mails with a lease, in a short transaction of its own: no lock is held while sending. */
+/**
+ * Claims due e-mails with a lease. No row lock is taken on the read (Citus runs no FOR UPDATE over
+ * several shards): the lease is a compare-and-set, since the UPDATE checks the row is still free
+ * once it holds its lock, so two senders racing for a row give it to one. No lock is held while sending.
+ */
 async function claim(ctx: AppContext, now: Date): Promise<Row[]> {
   const leased = addMs(now, LEASE_MS);
-  return ctx.db.transaction().execute(async (trx) => {
-    const due = await trx
-      .selectFrom('recipient_notifications')
-      .select(['tenant_id', 'id'])
-      .where('status', '=', 'queued')
-      .where('next_attempt_at', '<=', now)
-      .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]))
-      // A shipment's milestones in the order they happened.
-      .orderBy('next_attempt_at')
-      .orderBy('created_at')
-      .orderBy('id')
-      .limit(BATCH)
-      .forUpdate()
-      .skipLocked()
-      .execute();
-    if (due.length === 0) return [];
-    const rows: Row[] = [];
-    for (const tenantId of new Set(due.map((row) => row.tenant_id))) {
-      const ids = due.filter((row) => row.tenant_id === tenantId).map((row) => row.id);
-      rows.push(
-        ...(await trx
-          .updateTable('recipient_notifications')
-          .set({ locked_until: leased, attempts: sql`attempts + 1` })
-          .where('tenant_id', '=', tenantId)
-          .where('id', 'in', ids)
-          .returning([
-            'id',
-            'tenant_id',
-            'shipment_id',
-            'livemode',
-            'event',
-            'to_address',
-            'address_hash',
-            'language',
-            'attempts',
-            'unsubscribe_token',
-            'created_at',
-          ])
-          .execute()),
-      );
-    }
-    // RETURNING comes in no particular order: a shipment's milestones go in the order they happened.
-    return rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : 1));
-  });
+  const free = (eb: ExpressionBuilder<Database, 'recipient_notifications'>) =>
+    eb.and([
+      eb('status', '=', 'queued'),
+      eb('next_attempt_at', '<=', now),
+      eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]),
+    ]);
+  const due = await ctx.db
+    .selectFrom('recipient_notifications')
+    .select(['tenant_id', 'id'])
+    .where(free)
+    // A shipment's milestones in the order they happened.
+    .orderBy('next_attempt_at')
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(BATCH)
+    .execute();
+  if (due.length === 0) return [];
+  const rows: Row[] = [];
+  for (const tenantId of new Set(due.map((row) => row.tenant_id))) {
+    const ids = due.filter((row) => row.tenant_id === tenantId).map((row) => row.id);
+    rows.push(
+      ...(await ctx.db
+        .updateTable('recipient_notifications')
+        .set({ locked_until: leased, attempts: sql`attempts + 1` })
+        .where('tenant_id', '=', tenantId)
+        .where('id', 'in', ids)
+        .where(free)
+        .returning([
+          'id',
+          'tenant_id',
+          'shipment_id',
+          'livemode',
+          'event',
+          'to_address',
+          'address_hash',
+          'language',
+          'attempts',
+          'unsubscribe_token',
+          'created_at',
+        ])
+        .execute()),
+    );
+  }
+  // RETURNING comes in no particular order: a shipment's milestones go in the order they happened.
+  return rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : 1));
 }
 
 type Transport = { sendMail(mail: Record<string, unknown>): Promise<unknown>; close(): void };
