@@ -1,8 +1,8 @@
 import { type ExpressionBuilder, sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
+import type { Database } from '../../db/schema.ts';
 import type { BackgroundJob } from '../../jobs.ts';
 import { addMs, HOUR, MINUTE, SECOND } from '../../lib/clock.ts';
-import type { Database } from '../../db/schema.ts';
 import { FROM_ADDRESS, storeInOutbox } from '../mail/outbox.ts';
 import { lookOfCompany } from './branding.ts';
 import type { Language } from './language.ts';
