@@ -1,7 +1,9 @@
 import { jetstream } from '@nats-io/jetstream';
-import { connect, type NatsConnection, headers as natsHeaders } from '@nats-io/transport-node';
+import { type NatsConnection, headers as natsHeaders } from '@nats-io/transport-node';
 import type { BrokerAddress } from './guard.ts';
-import { BrokerFailure, type BrokerKind, type BrokerLink, type BrokerMessage, withDeadline } from './kind.ts';
+import { BrokerFailure, type BrokerKind, type BrokerLink, type BrokerMessage } from './kind.ts';
+import { connectOwned } from './nats-transport.ts';
+import { ReadBudget } from './read-budget.ts';
 import { addressFor, type NatsDestination } from './spec.ts';
 
 function errorText(error: unknown): string {
@@ -47,22 +49,24 @@ export const natsKind: BrokerKind<NatsDestination> = {
       ? `[${address.address}]:${address.port}`
       : `${address.address}:${address.port}`;
     let connection: NatsConnection;
+    const budget = new ReadBudget();
     try {
-      connection = await withDeadline(
-        connect({
+      connection = await connectOwned(
+        {
           servers: server,
           ...(url.username ? { user: decodeURIComponent(url.username) } : {}),
           ...(url.password ? { pass: decodeURIComponent(url.password) } : {}),
-          timeout: deadlineMs,
+          // Ours ends the attempt (and its socket) first; the client's own only backs it up.
+          timeout: deadlineMs * 2,
           reconnect: false,
           ignoreClusterUpdates: true,
           name: 'waybill-delivery',
           // The client takes no server name apart from the address: TLS checks the certificate against
           // the address dialled (decision 0072 names the limit).
           ...(url.protocol === 'tls:' ? { tls: {} } : {}),
-        }),
+        },
         deadlineMs,
-        (late) => void late.then((c) => c.close()).catch(() => {}),
+        budget,
       );
     } catch (error) {
       throw connectFailure(error);
@@ -88,8 +92,12 @@ export const natsKind: BrokerKind<NatsDestination> = {
             timeout: publishDeadlineMs,
           });
         } catch (error) {
-          throw publishFailure(error, subject);
+          const failure = publishFailure(error, subject);
+          // A server that let the deadline pass is not waited on again: the next message connects anew.
+          if (failure.code === 'timeout') await link.close();
+          throw failure;
         }
+        budget.refill();
       },
       async close() {
         closed = true;

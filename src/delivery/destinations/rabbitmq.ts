@@ -1,6 +1,8 @@
 import amqp from 'amqplib';
 import type { BrokerAddress } from './guard.ts';
 import { BrokerFailure, type BrokerKind, type BrokerLink, type BrokerMessage, withDeadline } from './kind.ts';
+import { meterReads, socketsOpenedBy } from './owned-sockets.ts';
+import { ReadBudget } from './read-budget.ts';
 import { addressFor, type RabbitMqDestination } from './spec.ts';
 
 /**
@@ -44,39 +46,44 @@ export const rabbitMqKind: BrokerKind<RabbitMqDestination> = {
     const url = new URL(destination.url);
     const vhost = decodeURIComponent(url.pathname.replace(/^\//, '')) || '/';
     const tls = url.protocol === 'amqps:';
-    // The connection and its confirm channel within one deadline, however the broker behaves.
-    const opening = amqp
-      .connect(
-        {
-          protocol: tls ? 'amqps' : 'amqp',
-          hostname: address.address,
-          port: address.port,
-          // Never RabbitMQ's default guest/guest: a URL without credentials is refused when written.
-          username: decodeURIComponent(url.username),
-          password: decodeURIComponent(url.password),
-          vhost,
-          heartbeat: 30,
-          // A company's broker may announce any frame size: ours is capped (amqplib closes the
-          // connection on a larger frame) rather than grown to what the server says (finding M2).
-          frameMax: MAX_FRAME_BYTES,
-          maxFrameSize: MAX_FRAME_BYTES,
-        },
-        { timeout: deadlineMs, ...(tls ? { servername: address.host } : {}) },
-      )
-      .then(async (connection) => {
-        // Until the link listens below, an error only closes it (never an unhandled 'error').
-        connection.on('error', () => {});
-        try {
-          return { connection, channel: await connection.createConfirmChannel() };
-        } catch (error) {
-          await connection.close().catch(() => {});
-          throw error;
-        }
-      });
+    const budget = new ReadBudget();
+    // The connection and its confirm channel within one deadline, however the broker behaves. The
+    // socket amqplib dials is Waybill's too: its reads are metered, and the deadline ends it.
+    const { value: opening, sockets } = socketsOpenedBy(() =>
+      amqp
+        .connect(
+          {
+            protocol: tls ? 'amqps' : 'amqp',
+            hostname: address.address,
+            port: address.port,
+            // Never RabbitMQ's default guest/guest: a URL without credentials is refused when written.
+            username: decodeURIComponent(url.username),
+            password: decodeURIComponent(url.password),
+            vhost,
+            heartbeat: 30,
+            // A company's broker may announce any frame size: ours is capped (amqplib closes the
+            // connection on a larger frame) rather than grown to what the server says (finding M2).
+            frameMax: MAX_FRAME_BYTES,
+            maxFrameSize: MAX_FRAME_BYTES,
+          },
+          { timeout: deadlineMs, ...(tls ? { servername: address.host } : {}) },
+        )
+        .then(async (connection) => {
+          // Until the link listens below, an error only closes it (never an unhandled 'error').
+          connection.on('error', () => {});
+          try {
+            return { connection, channel: await connection.createConfirmChannel() };
+          } catch (error) {
+            await connection.close().catch(() => {});
+            throw error;
+          }
+        }),
+    );
+    for (const socket of sockets) meterReads(socket, budget);
     let opened: { connection: amqp.ChannelModel; channel: amqp.ConfirmChannel };
     try {
-      opened = await withDeadline(opening, deadlineMs, (late) => {
-        void late.then((o) => o.connection.close()).catch(() => {});
+      opened = await withDeadline(opening, deadlineMs, () => {
+        for (const socket of sockets) socket.destroy();
       });
     } catch (error) {
       throw connectFailure(error);
@@ -117,10 +124,11 @@ export const rabbitMqKind: BrokerKind<RabbitMqDestination> = {
             else resolve();
           };
           const onClose = (error: BrokerFailure) => settle(error);
-          const timer = setTimeout(
-            () => settle(new BrokerFailure('timeout', 'the broker did not confirm in time')),
-            publishDeadlineMs,
-          );
+          const timer = setTimeout(() => {
+            settle(new BrokerFailure('timeout', 'the broker did not confirm in time'));
+            // A broker that let the deadline pass is not waited on again: the next message connects anew.
+            fail('the broker did not confirm in time');
+          }, publishDeadlineMs);
           pending.add(onClose);
           channel.publish(
             destination.exchange,
@@ -143,6 +151,7 @@ export const rabbitMqKind: BrokerKind<RabbitMqDestination> = {
                   ),
                 );
               }
+              budget.refill();
               settle(null);
             },
           );
