@@ -281,14 +281,25 @@ function refusal(file: string | null, answer: Answer): CommandError {
 }
 
 /**
- * The token and where it goes. WAYBILL_TOKEN is the person's own choice of token and address; the
- * stored session goes only to the origin `waybill login` made it for (issue 39 item 7), whatever
- * --api or WAYBILL_API_URL name.
+ * The token and where it goes. Each credential is bound to one origin and sent nowhere else,
+ * whatever --api names: WAYBILL_TOKEN to WAYBILL_API_URL's (the two are set together, as GH_TOKEN
+ * is for one host; finding I5), the stored session to the one `waybill login` made it for (issue 39
+ * item 7).
  */
 function credentialsFor(values: { api?: string | undefined }): Credentials {
   const stored = storedCredentials();
+  if (process.env.WAYBILL_TOKEN) {
+    const api = apiOf(values.api, { api: DEFAULT_API });
+    const boundTo = originOf(apiOf(undefined, { api: DEFAULT_API }));
+    if (boundTo !== originOf(api)) {
+      throw new CommandError(
+        `WAYBILL_TOKEN is for ${boundTo} (WAYBILL_API_URL), not ${originOf(api)}, and is sent nowhere else.\nTo use it there, set WAYBILL_API_URL=${api}`,
+        1,
+      );
+    }
+    return { api, token: process.env.WAYBILL_TOKEN };
+  }
   const api = apiOf(values.api, stored);
-  if (process.env.WAYBILL_TOKEN) return { api, token: process.env.WAYBILL_TOKEN };
   if (!stored.token) throw new CommandError('Not signed in: run `waybill login`, or set WAYBILL_TOKEN', 1);
   const madeFor = originOf(stored.api);
   if (madeFor === null || madeFor !== originOf(api)) {

@@ -138,12 +138,12 @@ describe('the stored session stays with the API it was made for', () => {
     for (const hostile of ['../../companies/x', 'app_x/../../../v1/companies', 'app_x?y=1', 'app_%2e%2e']) {
       writeConfig('hostile.app.toml', toml(hostile));
       const deploy = await run(['app', 'deploy', '--config', 'hostile.app.toml', '--api', otherUrl], {
-        env: { WAYBILL_TOKEN: 'ust_hostile' },
+        env: { WAYBILL_TOKEN: 'ust_hostile', WAYBILL_API_URL: otherUrl },
       });
       expect(deploy.code, hostile).toBe(2);
       expect(deploy.stderr).toContain('is not an app id');
       const versions = await run(['app', 'versions', '--app', hostile, '--api', otherUrl], {
-        env: { WAYBILL_TOKEN: 'ust_hostile' },
+        env: { WAYBILL_TOKEN: 'ust_hostile', WAYBILL_API_URL: otherUrl },
       });
       expect(versions.code).toBe(2);
     }
@@ -176,9 +176,21 @@ describe('the stored session stays with the API it was made for', () => {
     expect(own.code).toBe(0);
     expect(own.stdout).toMatch(/^\s+1 {2}active/m);
 
-    // WAYBILL_TOKEN is the person's own choice of token and address: it goes where they say.
-    const chosen = await run(['app', 'versions', '--app', app.id, '--api', otherUrl], {
+    // WAYBILL_TOKEN goes only to WAYBILL_API_URL's origin (finding I5): --api naming another is refused.
+    const unbound = await run(['app', 'versions', '--app', app.id, '--api', otherUrl], {
       env: { ...env, WAYBILL_TOKEN: 'ust_chosen' },
+    });
+    expect(unbound.code).toBe(1);
+    expect(unbound.stderr).toContain(
+      `WAYBILL_TOKEN is for http://localhost:3000 (WAYBILL_API_URL), not ${otherUrl}`,
+    );
+    const elsewhereByVariable = await run(['app', 'versions', '--app', app.id, '--api', otherUrl], {
+      env: { ...env, WAYBILL_TOKEN: 'ust_chosen', WAYBILL_API_URL: w.url },
+    });
+    expect(elsewhereByVariable.code).toBe(1);
+    expect(received).toEqual([]);
+    const chosen = await run(['app', 'versions', '--app', app.id], {
+      env: { ...env, WAYBILL_TOKEN: 'ust_chosen', WAYBILL_API_URL: otherUrl },
     });
     expect(chosen.code).toBe(0);
     expect(received).toEqual(['Bearer ust_chosen']);
@@ -222,7 +234,7 @@ describe('the stored session stays with the API it was made for', () => {
 describe('waybill app', () => {
   it('deploy prints the changes and the number; --release makes it active; release N rolls back', async () => {
     const app = await registerApp(w, developer);
-    const env = { WAYBILL_TOKEN: developer.token };
+    const env = { WAYBILL_TOKEN: developer.token, WAYBILL_API_URL: w.url };
     const file = writeConfig('waybill.app.toml', toml(app.id, SUBSCRIPTION));
     const deployed = await run(['app', 'deploy', '--api', w.url, '--message', 'Subscribe'], { env });
     expect(deployed.stderr).toBe('');
@@ -270,7 +282,7 @@ describe('waybill app', () => {
 
   it('each error is printed with its path in the file, and nothing is stored', async () => {
     const app = await registerApp(w, developer);
-    const env = { WAYBILL_TOKEN: developer.token };
+    const env = { WAYBILL_TOKEN: developer.token, WAYBILL_API_URL: w.url };
     const deploy = (text: string) => {
       writeConfig('bad.app.toml', text);
       return run(['app', 'deploy', '--config', 'bad.app.toml', '--api', w.url], { env });
@@ -328,7 +340,7 @@ describe('waybill app', () => {
 
   it('the portal shows the active version as waybill.app.toml, which deploys with no changes', async () => {
     const app = await registerApp(w, developer);
-    const env = { WAYBILL_TOKEN: developer.token };
+    const env = { WAYBILL_TOKEN: developer.token, WAYBILL_API_URL: w.url };
     writeConfig('portal.app.toml', toml(app.id, SUBSCRIPTION));
     const first = await run(['app', 'deploy', '--config', 'portal.app.toml', '--release', '--api', w.url], {
       env,
@@ -357,7 +369,7 @@ describe('waybill app', () => {
 
   it("a subscription to a broker: deploy prints its destination masked, and the portal's file deploys again keeping the password", async () => {
     const app = await registerApp(w, developer);
-    const env = { WAYBILL_TOKEN: developer.token };
+    const env = { WAYBILL_TOKEN: developer.token, WAYBILL_API_URL: w.url };
     const password = 'broker-password-in-the-file';
     writeConfig(
       'broker.app.toml',
