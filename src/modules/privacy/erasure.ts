@@ -19,11 +19,11 @@ const SHIPMENT_FIELDS: Record<string, string | null> = {
  * region, postal code and country stay (they place the parcel, not the person).
  */
 export const REDACTED_DESTINATION = sql<string>`CASE WHEN destination->>'line1' IS NOT NULL
-  THEN jsonb_set(destination, '{line1}', to_jsonb(${REDACTED}::text)) ELSE destination END`;
+  THEN jsonb_set(destination, '{line1}', ${JSON.stringify(REDACTED)}::jsonb) ELSE destination END`;
 
 /** Who signed for the parcel (often the recipient, or a neighbour named) is erased with them. */
 export const REDACTED_PROOF = sql<string>`CASE WHEN proof_of_delivery->>'signed_by' IS NOT NULL
-  THEN jsonb_set(proof_of_delivery, '{signed_by}', to_jsonb(${REDACTED}::text)) ELSE proof_of_delivery END`;
+  THEN jsonb_set(proof_of_delivery, '{signed_by}', ${JSON.stringify(REDACTED)}::jsonb) ELSE proof_of_delivery END`;
 
 /** Rows rewritten per statement. */
 const CHUNK = 500;

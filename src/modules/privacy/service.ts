@@ -267,6 +267,8 @@ export async function createPrivacyRequest(
           proof_of_delivery: REDACTED_PROOF,
           updated_at: now,
         })
+        // The company's own shard on Citus (a statement without it reaches every shard).
+        .where('tenant_id', '=', tenantId)
         .where(
           'id',
           'in',
