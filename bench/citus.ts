@@ -17,7 +17,13 @@
  *   and the claim's first step alone, its read of due companies over every shard, beside the floor
  *   of its fallback while a node is away (`run_command_on_shards`).
  *
- * The schema is dropped at the end.
+ * Then the same companies and events on one PostgreSQL (WAYBILL_BENCH_POSTGRES_URL, default the
+ * machine's own at 127.0.0.1:5432), drained by the same worker process, and one line for each leg
+ * (issue 54 item 6): `<leg>: drain <n> messages/s; PostgreSQL CPU per delivery: coordinator <µs>,
+ * workers <µs> <µs>, total <µs>`, with the goals beside them. The one-PostgreSQL figure is its whole
+ * server's CPU, so whatever else runs there in those seconds counts too.
+ *
+ * The schemas are dropped at the end.
  */
 import { fork } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -39,16 +45,17 @@ import {
 } from './fixtures.ts';
 
 const url = process.env.WAYBILL_BENCH_CITUS_URL ?? 'postgres://postgres@127.0.0.1:9700/test';
+const singleUrl = process.env.WAYBILL_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const COMPANIES = Number(process.env.WAYBILL_BENCH_CITUS_COMPANIES ?? 200);
 const EVENTS_PER_COMPANY = Number(process.env.WAYBILL_BENCH_CITUS_EVENTS ?? 25);
 /** Companies set up or written for at once. */
 const CONCURRENCY = 8;
 
 /** The worker process: the engine as `waybill worker` runs it on Citus, counts on "stop". */
-async function runWorker(schema: string): Promise<void> {
-  const { ctx, database } = await openBenchContext(url, schema);
+async function runWorker(legUrl: string, schema: string, distributed: boolean): Promise<void> {
+  const { ctx, database } = await openBenchContext(legUrl, schema);
   // What the distribution step at a worker's start finds (roles.ts): the tables are distributed.
-  database.distributed = true;
+  database.distributed = distributed;
   let worker: DeliveryWorker | null = null;
   process.on('disconnect', () => process.exit(0));
   process.on('message', async (command: 'go' | 'stop') => {
@@ -111,8 +118,8 @@ function nodeCpu(postmaster: number): number {
   return ticks / 100;
 }
 
-async function onNode<T extends pg.QueryResultRow>(port: number, text: string): Promise<T[]> {
-  const nodeUrl = new URL(url);
+async function onNode<T extends pg.QueryResultRow>(port: number, text: string, base = url): Promise<T[]> {
+  const nodeUrl = new URL(base);
   nodeUrl.port = String(port);
   nodeUrl.searchParams.delete('options');
   const client = new pg.Client({ connectionString: nodeUrl.toString() });
@@ -124,15 +131,21 @@ async function onNode<T extends pg.QueryResultRow>(port: number, text: string): 
   }
 }
 
-/** The cluster's nodes; the postmaster of each that runs here (the parent of its checkpointer). */
-async function clusterNodes(): Promise<Node[]> {
-  const coordinatorPort = Number(new URL(url).port || 5432);
-  const workers = await onNode<{ nodename: string; nodeport: number }>(
-    coordinatorPort,
-    'SELECT nodename, nodeport FROM pg_dist_node WHERE isactive AND groupid <> 0 ORDER BY nodeport',
-  );
+/**
+ * The cluster's nodes (or the one PostgreSQL's, as its coordinator); the postmaster of each that
+ * runs here (the parent of its checkpointer).
+ */
+async function clusterNodes(legUrl: string, distributed: boolean): Promise<Node[]> {
+  const coordinatorPort = Number(new URL(legUrl).port || 5432);
+  const workers = distributed
+    ? await onNode<{ nodename: string; nodeport: number }>(
+        coordinatorPort,
+        'SELECT nodename, nodeport FROM pg_dist_node WHERE isactive AND groupid <> 0 ORDER BY nodeport',
+        legUrl,
+      )
+    : [];
   const nodes: Node[] = [
-    { name: new URL(url).hostname, port: coordinatorPort, role: 'coordinator', postmaster: null },
+    { name: new URL(legUrl).hostname, port: coordinatorPort, role: 'coordinator', postmaster: null },
     ...workers.map((w) => ({
       name: w.nodename,
       port: w.nodeport,
@@ -145,6 +158,7 @@ async function clusterNodes(): Promise<Node[]> {
     const [row] = await onNode<{ pid: number }>(
       node.port,
       "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'",
+      legUrl,
     );
     const fields = row ? statFields(row.pid) : null;
     node.postmaster = fields ? Number(fields[1]) : null;
@@ -156,24 +170,35 @@ const cpuOf = (nodes: Node[]) =>
   nodes.map((n) => (n.postmaster === null ? Number.NaN : nodeCpu(n.postmaster)));
 const fixed = (value: number, digits = 2) => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
 
-async function main(): Promise<void> {
+/** One leg's drain: messages a second, and each node's PostgreSQL CPU per delivery (µs). */
+interface Leg {
+  name: string;
+  drain: number;
+  coordinator: number;
+  workers: number[];
+}
+
+async function runLeg(name: string, legUrl: string, distributed: boolean): Promise<Leg> {
   const total = COMPANIES * EVENTS_PER_COMPANY;
-  const schema = await throwawaySchema(url, 'bench_citus');
-  const { ctx, database } = await openBenchContext(url, schema.name);
+  const schema = await throwawaySchema(legUrl, 'bench_citus');
+  const { ctx, database } = await openBenchContext(legUrl, schema.name);
   const sink = await receiver();
   try {
+    console.log(`\n== ${name} ==`);
     let started = performance.now();
-    const outcome = await distributeTables(database.db);
-    if (!outcome) throw new Error(`the citus extension is not installed in the database of ${url}`);
-    database.distributed = true;
-    const { rows: shards } = await queryAt<{ n: number }>(
-      schema.url,
-      `SELECT count(*)::int AS n FROM citus_shards WHERE table_name = 'webhook_deliveries'::regclass`,
-    );
-    console.log(
-      `Citus at ${url}, schema ${schema.name}: ${outcome.done.length} tables placed in ` +
-        `${((performance.now() - started) / 1000).toFixed(1)} s, ${shards[0]?.n ?? '?'} shards of webhook_deliveries`,
-    );
+    if (distributed) {
+      const outcome = await distributeTables(database.db);
+      if (!outcome) throw new Error(`the citus extension is not installed in the database of ${legUrl}`);
+      database.distributed = true;
+      const { rows: shards } = await queryAt<{ n: number }>(
+        schema.url,
+        `SELECT count(*)::int AS n FROM citus_shards WHERE table_name = 'webhook_deliveries'::regclass`,
+      );
+      console.log(
+        `Citus at ${legUrl}, schema ${schema.name}: ${outcome.done.length} tables placed in ` +
+          `${((performance.now() - started) / 1000).toFixed(1)} s, ${shards[0]?.n ?? '?'} shards of webhook_deliveries`,
+      );
+    } else console.log(`PostgreSQL at ${legUrl}, schema ${schema.name}`);
 
     started = performance.now();
     const tenants = await eachAtOnce(Array.from({ length: COMPANIES }), () => newTenant(ctx));
@@ -194,9 +219,13 @@ async function main(): Promise<void> {
     );
 
     // The drain, by a worker process.
-    const child = fork(fileURLToPath(import.meta.url), ['worker', schema.name], { stdio: 'inherit' });
+    const child = fork(
+      fileURLToPath(import.meta.url),
+      ['worker', legUrl, schema.name, distributed ? 'distributed' : 'single'],
+      { stdio: 'inherit' },
+    );
     await new Promise((resolve) => child.once('message', resolve));
-    const nodes = await clusterNodes();
+    const nodes = await clusterNodes(legUrl, distributed);
     const cpuBefore = cpuOf(nodes);
     const go = performance.now();
     child.send('go');
@@ -220,10 +249,20 @@ async function main(): Promise<void> {
           `${(counts.claimedRows / Math.max(1, counts.claims - counts.emptyClaims)).toFixed(1)} a claim that took some; ` +
           `${counts.recordBatches} record batches`,
       );
+    const perDelivery = nodes.map(
+      (_, i) => (((cpuAfter[i] as number) - (cpuBefore[i] as number)) * 1e6) / total,
+    );
     for (const [i, node] of nodes.entries())
       console.log(
-        `  ${node.role} ${node.name}:${node.port}: PostgreSQL CPU ${fixed((((cpuAfter[i] as number) - (cpuBefore[i] as number)) * 1e6) / total, 0)} µs a delivery`,
+        `  ${node.role} ${node.name}:${node.port}: PostgreSQL CPU ${fixed(perDelivery[i] as number, 0)} µs a delivery`,
       );
+    const leg: Leg = {
+      name,
+      drain: Math.round(total / ((last - first) / 1000)),
+      coordinator: perDelivery[0] as number,
+      workers: perDelivery.slice(1),
+    };
+    if (!distributed) return leg;
 
     // Where the deliveries went: each company's shard's node.
     const { rows: perTenant } = await ctx.db
@@ -316,6 +355,7 @@ async function main(): Promise<void> {
       `  its read of due companies, one query over every shard: ${acrossShards} ms; a \`SELECT 1\` on ` +
         `every shard by run_command_on_shards (the floor of that read while a node is away): ${shardByShard} ms`,
     );
+    return leg;
   } finally {
     sink.server.closeAllConnections();
     sink.server.close();
@@ -339,5 +379,35 @@ async function queryAt<T extends pg.QueryResultRow>(
 }
 
 // Last: the functions above use constants declared after them.
-if (process.argv[2] === 'worker') await runWorker(process.argv[3] as string);
+const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
+const µs = (value: number) => `${fixed(value, 0)} µs`;
+
+/** A leg's line as issue 54 item 6 fixes it. */
+function legLine(leg: Leg): string {
+  const cpu =
+    leg.workers.length === 0
+      ? `coordinator ${µs(leg.coordinator)}`
+      : `coordinator ${µs(leg.coordinator)}, workers ${leg.workers.map(µs).join(' ')}, total ${µs(leg.coordinator + sum(leg.workers))}`;
+  return `${leg.name}: drain ${leg.drain} messages/s; PostgreSQL CPU per delivery: ${cpu}`;
+}
+
+async function main(): Promise<void> {
+  const cluster = await runLeg('Citus', url, true);
+  const single = await runLeg('one PostgreSQL', singleUrl, false);
+  const clusterTotal = cluster.coordinator + sum(cluster.workers);
+  const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
+  console.log(`\n${legLine(cluster)}\n${legLine(single)}`);
+  console.log(
+    `goal: cluster CPU per delivery ${fixed(clusterTotal / single.coordinator)}× one PostgreSQL's (at most 2×) ${verdict(clusterTotal <= 2 * single.coordinator)}`,
+  );
+  console.log(
+    `goal: coordinator's share ${fixed((100 * cluster.coordinator) / clusterTotal, 1)} % (at most 10 %) ${verdict(cluster.coordinator <= 0.1 * clusterTotal)}`,
+  );
+  console.log(
+    `goal: drain of one worker process ${fixed(cluster.drain / single.drain)}× one PostgreSQL's (at least 0.5×) ${verdict(cluster.drain >= 0.5 * single.drain)}`,
+  );
+}
+
+if (process.argv[2] === 'worker')
+  await runWorker(process.argv[3] as string, process.argv[4] as string, process.argv[5] === 'distributed');
 else await main();
