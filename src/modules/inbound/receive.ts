@@ -8,7 +8,13 @@ import {
 import type { Clock } from '../../lib/clock.ts';
 import { AppError, type FieldError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { applyCheckpointIn, type CheckpointInput } from '../tracking/checkpoints.ts';
+import {
+  type ApplyCheckpointRequest,
+  type ApplyCheckpointResult,
+  applyCheckpointsIn,
+  type CheckpointInput,
+  CheckpointRefused,
+} from '../tracking/checkpoints.ts';
 import type { InboundMessageStatus, InboundSourcesTable } from './tables.ts';
 
 /** CONTRACT.md "Inbound": at most 100 messages a second per source. */
@@ -222,37 +228,25 @@ function shipmentOf(checkpoint: InboundCheckpoint, matches: Matches): MatchedShi
   return undefined;
 }
 
-/** A checkpoint the tracking module refused (a 422 naming its field), with its place in the batch. */
-class CheckpointRefused extends Error {
-  readonly index: number;
-  readonly error: AppError;
-  constructor(index: number, error: AppError) {
-    super(error.message);
-    this.index = index;
-    this.error = error;
-  }
-}
-
-/** Applies one matched checkpoint as POST /v1/shipments/{id}/checkpoints does, with source `inbound`. */
-async function applyOne(
-  ctx: AppContext,
-  trx: Trx,
+/** A matched checkpoint as POST /v1/shipments/{id}/checkpoints takes it, with source `inbound`. */
+function requestOf(
   source: InboundSourcesTable,
   shipment: MatchedShipment,
   checkpoint: InboundCheckpoint,
-): Promise<{ checkpoint_id: string; outcome: Exclude<CheckpointOutcome, 'unmatched'> }> {
+): ApplyCheckpointRequest {
   const { tracking_number: _t, carrier_tracking_number: _c, ...input } = checkpoint;
-  const result = await applyCheckpointIn(ctx, trx, {
+  return {
     tenantId: source.tenant_id,
     mode: source.livemode ? 'live' : 'test',
     customerAccountId: source.customer_account_id,
     shipmentId: shipment.id,
     input,
     source: 'inbound',
-  });
-  const outcome = !result.created ? 'duplicate' : result.applied ? 'applied' : 'not_applied';
-  return { checkpoint_id: result.checkpoint.id, outcome };
+  };
 }
+
+const outcomeOf = (result: ApplyCheckpointResult): Exclude<CheckpointOutcome, 'unmatched'> =>
+  !result.created ? 'duplicate' : result.applied ? 'applied' : 'not_applied';
 
 function statusOf(results: readonly CheckpointResult[]): {
   status: InboundMessageStatus;
@@ -268,7 +262,8 @@ function statusOf(results: readonly CheckpointResult[]): {
 
 /**
  * A verified message: the same `webhook-id` again is logged `duplicate` and changes nothing; else
- * each checkpoint finds its shipment and is applied, in one transaction with the message's log row.
+ * each checkpoint finds its shipment, and the matched ones are applied as one batch, in one
+ * transaction with the message's log row.
  */
 export async function receiveMessage(
   ctx: AppContext,
@@ -339,22 +334,39 @@ function receiveIn(
       return { accepted: 0, duplicates: checkpoints.length, unmatched: 0 };
     }
     const matched = await matchShipments(trx, source, checkpoints);
-    const results: CheckpointResult[] = [];
+    // The matched checkpoints applied as one batch (applyCheckpointsIn: set-wise, in their order).
+    const batch: Array<{ index: number; shipment: MatchedShipment }> = [];
+    const requests: ApplyCheckpointRequest[] = [];
     for (const [index, checkpoint] of checkpoints.entries()) {
       const shipment = shipmentOf(checkpoint, matched);
-      if (!shipment) {
-        results.push({ index, shipment_id: null, checkpoint_id: null, outcome: 'unmatched' });
-        continue;
+      if (!shipment) continue;
+      batch.push({ index, shipment });
+      requests.push(requestOf(source, shipment, checkpoint));
+    }
+    let applied: ApplyCheckpointResult[];
+    try {
+      applied = await applyCheckpointsIn(ctx, trx, requests);
+    } catch (error) {
+      // The refused checkpoint's place in the batch of matched ones, back to its place in the message.
+      if (error instanceof CheckpointRefused) {
+        throw new CheckpointRefused(batch[error.index]?.index ?? error.index, error.error);
       }
-      try {
-        results.push({
-          index,
-          shipment_id: shipment.id,
-          ...(await applyOne(ctx, trx, source, shipment, checkpoint)),
-        });
-      } catch (error) {
-        throw error instanceof AppError ? new CheckpointRefused(index, error) : error;
-      }
+      throw error;
+    }
+    const results: CheckpointResult[] = checkpoints.map((_, index) => ({
+      index,
+      shipment_id: null,
+      checkpoint_id: null,
+      outcome: 'unmatched',
+    }));
+    for (const [i, { index, shipment }] of batch.entries()) {
+      const result = applied[i] as ApplyCheckpointResult;
+      results[index] = {
+        index,
+        shipment_id: shipment.id,
+        checkpoint_id: result.checkpoint.id,
+        outcome: outcomeOf(result),
+      };
     }
     const { status, reason } = statusOf(results);
     await trx
