@@ -8,10 +8,11 @@ import {
 import type { Clock } from '../../lib/clock.ts';
 import { AppError, type FieldError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import type { ShipmentsTable } from '../shipments/tables.ts';
 import {
   type ApplyCheckpointRequest,
-  type ApplyCheckpointResult,
   applyCheckpointsIn,
+  type BatchCheckpointResult,
   type CheckpointInput,
   CheckpointRefused,
 } from '../tracking/checkpoints.ts';
@@ -167,16 +168,14 @@ export async function rejectBody(
   });
 }
 
-interface MatchedShipment {
-  id: string;
-  tracking_number: string;
-  carrier_tracking_number: string | null;
-}
+type MatchedShipment = ShipmentsTable;
 
 /** The shipments of a batch by the number each checkpoint names, of the kind it names. */
 interface Matches {
   byTracking: Map<string, MatchedShipment>;
   byCarrier: Map<string, MatchedShipment>;
+  /** Every shipment found, locked for the transaction: applyCheckpointsIn takes them as they are. */
+  locked: Map<string, ShipmentsTable>;
 }
 
 /**
@@ -184,7 +183,8 @@ interface Matches {
  * carrier's own `carrier_tracking_number` (as the checkpoint says which), within the source's
  * company, mode and (when it has one) merchant account only, as findShipmentByNumber (tracking)
  * finds one: another company's number, a shipment of the other mode or of another merchant match
- * nothing; of several shipments with one carrier number, the oldest.
+ * nothing; of several shipments with one carrier number, the oldest. The rows are locked as they
+ * are found (FOR UPDATE, in id order so two messages lock alike), whole, for applyCheckpointsIn.
  */
 async function matchShipments(
   trx: Trx,
@@ -196,11 +196,11 @@ async function matchShipments(
   ];
   const tracking = numbers('tracking_number');
   const carrier = numbers('carrier_tracking_number');
-  const matches: Matches = { byTracking: new Map(), byCarrier: new Map() };
+  const matches: Matches = { byTracking: new Map(), byCarrier: new Map(), locked: new Map() };
   if (tracking.length === 0 && carrier.length === 0) return matches;
   let query = trx
     .selectFrom('shipments')
-    .select(['id', 'tracking_number', 'carrier_tracking_number'])
+    .selectAll()
     .where('tenant_id', '=', source.tenant_id)
     .where('livemode', '=', source.livemode)
     .where((eb) =>
@@ -212,8 +212,13 @@ async function matchShipments(
   if (source.customer_account_id !== null) {
     query = query.where('customer_account_id', '=', source.customer_account_id);
   }
-  const rows = await query.orderBy('created_at', 'asc').orderBy('id', 'asc').execute();
+  const rows = await query.orderBy('id').forUpdate().execute();
+  // Of several shipments with one carrier number, the oldest: the rows in the order they were made.
+  rows.sort(
+    (a, b) => a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+  );
   for (const row of rows) {
+    matches.locked.set(row.id, row);
     matches.byTracking.set(row.tracking_number, row);
     if (row.carrier_tracking_number !== null && !matches.byCarrier.has(row.carrier_tracking_number)) {
       matches.byCarrier.set(row.carrier_tracking_number, row);
@@ -245,7 +250,7 @@ function requestOf(
   };
 }
 
-const outcomeOf = (result: ApplyCheckpointResult): Exclude<CheckpointOutcome, 'unmatched'> =>
+const outcomeOf = (result: BatchCheckpointResult): Exclude<CheckpointOutcome, 'unmatched'> =>
   !result.created ? 'duplicate' : result.applied ? 'applied' : 'not_applied';
 
 function statusOf(results: readonly CheckpointResult[]): {
@@ -343,9 +348,9 @@ function receiveIn(
       batch.push({ index, shipment });
       requests.push(requestOf(source, shipment, checkpoint));
     }
-    let applied: ApplyCheckpointResult[];
+    let applied: BatchCheckpointResult[];
     try {
-      applied = await applyCheckpointsIn(ctx, trx, requests);
+      applied = await applyCheckpointsIn(ctx, trx, requests, { locked: matched.locked });
     } catch (error) {
       // The refused checkpoint's place in the batch of matched ones, back to its place in the message.
       if (error instanceof CheckpointRefused) {
@@ -360,7 +365,7 @@ function receiveIn(
       outcome: 'unmatched',
     }));
     for (const [i, { index, shipment }] of batch.entries()) {
-      const result = applied[i] as ApplyCheckpointResult;
+      const result = applied[i] as BatchCheckpointResult;
       results[index] = {
         index,
         shipment_id: shipment.id,

@@ -7,12 +7,8 @@ import { decodeCursor, type Page, type PageRequest, pageLimit, toPage } from '..
 import type { TenantAccess } from '../accounts/access.ts';
 import { type RecordedEvent, recordEvents } from '../shipments/events.ts';
 import { eventTypesForMove, nextStatuses, type ShipmentStatus } from '../shipments/lifecycle.ts';
-import {
-  presentShipment,
-  presentTrackedShipment,
-  shipmentEventData,
-  type TrackedShipment,
-} from '../shipments/service.ts';
+import { presentForVersion } from '../shipments/present.ts';
+import { presentTrackedShipment, shipmentEventData, type TrackedShipment } from '../shipments/service.ts';
 import type { ShipmentCheckpointsTable, ShipmentsTable } from '../shipments/tables.ts';
 import { checkpointAddedEvent, etaChangedEvent } from './events.ts';
 import {
@@ -27,6 +23,7 @@ import {
   normaliseEstimate,
   normaliseLocation,
   normaliseProof,
+  type ProofOfDelivery,
   type ProofOfDeliveryInput,
   toJson,
   utc,
@@ -210,8 +207,9 @@ interface Step {
   row: ShipmentCheckpointsTable;
   checkpoint: Checkpoint;
   applied: boolean;
-  /** The shipment after it. */
+  /** The shipment after it (its jsonb fields as values, not JSON text), and presented. */
   after: ShipmentsTable;
+  shown: TrackedShipment;
   events: RecordedEvent[];
 }
 
@@ -224,6 +222,7 @@ interface Step {
  */
 function stepCheckpoint(
   current: ShipmentsTable,
+  currentShown: () => TrackedShipment,
   input: NormalisedInput,
   request: ApplyCheckpointRequest,
   now: Date,
@@ -242,11 +241,11 @@ function stepCheckpoint(
     tenant_id: current.tenant_id,
     shipment_id: current.id,
     occurred_at: input.occurredAt,
-    location: toJson(input.location),
+    location: input.location,
     message: input.message,
     status: input.status,
     sub_status: subStatus,
-    estimated_delivery: toJson(input.estimate),
+    estimated_delivery: input.estimate,
     source: request.source,
     external_id: input.externalId,
     applied,
@@ -255,12 +254,14 @@ function stepCheckpoint(
   const checkpoint = presentCheckpoint(row);
   if (!applied) {
     // Kept in the timeline: told as added (applied false), nothing else.
+    const shown = currentShown();
     return {
       row,
       checkpoint,
       applied,
       after: current,
-      events: [checkpointAddedEvent(current, checkpoint, now)],
+      shown,
+      events: [checkpointAddedEvent(current, checkpoint, now, shown)],
     };
   }
 
@@ -269,7 +270,7 @@ function stepCheckpoint(
   // The moves' messages show the checkpoint behind them as the shipment's latest already.
   let state: ShipmentsTable = {
     ...current,
-    latest_checkpoint: toJson(checkpoint),
+    latest_checkpoint: checkpoint,
     latest_checkpoint_at: input.occurredAt,
   };
   const events: RecordedEvent[] = [];
@@ -282,8 +283,9 @@ function stepCheckpoint(
       sub_status: null,
       updated_at: new Date(at),
     };
-    const shown = presentShipment(state);
     const tracked = presentTrackedShipment(state);
+    // 2026-11-01's shipment is the tracked one without the tracking fields (presentForVersion).
+    const shown = presentForVersion(tracked, '2026-11-01');
     for (const type of eventTypesForMove(next)) {
       events.push({
         type,
@@ -306,26 +308,32 @@ function stepCheckpoint(
     updated_at: moved ? state.updated_at : new Date(at),
   };
   if (moved || subStatus !== null) after.sub_status = subStatus;
-  if (input.estimate) after.estimated_delivery = toJson(input.estimate);
-  if (input.proof) after.proof_of_delivery = toJson(input.proof);
-  events.push(checkpointAddedEvent(after, checkpoint, after.updated_at));
-  const etaChanged = etaChangedEvent(current, after, after.updated_at);
+  if (input.estimate) after.estimated_delivery = input.estimate;
+  if (input.proof) after.proof_of_delivery = input.proof;
+  const shown = presentTrackedShipment(after);
+  events.push(checkpointAddedEvent(after, checkpoint, after.updated_at, shown));
+  const etaChanged = etaChangedEvent(current, after, after.updated_at, shown);
   if (etaChanged) events.push(etaChanged);
-  return { row, checkpoint, applied, after, events };
+  return { row, checkpoint, applied, after, shown, events };
 }
 
-/** A jsonb value the batch set (JSON text), or null when it kept the stored one. */
-const setJson = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+/** What a batch writes to one shipment: its state after its last checkpoint, and the estimate and proof it set. */
+interface ShipmentWrite {
+  row: ShipmentsTable;
+  estimate: EstimatedDelivery | null;
+  proof: ProofOfDelivery | null;
+}
+
+const iso = (value: Date | null) => (value === null ? null : value.toISOString());
 
 /**
  * The shipments a batch changed, in one UPDATE: each to its state after its last checkpoint of the
- * batch. Only what a checkpoint sets is written; an estimate or proof the batch did not give keeps
- * the stored value (COALESCE: a checkpoint never clears them).
+ * batch. An estimate or proof the batch did not give keeps the stored value (COALESCE: a
+ * checkpoint never clears them), so what was read is never written back.
  */
-async function writeShipments(trx: Trx, tenantId: string, rows: readonly ShipmentsTable[]): Promise<void> {
-  if (rows.length === 0) return;
-  const column = <T>(pick: (row: ShipmentsTable) => T) => rows.map(pick);
-  const iso = (value: Date | null) => (value === null ? null : value.toISOString());
+async function writeShipments(trx: Trx, tenantId: string, writes: readonly ShipmentWrite[]): Promise<void> {
+  if (writes.length === 0) return;
+  const column = <T>(pick: (write: ShipmentWrite) => T) => writes.map(pick);
   await sql`UPDATE shipments AS s SET
       status = v.status,
       exception_reason = v.exception_reason,
@@ -338,33 +346,75 @@ async function writeShipments(trx: Trx, tenantId: string, rows: readonly Shipmen
       stall_reported_at = NULL,
       updated_at = v.updated_at
     FROM unnest(
-      ${column((r) => r.id)}::text[],
-      ${column((r) => r.status)}::text[],
-      ${column((r) => r.exception_reason)}::text[],
-      ${column((r) => r.sub_status)}::text[],
-      ${column((r) => setJson(r.estimated_delivery))}::text[],
-      ${column((r) => setJson(r.proof_of_delivery))}::text[],
-      ${column((r) => setJson(r.latest_checkpoint))}::text[],
-      ${column((r) => iso(r.latest_checkpoint_at))}::timestamptz[],
-      ${column((r) => iso(r.activity_at))}::timestamptz[],
-      ${column((r) => iso(r.updated_at))}::timestamptz[]
+      ${column((w) => w.row.id)}::text[],
+      ${column((w) => w.row.status)}::text[],
+      ${column((w) => w.row.exception_reason)}::text[],
+      ${column((w) => w.row.sub_status)}::text[],
+      ${column((w) => toJson(w.estimate))}::text[],
+      ${column((w) => toJson(w.proof))}::text[],
+      ${column((w) => toJson(w.row.latest_checkpoint))}::text[],
+      ${column((w) => iso(w.row.latest_checkpoint_at))}::timestamptz[],
+      ${column((w) => iso(w.row.activity_at))}::timestamptz[],
+      ${column((w) => iso(w.row.updated_at))}::timestamptz[]
     ) AS v(id, status, exception_reason, sub_status, estimated_delivery, proof_of_delivery,
       latest_checkpoint, latest_checkpoint_at, activity_at, updated_at)
     WHERE s.tenant_id = ${tenantId} AND s.id = v.id`.execute(trx);
 }
 
-/** Rows a multi-row INSERT of checkpoints takes at once (13 parameters each, far below the protocol's 65,535). */
-const INSERT_CHUNK = 1000;
+/** The batch's new checkpoints in one INSERT: a column an array (13 parameters, whatever the count). */
+async function insertCheckpoints(trx: Trx, rows: readonly ShipmentCheckpointsTable[]): Promise<void> {
+  if (rows.length === 0) return;
+  const column = <T>(pick: (row: ShipmentCheckpointsTable) => T) => rows.map(pick);
+  await sql`INSERT INTO shipment_checkpoints (id, tenant_id, shipment_id, occurred_at, location, message,
+      status, sub_status, estimated_delivery, source, external_id, applied, created_at)
+    SELECT id, tenant_id, shipment_id, occurred_at, location::jsonb, message, status, sub_status,
+      estimated_delivery::jsonb, source, external_id, applied, created_at
+    FROM unnest(
+      ${column((r) => r.id)}::text[],
+      ${column((r) => r.tenant_id)}::text[],
+      ${column((r) => r.shipment_id)}::text[],
+      ${column((r) => r.occurred_at.toISOString())}::timestamptz[],
+      ${column((r) => toJson(r.location))}::text[],
+      ${column((r) => r.message)}::text[],
+      ${column((r) => r.status)}::text[],
+      ${column((r) => r.sub_status)}::text[],
+      ${column((r) => toJson(r.estimated_delivery))}::text[],
+      ${column((r) => r.source)}::text[],
+      ${column((r) => r.external_id)}::text[],
+      ${column((r) => r.applied)}::boolean[],
+      ${column((r) => r.created_at.toISOString())}::timestamptz[]
+    ) AS v(id, tenant_id, shipment_id, occurred_at, location, message, status, sub_status,
+      estimated_delivery, source, external_id, applied, created_at)`.execute(trx);
+}
+
+/** One checkpoint of a batch as applyCheckpointsIn answers it (the shipment as a row: present it if needed). */
+export interface BatchCheckpointResult {
+  checkpoint: Checkpoint;
+  /** The shipment after it (or, for a duplicate, as it was). */
+  after: ShipmentsTable;
+  /** false: kept in the timeline, moved nothing (older than the newest checkpoint, or backward). */
+  applied: boolean;
+  /** false when a checkpoint of the same external_id was there already (it is the one answered). */
+  created: boolean;
+}
+
+export interface ApplyCheckpointsOptions {
+  /**
+   * The batch's shipments, locked by the caller in this transaction (SELECT * ... FOR UPDATE): no
+   * query of their own then (inbound locks them as it finds them by number).
+   */
+  locked?: ReadonlyMap<string, ShipmentsTable>;
+}
 
 /**
  * Adds many checkpoints of one company to their shipments' timelines in the caller's transaction,
- * and applies them, set-wise (issue 51 item 7): the shipments locked in one query, the
- * external_ids looked up in one, the checkpoints inserted in multi-row INSERTs, the shipments
- * moved in one UPDATE, and every event (the moves', in order, then checkpoint_added and
- * eta_changed) recorded in one recordEvents, hence one fan-out. The rules are applyCheckpointIn's,
- * checkpoint by checkpoint in the batch's order: several checkpoints of one shipment each see the
- * shipment as the ones before them left it (the same external_id twice: the second answers the
- * first, `created: false`), so the outcomes and events are those of applying them one at a time.
+ * and applies them, set-wise (issue 51 item 7, decision 0087): the shipments locked in one query,
+ * the external_ids looked up in one, the checkpoints inserted in one INSERT, the shipments moved
+ * in one UPDATE, and every event (the moves', in order, then checkpoint_added and eta_changed)
+ * recorded in one recordEvents, hence one fan-out. The rules are applied checkpoint by checkpoint
+ * in the batch's order, in memory: several checkpoints of one shipment each see the shipment as
+ * the ones before them left it (the same external_id twice: the second answers the first,
+ * `created: false`), so the outcomes, rows and events are those of applying them one at a time.
  *
  * Throws CheckpointRefused (the first refused checkpoint's index and its AppError:
  * `shipment.not_found`, a 422 `tracking.*` naming the field) before anything is written. The
@@ -374,14 +424,13 @@ export async function applyCheckpointsIn(
   ctx: AppContext,
   trx: Trx,
   requests: readonly ApplyCheckpointRequest[],
-): Promise<ApplyCheckpointResult[]> {
+  options: ApplyCheckpointsOptions = {},
+): Promise<BatchCheckpointResult[]> {
   const first = requests[0];
   if (!first) return [];
   const tenantId = first.tenantId;
   if (requests.some((r) => r.tenantId !== tenantId))
     throw new Error('applyCheckpointsIn: one company a batch');
-  const refused = (index: number, error: unknown): unknown =>
-    error instanceof AppError ? new CheckpointRefused(index, error) : error;
   // Bad input is found before any query; the first refusal in the batch's order is the one told.
   const inputs = requests.map((request) => {
     try {
@@ -391,10 +440,13 @@ export async function applyCheckpointsIn(
       return { error };
     }
   });
-  const states = await lockShipments(
-    trx,
-    tenantId,
-    requests.map((r) => r.shipmentId),
+  const states = new Map(
+    options.locked ??
+      (await lockShipments(
+        trx,
+        tenantId,
+        requests.map((r) => r.shipmentId),
+      )),
   );
   const known = await knownExternalIds(
     trx,
@@ -405,10 +457,20 @@ export async function applyCheckpointsIn(
     }),
   );
 
-  const results: ApplyCheckpointResult[] = [];
+  const results: BatchCheckpointResult[] = [];
   const rows: ShipmentCheckpointsTable[] = [];
   const events: RecordedEvent[] = [];
-  const changed = new Set<string>();
+  const writes = new Map<string, ShipmentWrite>();
+  // A shipment's presentation, made once per state (a state is replaced, never changed).
+  const presented = new WeakMap<ShipmentsTable, TrackedShipment>();
+  const present = (row: ShipmentsTable): TrackedShipment => {
+    let shown = presented.get(row);
+    if (!shown) {
+      shown = presentTrackedShipment(row);
+      presented.set(row, shown);
+    }
+    return shown;
+  };
   for (const [index, request] of requests.entries()) {
     try {
       const prepared = inputs[index] as { input?: NormalisedInput; error?: AppError };
@@ -419,44 +481,31 @@ export async function applyCheckpointsIn(
       const key = input.externalId === null ? null : externalKey(current.id, input.externalId);
       const already = key === null ? undefined : known.get(key);
       if (already) {
-        results.push({
-          checkpoint: presentCheckpoint(already),
-          shipment: presentTrackedShipment(current),
-          applied: already.applied,
-          created: false,
-        });
+        const checkpoint = presentCheckpoint(already);
+        results.push({ checkpoint, after: current, applied: already.applied, created: false });
         continue;
       }
-      const step = stepCheckpoint(current, input, request, ctx.clock.now());
+      const step = stepCheckpoint(current, () => present(current), input, request, ctx.clock.now());
+      presented.set(step.after, step.shown);
       rows.push(step.row);
       events.push(...step.events);
       if (key !== null) known.set(key, step.row);
       if (step.applied) {
         states.set(current.id, step.after);
-        changed.add(current.id);
+        const write = writes.get(current.id) ?? { row: step.after, estimate: null, proof: null };
+        write.row = step.after;
+        write.estimate = input.estimate ?? write.estimate;
+        write.proof = input.proof ?? write.proof;
+        writes.set(current.id, write);
       }
-      results.push({
-        checkpoint: step.checkpoint,
-        shipment: presentTrackedShipment(step.after),
-        applied: step.applied,
-        created: true,
-      });
+      results.push({ checkpoint: step.checkpoint, after: step.after, applied: step.applied, created: true });
     } catch (error) {
-      throw refused(index, error);
+      throw error instanceof AppError ? new CheckpointRefused(index, error) : error;
     }
   }
 
-  for (let at = 0; at < rows.length; at += INSERT_CHUNK) {
-    await trx
-      .insertInto('shipment_checkpoints')
-      .values(rows.slice(at, at + INSERT_CHUNK))
-      .execute();
-  }
-  await writeShipments(
-    trx,
-    tenantId,
-    [...changed].map((id) => states.get(id) as ShipmentsTable),
-  );
+  await insertCheckpoints(trx, rows);
+  await writeShipments(trx, tenantId, [...writes.values()]);
   await recordEvents(ctx, trx, events);
   return results;
 }
@@ -476,7 +525,8 @@ export async function applyCheckpointIn(
 ): Promise<ApplyCheckpointResult> {
   try {
     const [result] = await applyCheckpointsIn(ctx, trx, [request]);
-    return result as ApplyCheckpointResult;
+    const { after, ...rest } = result as BatchCheckpointResult;
+    return { ...rest, shipment: presentTrackedShipment(after) };
   } catch (error) {
     throw error instanceof CheckpointRefused ? error.error : error;
   }
