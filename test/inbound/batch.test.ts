@@ -1,7 +1,7 @@
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CompanyFixture, call, createCompany, createShipment, type Json } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
+import { signedHeaders } from './signing.ts';
 
 /**
  * Issue 51 item 7: a message's checkpoints are applied as one batch (applyCheckpointsIn). A batch
@@ -216,17 +216,10 @@ describe('a batch of 100 checkpoints, applied set-wise', () => {
         ...inputOf(entry),
       })),
     });
-    const at = w.clock.now();
-    const id = 'msg_batch_100';
     const answer = await fetch(source.url, {
       method: 'POST',
       body,
-      headers: {
-        'content-type': 'application/json',
-        'webhook-id': id,
-        'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-        'webhook-signature': new Webhook(source.secret).sign(id, at, body),
-      },
+      headers: signedHeaders(source.secret, body, { at: w.clock.now() }),
     });
     expect(answer.status).toBe(202);
     const [entry] = (await get(`/v1/inbound-sources/${source.id}/messages`)).data;
