@@ -182,6 +182,7 @@ describe('a batch of 100 checkpoints, applied set-wise', () => {
     return states;
   }
 
+  // About 300 requests (two sets of 20 shipments, 100 checkpoints one at a time, the reads): a longer timeout.
   it('ends where the same checkpoints one at a time end: outcomes, shipments, timelines, events', async () => {
     const a = await shipments('A');
     const b = await shipments('B');
@@ -265,5 +266,5 @@ describe('a batch of 100 checkpoints, applied set-wise', () => {
     const tricky = await get(`/v1/shipments/${(a[1] as Json).id}/checkpoints`);
     expect(tricky.data[0].message).toBe('He said "{left, right}" \\ back\\slash, and NULL');
     expect(tricky.data[0].location).toMatchObject({ city: 'Saint-Étienne', country: 'FR' });
-  });
+  }, 180_000);
 });
