@@ -81,6 +81,8 @@ export async function insertEvents(
 export interface EndpointControls {
   rate_limit?: number | null;
   ordering?: 'none' | 'per_shipment';
+  /** The event version the endpoint is pinned to (the column's default, 2026-11-01, unless given). */
+  api_version?: '2026-11-01' | '2026-12-01';
 }
 
 export async function addEndpoint(
@@ -114,6 +116,7 @@ export async function addEndpoint(
       held: false,
       rate_limit: controls.rate_limit ?? null,
       ordering: controls.ordering ?? 'none',
+      ...(controls.api_version ? { api_version: controls.api_version } : {}),
       headers_sealed: null,
       paused_until: null,
       created_by: null,

@@ -10,6 +10,7 @@
  * status (the timeline, the latest checkpoint). BENCH_INBOUND_IN_FLIGHT (4) batches at once, each
  * signed with the standardwebhooks package. Prints checkpoints applied a second for each kind, and
  * the route's own cost: a round whose numbers all match nothing (HTTP, signature, parse, match, log).
+ * bench/tracking.ts runs measureInbound for both engines and both versions' endpoints.
  */
 import pino from 'pino';
 import { Webhook } from 'standardwebhooks';
@@ -24,13 +25,38 @@ import { createSource } from '../src/modules/inbound/sources.ts';
 import { buildContext } from '../src/services.ts';
 import { addEndpoint, BENCH_SECRET_KEY, distributeOnCitus, newTenant, throwawaySchema } from './fixtures.ts';
 
-const SHIPMENTS = Number(process.env.BENCH_INBOUND_SHIPMENTS ?? 2000);
-const ROUNDS = Number(process.env.BENCH_INBOUND_ROUNDS ?? 3);
 const BATCH = 100;
-const IN_FLIGHT = Number(process.env.BENCH_INBOUND_IN_FLIGHT ?? 4);
-const databaseUrl = process.env.WAYBILL_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/bench';
 
-async function main(): Promise<void> {
+export interface InboundOptions {
+  databaseUrl: string;
+  shipments?: number;
+  rounds?: number;
+  inFlight?: number;
+  /** The endpoints subscribed to shipment.status_changed, by the version each is pinned to. */
+  endpoints?: ReadonlyArray<'2026-11-01' | '2026-12-01'>;
+  /** Started and stopped around the round of moves (bench/tracking.ts counts its statements), told its messages. */
+  meter?: { start(): void; stop(messages: number): void };
+}
+
+export interface InboundFigures {
+  label: string;
+  shipments: number;
+  inFlight: number;
+  /** Checkpoints applied a second: round 1, each a move (events and fan-out). */
+  moves: number;
+  /** The best round of checkpoints without a status (timeline, latest checkpoint). */
+  timeline: number;
+  timelineRounds: number;
+  /** Every number unmatched: the route's own cost. */
+  route: number;
+}
+
+/** One Waybill on `databaseUrl` (a throwaway schema on PostgreSQL), a carrier's signed batches of 100 over HTTP. */
+export async function measureInbound(options: InboundOptions): Promise<InboundFigures> {
+  const databaseUrl = options.databaseUrl;
+  const SHIPMENTS = options.shipments ?? 2000;
+  const ROUNDS = options.rounds ?? 3;
+  const IN_FLIGHT = options.inFlight ?? 4;
   const onPostgres = databaseUrl.startsWith('postgres');
   const schema = onPostgres ? await throwawaySchema(databaseUrl, 'bench_inbound') : null;
   const config = loadConfig({
@@ -48,7 +74,9 @@ async function main(): Promise<void> {
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   try {
     const tenantId = await newTenant(ctx);
-    await addEndpoint(ctx, tenantId, 'http://127.0.0.1:9/hook');
+    for (const api_version of options.endpoints ?? ['2026-11-01']) {
+      await addEndpoint(ctx, tenantId, 'http://127.0.0.1:9/hook', { api_version });
+    }
     const now = new Date();
     const numbers: string[] = [];
     for (let done = 0; done < SHIPMENTS; done += 500) {
@@ -138,20 +166,22 @@ async function main(): Promise<void> {
       return accepted / seconds;
     }
 
-    console.log(`${label}: ${SHIPMENTS} shipments, batches of ${BATCH}, ${IN_FLIGHT} in flight`);
+    options.meter?.start();
     const moves = await round(0);
-    console.log(
-      `  with a status move (events and fan-out): ${moves.toFixed(0)} checkpoints/s (goal >= 2000)`,
-    );
+    options.meter?.stop(Math.ceil(SHIPMENTS / BATCH));
     const timeline: number[] = [];
     for (let i = 1; i < ROUNDS; i++) timeline.push(await round(i));
-    const best = Math.max(...timeline);
-    console.log(
-      `  timeline only (no move):                 ${best.toFixed(0)} checkpoints/s (best of ${timeline.length})`,
-    );
     // What the inbound route itself costs (HTTP, signature, parse, match, log): every number unknown.
-    const pipeline = await round(ROUNDS, true);
-    console.log(`  the route alone (every number unmatched): ${pipeline.toFixed(0)} checkpoints/s`);
+    const route = await round(ROUNDS, true);
+    return {
+      label,
+      shipments: SHIPMENTS,
+      inFlight: IN_FLIGHT,
+      moves,
+      timeline: Math.max(...timeline),
+      timelineRounds: timeline.length,
+      route,
+    };
   } finally {
     await app.close();
     await database.close();
@@ -159,4 +189,21 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+if (import.meta.main) {
+  const figures = await measureInbound({
+    databaseUrl: process.env.WAYBILL_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/bench',
+    shipments: Number(process.env.BENCH_INBOUND_SHIPMENTS ?? 2000),
+    rounds: Number(process.env.BENCH_INBOUND_ROUNDS ?? 3),
+    inFlight: Number(process.env.BENCH_INBOUND_IN_FLIGHT ?? 4),
+  });
+  console.log(
+    `${figures.label}: ${figures.shipments} shipments, batches of ${BATCH}, ${figures.inFlight} in flight`,
+  );
+  console.log(
+    `  with a status move (events and fan-out): ${figures.moves.toFixed(0)} checkpoints/s (goal >= 2000)`,
+  );
+  console.log(
+    `  timeline only (no move):                 ${figures.timeline.toFixed(0)} checkpoints/s (best of ${figures.timelineRounds})`,
+  );
+  console.log(`  the route alone (every number unmatched): ${figures.route.toFixed(0)} checkpoints/s`);
+}

@@ -1,4 +1,3 @@
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { housekeeping } from '../../src/jobs.ts';
 import {
@@ -11,6 +10,7 @@ import {
 } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 import { createMerchant } from '../webhooks/api/support.ts';
+import { signedHeaders } from './signing.ts';
 
 const SOURCE_FIELDS = [
   'carrier_code',
@@ -23,24 +23,6 @@ const SOURCE_FIELDS = [
   'updated_at',
   'url',
 ].sort();
-
-let sent = 0;
-
-/** The headers a carrier's Standard Webhooks library puts on a message, signed at `at`. */
-function signedHeaders(
-  secret: string,
-  body: string,
-  options: { id?: string; at: Date },
-): Record<string, string> {
-  sent += 1;
-  const id = options.id ?? `msg_carrier_${sent}`;
-  return {
-    'content-type': 'application/json',
-    'webhook-id': id,
-    'webhook-timestamp': String(Math.floor(options.at.getTime() / 1000)),
-    'webhook-signature': new Webhook(secret).sign(id, options.at, body),
-  };
-}
 
 function batch(numbers: string[], extra: Record<string, unknown> = {}): string {
   return JSON.stringify({

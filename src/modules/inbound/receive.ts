@@ -8,7 +8,14 @@ import {
 import type { Clock } from '../../lib/clock.ts';
 import { AppError, type FieldError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import { applyCheckpointIn, type CheckpointInput } from '../tracking/checkpoints.ts';
+import type { ShipmentsTable } from '../shipments/tables.ts';
+import {
+  type ApplyCheckpointRequest,
+  applyCheckpointsIn,
+  type BatchCheckpointResult,
+  type CheckpointInput,
+  CheckpointRefused,
+} from '../tracking/checkpoints.ts';
 import type { InboundMessageStatus, InboundSourcesTable } from './tables.ts';
 
 /** CONTRACT.md "Inbound": at most 100 messages a second per source. */
@@ -161,16 +168,14 @@ export async function rejectBody(
   });
 }
 
-interface MatchedShipment {
-  id: string;
-  tracking_number: string;
-  carrier_tracking_number: string | null;
-}
+type MatchedShipment = ShipmentsTable;
 
 /** The shipments of a batch by the number each checkpoint names, of the kind it names. */
 interface Matches {
   byTracking: Map<string, MatchedShipment>;
   byCarrier: Map<string, MatchedShipment>;
+  /** Every shipment found, locked for the transaction: applyCheckpointsIn takes them as they are. */
+  locked: Map<string, ShipmentsTable>;
 }
 
 /**
@@ -178,7 +183,8 @@ interface Matches {
  * carrier's own `carrier_tracking_number` (as the checkpoint says which), within the source's
  * company, mode and (when it has one) merchant account only, as findShipmentByNumber (tracking)
  * finds one: another company's number, a shipment of the other mode or of another merchant match
- * nothing; of several shipments with one carrier number, the oldest.
+ * nothing; of several shipments with one carrier number, the oldest. The rows are locked as they
+ * are found (FOR UPDATE, in id order so two messages lock alike), whole, for applyCheckpointsIn.
  */
 async function matchShipments(
   trx: Trx,
@@ -190,11 +196,11 @@ async function matchShipments(
   ];
   const tracking = numbers('tracking_number');
   const carrier = numbers('carrier_tracking_number');
-  const matches: Matches = { byTracking: new Map(), byCarrier: new Map() };
+  const matches: Matches = { byTracking: new Map(), byCarrier: new Map(), locked: new Map() };
   if (tracking.length === 0 && carrier.length === 0) return matches;
   let query = trx
     .selectFrom('shipments')
-    .select(['id', 'tracking_number', 'carrier_tracking_number'])
+    .selectAll()
     .where('tenant_id', '=', source.tenant_id)
     .where('livemode', '=', source.livemode)
     .where((eb) =>
@@ -206,8 +212,13 @@ async function matchShipments(
   if (source.customer_account_id !== null) {
     query = query.where('customer_account_id', '=', source.customer_account_id);
   }
-  const rows = await query.orderBy('created_at', 'asc').orderBy('id', 'asc').execute();
+  const rows = await query.orderBy('id').forUpdate().execute();
+  // Of several shipments with one carrier number, the oldest: the rows in the order they were made.
+  rows.sort(
+    (a, b) => a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+  );
   for (const row of rows) {
+    matches.locked.set(row.id, row);
     matches.byTracking.set(row.tracking_number, row);
     if (row.carrier_tracking_number !== null && !matches.byCarrier.has(row.carrier_tracking_number)) {
       matches.byCarrier.set(row.carrier_tracking_number, row);
@@ -222,37 +233,25 @@ function shipmentOf(checkpoint: InboundCheckpoint, matches: Matches): MatchedShi
   return undefined;
 }
 
-/** A checkpoint the tracking module refused (a 422 naming its field), with its place in the batch. */
-class CheckpointRefused extends Error {
-  readonly index: number;
-  readonly error: AppError;
-  constructor(index: number, error: AppError) {
-    super(error.message);
-    this.index = index;
-    this.error = error;
-  }
-}
-
-/** Applies one matched checkpoint as POST /v1/shipments/{id}/checkpoints does, with source `inbound`. */
-async function applyOne(
-  ctx: AppContext,
-  trx: Trx,
+/** A matched checkpoint as POST /v1/shipments/{id}/checkpoints takes it, with source `inbound`. */
+function requestOf(
   source: InboundSourcesTable,
   shipment: MatchedShipment,
   checkpoint: InboundCheckpoint,
-): Promise<{ checkpoint_id: string; outcome: Exclude<CheckpointOutcome, 'unmatched'> }> {
+): ApplyCheckpointRequest {
   const { tracking_number: _t, carrier_tracking_number: _c, ...input } = checkpoint;
-  const result = await applyCheckpointIn(ctx, trx, {
+  return {
     tenantId: source.tenant_id,
     mode: source.livemode ? 'live' : 'test',
     customerAccountId: source.customer_account_id,
     shipmentId: shipment.id,
     input,
     source: 'inbound',
-  });
-  const outcome = !result.created ? 'duplicate' : result.applied ? 'applied' : 'not_applied';
-  return { checkpoint_id: result.checkpoint.id, outcome };
+  };
 }
+
+const outcomeOf = (result: BatchCheckpointResult): Exclude<CheckpointOutcome, 'unmatched'> =>
+  !result.created ? 'duplicate' : result.applied ? 'applied' : 'not_applied';
 
 function statusOf(results: readonly CheckpointResult[]): {
   status: InboundMessageStatus;
@@ -268,7 +267,8 @@ function statusOf(results: readonly CheckpointResult[]): {
 
 /**
  * A verified message: the same `webhook-id` again is logged `duplicate` and changes nothing; else
- * each checkpoint finds its shipment and is applied, in one transaction with the message's log row.
+ * each checkpoint finds its shipment, and the matched ones are applied as one batch, in one
+ * transaction with the message's log row.
  */
 export async function receiveMessage(
   ctx: AppContext,
@@ -339,22 +339,39 @@ function receiveIn(
       return { accepted: 0, duplicates: checkpoints.length, unmatched: 0 };
     }
     const matched = await matchShipments(trx, source, checkpoints);
-    const results: CheckpointResult[] = [];
+    // The matched checkpoints applied as one batch (applyCheckpointsIn: set-wise, in their order).
+    const batch: Array<{ index: number; shipment: MatchedShipment }> = [];
+    const requests: ApplyCheckpointRequest[] = [];
     for (const [index, checkpoint] of checkpoints.entries()) {
       const shipment = shipmentOf(checkpoint, matched);
-      if (!shipment) {
-        results.push({ index, shipment_id: null, checkpoint_id: null, outcome: 'unmatched' });
-        continue;
+      if (!shipment) continue;
+      batch.push({ index, shipment });
+      requests.push(requestOf(source, shipment, checkpoint));
+    }
+    let applied: BatchCheckpointResult[];
+    try {
+      applied = await applyCheckpointsIn(ctx, trx, requests, { locked: matched.locked });
+    } catch (error) {
+      // The refused checkpoint's place in the batch of matched ones, back to its place in the message.
+      if (error instanceof CheckpointRefused) {
+        throw new CheckpointRefused(batch[error.index]?.index ?? error.index, error.error);
       }
-      try {
-        results.push({
-          index,
-          shipment_id: shipment.id,
-          ...(await applyOne(ctx, trx, source, shipment, checkpoint)),
-        });
-      } catch (error) {
-        throw error instanceof AppError ? new CheckpointRefused(index, error) : error;
-      }
+      throw error;
+    }
+    const results: CheckpointResult[] = checkpoints.map((_, index) => ({
+      index,
+      shipment_id: null,
+      checkpoint_id: null,
+      outcome: 'unmatched',
+    }));
+    for (const [i, { index, shipment }] of batch.entries()) {
+      const result = applied[i] as BatchCheckpointResult;
+      results[index] = {
+        index,
+        shipment_id: shipment.id,
+        checkpoint_id: result.checkpoint.id,
+        outcome: outcomeOf(result),
+      };
     }
     const { status, reason } = statusOf(results);
     await trx

@@ -5,14 +5,10 @@ import { AppError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { decodeCursor, type Page, type PageRequest, pageLimit, toPage } from '../../lib/paging.ts';
 import type { TenantAccess } from '../accounts/access.ts';
-import { recordEvents } from '../shipments/events.ts';
+import { type RecordedEvent, recordEvents } from '../shipments/events.ts';
 import { eventTypesForMove, nextStatuses, type ShipmentStatus } from '../shipments/lifecycle.ts';
-import {
-  presentShipment,
-  presentTrackedShipment,
-  shipmentEventData,
-  type TrackedShipment,
-} from '../shipments/service.ts';
+import { presentForVersion } from '../shipments/present.ts';
+import { presentTrackedShipment, shipmentEventData, type TrackedShipment } from '../shipments/service.ts';
 import type { ShipmentCheckpointsTable, ShipmentsTable } from '../shipments/tables.ts';
 import { checkpointAddedEvent, etaChangedEvent } from './events.ts';
 import {
@@ -27,6 +23,7 @@ import {
   normaliseEstimate,
   normaliseLocation,
   normaliseProof,
+  type ProofOfDelivery,
   type ProofOfDeliveryInput,
   toJson,
   utc,
@@ -130,7 +127,7 @@ export function forwardPath(from: ShipmentStatus, to: ShipmentStatus): ShipmentS
   return null;
 }
 
-/** The checks that need no shipment: before any transaction, so bad input writes nothing. */
+/** The checks that need no shipment: before any write, so bad input writes nothing. */
 function normaliseInput(input: CheckpointInput) {
   return {
     occurredAt: new Date(utc(input.occurred_at)),
@@ -143,58 +140,93 @@ function normaliseInput(input: CheckpointInput) {
   };
 }
 
-/** The shipment a target names, locked for this transaction; shipment.not_found when the caller cannot see it. */
-async function lockShipment(trx: Trx, target: CheckpointTarget): Promise<ShipmentsTable> {
-  const row = await trx
+type NormalisedInput = ReturnType<typeof normaliseInput>;
+
+/**
+ * A checkpoint of a batch that was refused (a 422 naming its field, or `shipment.not_found`), with
+ * its place in the batch. Thrown before anything of the batch is written.
+ */
+export class CheckpointRefused extends Error {
+  readonly index: number;
+  readonly error: AppError;
+  constructor(index: number, error: AppError) {
+    super(error.message);
+    this.index = index;
+    this.error = error;
+  }
+}
+
+const visibleTo = (row: ShipmentsTable, target: CheckpointTarget): boolean =>
+  row.livemode === (target.mode === 'live') &&
+  (!target.customerAccountId || row.customer_account_id === target.customerAccountId);
+
+/** The shipments the batch names, locked for this transaction, in one query (in id order, so two batches lock alike). */
+async function lockShipments(
+  trx: Trx,
+  tenantId: string,
+  shipmentIds: readonly string[],
+): Promise<Map<string, ShipmentsTable>> {
+  const rows = await trx
     .selectFrom('shipments')
     .selectAll()
-    .where('id', '=', target.shipmentId)
-    .where('tenant_id', '=', target.tenantId)
+    .where('tenant_id', '=', tenantId)
+    .where('id', 'in', [...new Set(shipmentIds)].sort())
+    .orderBy('id')
     .forUpdate()
-    .executeTakeFirst();
-  const visible =
-    row &&
-    row.livemode === (target.mode === 'live') &&
-    (!target.customerAccountId || row.customer_account_id === target.customerAccountId);
-  if (!row || !visible) throw new AppError('shipment.not_found');
-  return row;
+    .execute();
+  return new Map(rows.map((row) => [row.id, row]));
+}
+
+const externalKey = (shipmentId: string, externalId: string) => `${shipmentId}\u0000${externalId}`;
+
+/** The checkpoints already on these shipments with these external_ids, in one query, by shipment and external_id. */
+async function knownExternalIds(
+  trx: Trx,
+  tenantId: string,
+  pairs: ReadonlyArray<{ shipmentId: string; externalId: string }>,
+): Promise<Map<string, ShipmentCheckpointsTable>> {
+  const known = new Map<string, ShipmentCheckpointsTable>();
+  if (pairs.length === 0) return known;
+  const wanted = new Set(pairs.map((p) => externalKey(p.shipmentId, p.externalId)));
+  const rows = await trx
+    .selectFrom('shipment_checkpoints')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('shipment_id', 'in', [...new Set(pairs.map((p) => p.shipmentId))])
+    .where('external_id', 'in', [...new Set(pairs.map((p) => p.externalId))])
+    .execute();
+  for (const row of rows) {
+    const key = externalKey(row.shipment_id, row.external_id as string);
+    if (wanted.has(key)) known.set(key, row);
+  }
+  return known;
+}
+
+/** What one checkpoint does to a shipment's state, worked out in memory (nothing written). */
+interface Step {
+  row: ShipmentCheckpointsTable;
+  checkpoint: Checkpoint;
+  applied: boolean;
+  /** The shipment after it (its jsonb fields as values, not JSON text), and presented. */
+  after: ShipmentsTable;
+  shown: TrackedShipment;
+  events: RecordedEvent[];
 }
 
 /**
- * Adds one checkpoint to a shipment's timeline in the caller's transaction, and applies it
- * (CONTRACT.md, Tracking): a checkpoint not older than the newest one moves the shipment forward
- * to its status along the allowed moves, through the statuses between (each move with its events,
- * in order), and sets its sub-status, estimate and proof of delivery; an older one, or one whose
- * status lies behind, is kept with `applied: false` and changes nothing else. A checkpoint whose
- * `external_id` the shipment has already answers that first one (`created: false`).
- *
- * Throws AppError: `shipment.not_found`, or a 422 `tracking.*` naming the field, before anything is
- * written. The caller commits, then calls runAfterCommit(ctx) (applyCheckpoint does both).
+ * One checkpoint against the shipment's state before it (CONTRACT.md, Tracking): a checkpoint not
+ * older than the newest one moves the shipment forward to its status along the allowed moves,
+ * through the statuses between (each move with its events, in order), and sets its sub-status,
+ * estimate and proof of delivery; an older one, or one whose status lies behind, is kept with
+ * `applied: false` and changes nothing else. Throws the 422 `tracking.*` naming the field.
  */
-export async function applyCheckpointIn(
-  ctx: AppContext,
-  trx: Trx,
+function stepCheckpoint(
+  current: ShipmentsTable,
+  currentShown: () => TrackedShipment,
+  input: NormalisedInput,
   request: ApplyCheckpointRequest,
-): Promise<ApplyCheckpointResult> {
-  const input = normaliseInput(request.input);
-  const current = await lockShipment(trx, request);
-  if (input.externalId !== null) {
-    const first = await trx
-      .selectFrom('shipment_checkpoints')
-      .selectAll()
-      .where('tenant_id', '=', current.tenant_id)
-      .where('shipment_id', '=', current.id)
-      .where('external_id', '=', input.externalId)
-      .executeTakeFirst();
-    if (first) {
-      return {
-        checkpoint: presentCheckpoint(first),
-        shipment: presentTrackedShipment(current),
-        applied: first.applied,
-        created: false,
-      };
-    }
-  }
+  now: Date,
+): Step {
   const currentStatus = current.status as ShipmentStatus;
   const older = current.latest_checkpoint_at !== null && input.occurredAt < current.latest_checkpoint_at;
   const path = input.status === null ? [] : forwardPath(currentStatus, input.status);
@@ -204,28 +236,33 @@ export async function applyCheckpointIn(
   const subStatus = checkSubStatus(request.input.sub_status, status);
   if (applied) checkProof(input.proof, status);
 
-  const now = ctx.clock.now();
   const row: ShipmentCheckpointsTable = {
     id: newId('chk'),
     tenant_id: current.tenant_id,
     shipment_id: current.id,
     occurred_at: input.occurredAt,
-    location: toJson(input.location),
+    location: input.location,
     message: input.message,
     status: input.status,
     sub_status: subStatus,
-    estimated_delivery: toJson(input.estimate),
+    estimated_delivery: input.estimate,
     source: request.source,
     external_id: input.externalId,
     applied,
     created_at: now,
   };
-  await trx.insertInto('shipment_checkpoints').values(row).execute();
   const checkpoint = presentCheckpoint(row);
   if (!applied) {
     // Kept in the timeline: told as added (applied false), nothing else.
-    await recordEvents(ctx, trx, [checkpointAddedEvent(current, checkpoint, now)]);
-    return { checkpoint, shipment: presentTrackedShipment(current), applied, created: true };
+    const shown = currentShown();
+    return {
+      row,
+      checkpoint,
+      applied,
+      after: current,
+      shown,
+      events: [checkpointAddedEvent(current, checkpoint, now, shown)],
+    };
   }
 
   // Each move one millisecond after the one before, so updated_at orders the messages.
@@ -233,10 +270,10 @@ export async function applyCheckpointIn(
   // The moves' messages show the checkpoint behind them as the shipment's latest already.
   let state: ShipmentsTable = {
     ...current,
-    latest_checkpoint: toJson(checkpoint),
+    latest_checkpoint: checkpoint,
     latest_checkpoint_at: input.occurredAt,
   };
-  const events: Parameters<typeof recordEvents>[2][number][] = [];
+  const events: RecordedEvent[] = [];
   for (const next of path ?? []) {
     const previous = state.status;
     state = {
@@ -246,8 +283,9 @@ export async function applyCheckpointIn(
       sub_status: null,
       updated_at: new Date(at),
     };
-    const shown = presentShipment(state);
     const tracked = presentTrackedShipment(state);
+    // 2026-11-01's shipment is the tracked one without the tracking fields (presentForVersion).
+    const shown = presentForVersion(tracked, '2026-11-01');
     for (const type of eventTypesForMove(next)) {
       events.push({
         type,
@@ -263,32 +301,235 @@ export async function applyCheckpointIn(
     at += 1;
   }
   const moved = (path ?? []).length > 0;
-  const set: Partial<ShipmentsTable> = {
-    latest_checkpoint: toJson(checkpoint),
-    latest_checkpoint_at: input.occurredAt,
+  const after: ShipmentsTable = {
+    ...state,
     activity_at: now,
     stall_reported_at: null,
     updated_at: moved ? state.updated_at : new Date(at),
   };
-  if (moved) {
-    set.status = state.status;
-    set.exception_reason = state.exception_reason;
-  }
-  if (moved || subStatus !== null) set.sub_status = subStatus;
-  if (input.estimate) set.estimated_delivery = toJson(input.estimate);
-  if (input.proof) set.proof_of_delivery = toJson(input.proof);
-  const updated = await trx
-    .updateTable('shipments')
-    .set(set)
-    .where('id', '=', current.id)
-    .where('tenant_id', '=', current.tenant_id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
-  events.push(checkpointAddedEvent(updated, checkpoint, updated.updated_at));
-  const etaChanged = etaChangedEvent(current, updated, updated.updated_at);
+  if (moved || subStatus !== null) after.sub_status = subStatus;
+  if (input.estimate) after.estimated_delivery = input.estimate;
+  if (input.proof) after.proof_of_delivery = input.proof;
+  const shown = presentTrackedShipment(after);
+  events.push(checkpointAddedEvent(after, checkpoint, after.updated_at, shown));
+  const etaChanged = etaChangedEvent(current, after, after.updated_at, shown);
   if (etaChanged) events.push(etaChanged);
+  return { row, checkpoint, applied, after, shown, events };
+}
+
+/** What a batch writes to one shipment: its state after its last checkpoint, and the estimate and proof it set. */
+interface ShipmentWrite {
+  row: ShipmentsTable;
+  estimate: EstimatedDelivery | null;
+  proof: ProofOfDelivery | null;
+}
+
+const iso = (value: Date | null) => (value === null ? null : value.toISOString());
+
+/**
+ * The shipments a batch changed, in one UPDATE: each to its state after its last checkpoint of the
+ * batch. An estimate or proof the batch did not give keeps the stored value (COALESCE: a
+ * checkpoint never clears them), so what was read is never written back.
+ */
+async function writeShipments(trx: Trx, tenantId: string, writes: readonly ShipmentWrite[]): Promise<void> {
+  if (writes.length === 0) return;
+  const column = <T>(pick: (write: ShipmentWrite) => T) => writes.map(pick);
+  await sql`UPDATE shipments AS s SET
+      status = v.status,
+      exception_reason = v.exception_reason,
+      sub_status = v.sub_status,
+      estimated_delivery = COALESCE(v.estimated_delivery::jsonb, s.estimated_delivery),
+      proof_of_delivery = COALESCE(v.proof_of_delivery::jsonb, s.proof_of_delivery),
+      latest_checkpoint = v.latest_checkpoint::jsonb,
+      latest_checkpoint_at = v.latest_checkpoint_at,
+      activity_at = v.activity_at,
+      stall_reported_at = NULL,
+      updated_at = v.updated_at
+    FROM unnest(
+      ${column((w) => w.row.id)}::text[],
+      ${column((w) => w.row.status)}::text[],
+      ${column((w) => w.row.exception_reason)}::text[],
+      ${column((w) => w.row.sub_status)}::text[],
+      ${column((w) => toJson(w.estimate))}::text[],
+      ${column((w) => toJson(w.proof))}::text[],
+      ${column((w) => toJson(w.row.latest_checkpoint))}::text[],
+      ${column((w) => iso(w.row.latest_checkpoint_at))}::timestamptz[],
+      ${column((w) => iso(w.row.activity_at))}::timestamptz[],
+      ${column((w) => iso(w.row.updated_at))}::timestamptz[]
+    ) AS v(id, status, exception_reason, sub_status, estimated_delivery, proof_of_delivery,
+      latest_checkpoint, latest_checkpoint_at, activity_at, updated_at)
+    WHERE s.tenant_id = ${tenantId} AND s.id = v.id`.execute(trx);
+}
+
+/** The batch's new checkpoints in one INSERT: a column an array (13 parameters, whatever the count). */
+async function insertCheckpoints(trx: Trx, rows: readonly ShipmentCheckpointsTable[]): Promise<void> {
+  if (rows.length === 0) return;
+  const column = <T>(pick: (row: ShipmentCheckpointsTable) => T) => rows.map(pick);
+  await sql`INSERT INTO shipment_checkpoints (id, tenant_id, shipment_id, occurred_at, location, message,
+      status, sub_status, estimated_delivery, source, external_id, applied, created_at)
+    SELECT id, tenant_id, shipment_id, occurred_at, location::jsonb, message, status, sub_status,
+      estimated_delivery::jsonb, source, external_id, applied, created_at
+    FROM unnest(
+      ${column((r) => r.id)}::text[],
+      ${column((r) => r.tenant_id)}::text[],
+      ${column((r) => r.shipment_id)}::text[],
+      ${column((r) => r.occurred_at.toISOString())}::timestamptz[],
+      ${column((r) => toJson(r.location))}::text[],
+      ${column((r) => r.message)}::text[],
+      ${column((r) => r.status)}::text[],
+      ${column((r) => r.sub_status)}::text[],
+      ${column((r) => toJson(r.estimated_delivery))}::text[],
+      ${column((r) => r.source)}::text[],
+      ${column((r) => r.external_id)}::text[],
+      ${column((r) => r.applied)}::boolean[],
+      ${column((r) => r.created_at.toISOString())}::timestamptz[]
+    ) AS v(id, tenant_id, shipment_id, occurred_at, location, message, status, sub_status,
+      estimated_delivery, source, external_id, applied, created_at)`.execute(trx);
+}
+
+/** One checkpoint of a batch as applyCheckpointsIn answers it (the shipment as a row: present it if needed). */
+export interface BatchCheckpointResult {
+  checkpoint: Checkpoint;
+  /** The shipment after it (or, for a duplicate, as it was). */
+  after: ShipmentsTable;
+  /** false: kept in the timeline, moved nothing (older than the newest checkpoint, or backward). */
+  applied: boolean;
+  /** false when a checkpoint of the same external_id was there already (it is the one answered). */
+  created: boolean;
+}
+
+export interface ApplyCheckpointsOptions {
+  /**
+   * The batch's shipments, locked by the caller in this transaction (SELECT * ... FOR UPDATE): no
+   * query of their own then (inbound locks them as it finds them by number).
+   */
+  locked?: ReadonlyMap<string, ShipmentsTable>;
+}
+
+/**
+ * Adds many checkpoints of one company to their shipments' timelines in the caller's transaction,
+ * and applies them, set-wise (issue 51 item 7, decision 0087): the shipments locked in one query,
+ * the external_ids looked up in one, the checkpoints inserted in one INSERT, the shipments moved
+ * in one UPDATE, and every event (the moves', in order, then checkpoint_added and eta_changed)
+ * recorded in one recordEvents, hence one fan-out. The rules are applied checkpoint by checkpoint
+ * in the batch's order, in memory: several checkpoints of one shipment each see the shipment as
+ * the ones before them left it (the same external_id twice: the second answers the first,
+ * `created: false`), so the outcomes, rows and events are those of applying them one at a time.
+ *
+ * Throws CheckpointRefused (the first refused checkpoint's index and its AppError:
+ * `shipment.not_found`, a 422 `tracking.*` naming the field) before anything is written. The
+ * caller commits, then calls runAfterCommit(ctx).
+ */
+export async function applyCheckpointsIn(
+  ctx: AppContext,
+  trx: Trx,
+  requests: readonly ApplyCheckpointRequest[],
+  options: ApplyCheckpointsOptions = {},
+): Promise<BatchCheckpointResult[]> {
+  const first = requests[0];
+  if (!first) return [];
+  const tenantId = first.tenantId;
+  if (requests.some((r) => r.tenantId !== tenantId))
+    throw new Error('applyCheckpointsIn: one company a batch');
+  // Bad input is found before any query; the first refusal in the batch's order is the one told.
+  const inputs = requests.map((request) => {
+    try {
+      return { input: normaliseInput(request.input) };
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      return { error };
+    }
+  });
+  const states = new Map(
+    options.locked ??
+      (await lockShipments(
+        trx,
+        tenantId,
+        requests.map((r) => r.shipmentId),
+      )),
+  );
+  const known = await knownExternalIds(
+    trx,
+    tenantId,
+    requests.flatMap((request, i) => {
+      const externalId = inputs[i]?.input?.externalId;
+      return externalId ? [{ shipmentId: request.shipmentId, externalId }] : [];
+    }),
+  );
+
+  const results: BatchCheckpointResult[] = [];
+  const rows: ShipmentCheckpointsTable[] = [];
+  const events: RecordedEvent[] = [];
+  const writes = new Map<string, ShipmentWrite>();
+  // A shipment's presentation, made once per state (a state is replaced, never changed).
+  const presented = new WeakMap<ShipmentsTable, TrackedShipment>();
+  const present = (row: ShipmentsTable): TrackedShipment => {
+    let shown = presented.get(row);
+    if (!shown) {
+      shown = presentTrackedShipment(row);
+      presented.set(row, shown);
+    }
+    return shown;
+  };
+  for (const [index, request] of requests.entries()) {
+    try {
+      const prepared = inputs[index] as { input?: NormalisedInput; error?: AppError };
+      if (prepared.error) throw prepared.error;
+      const input = prepared.input as NormalisedInput;
+      const current = states.get(request.shipmentId);
+      if (!current || !visibleTo(current, request)) throw new AppError('shipment.not_found');
+      const key = input.externalId === null ? null : externalKey(current.id, input.externalId);
+      const already = key === null ? undefined : known.get(key);
+      if (already) {
+        const checkpoint = presentCheckpoint(already);
+        results.push({ checkpoint, after: current, applied: already.applied, created: false });
+        continue;
+      }
+      const step = stepCheckpoint(current, () => present(current), input, request, ctx.clock.now());
+      presented.set(step.after, step.shown);
+      rows.push(step.row);
+      events.push(...step.events);
+      if (key !== null) known.set(key, step.row);
+      if (step.applied) {
+        states.set(current.id, step.after);
+        const write = writes.get(current.id) ?? { row: step.after, estimate: null, proof: null };
+        write.row = step.after;
+        write.estimate = input.estimate ?? write.estimate;
+        write.proof = input.proof ?? write.proof;
+        writes.set(current.id, write);
+      }
+      results.push({ checkpoint: step.checkpoint, after: step.after, applied: step.applied, created: true });
+    } catch (error) {
+      throw error instanceof AppError ? new CheckpointRefused(index, error) : error;
+    }
+  }
+
+  await insertCheckpoints(trx, rows);
+  await writeShipments(trx, tenantId, [...writes.values()]);
   await recordEvents(ctx, trx, events);
-  return { checkpoint, shipment: presentTrackedShipment(updated), applied, created: true };
+  return results;
+}
+
+/**
+ * Adds one checkpoint to a shipment's timeline in the caller's transaction, and applies it: a
+ * batch of one of applyCheckpointsIn (the rules are there). A checkpoint whose `external_id` the
+ * shipment has already answers that first one (`created: false`).
+ *
+ * Throws AppError: `shipment.not_found`, or a 422 `tracking.*` naming the field, before anything is
+ * written. The caller commits, then calls runAfterCommit(ctx) (applyCheckpoint does both).
+ */
+export async function applyCheckpointIn(
+  ctx: AppContext,
+  trx: Trx,
+  request: ApplyCheckpointRequest,
+): Promise<ApplyCheckpointResult> {
+  try {
+    const [result] = await applyCheckpointsIn(ctx, trx, [request]);
+    const { after, ...rest } = result as BatchCheckpointResult;
+    return { ...rest, shipment: presentTrackedShipment(after) };
+  } catch (error) {
+    throw error instanceof CheckpointRefused ? error.error : error;
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { RecordedEvent } from '../shipments/events.ts';
-import { presentTrackedShipment } from '../shipments/present.ts';
+import { presentTrackedShipment, type TrackedShipment } from '../shipments/present.ts';
 import type { ShipmentsTable } from '../shipments/tables.ts';
 import { type EstimatedDelivery, fromJson, sameEstimate } from './fields.ts';
 
@@ -22,6 +22,7 @@ export function etaChangedEvent(
   before: ShipmentsTable,
   after: ShipmentsTable,
   at: Date,
+  shown: TrackedShipment = presentTrackedShipment(after),
 ): RecordedEvent | null {
   const previous = fromJson<EstimatedDelivery>(before.estimated_delivery);
   const current = fromJson<EstimatedDelivery>(after.estimated_delivery);
@@ -33,17 +34,22 @@ export function etaChangedEvent(
       estimated_delivery: current,
       previous_estimated_delivery: previous,
       delayed: previous !== null && current !== null && current.latest > previous.latest,
-      shipment: presentTrackedShipment(after),
+      shipment: shown,
     },
   };
 }
 
-/** shipment.checkpoint_added (2026-12-01 only). */
-export function checkpointAddedEvent(after: ShipmentsTable, checkpoint: unknown, at: Date): RecordedEvent {
+/** shipment.checkpoint_added (2026-12-01 only); `shown` is `after` presented, when the caller has it. */
+export function checkpointAddedEvent(
+  after: ShipmentsTable,
+  checkpoint: unknown,
+  at: Date,
+  shown: TrackedShipment = presentTrackedShipment(after),
+): RecordedEvent {
   return {
     type: 'shipment.checkpoint_added',
     ...about(after, at),
-    data: { checkpoint, shipment: presentTrackedShipment(after) },
+    data: { checkpoint, shipment: shown },
   };
 }
 
