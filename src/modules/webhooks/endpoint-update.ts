@@ -59,16 +59,17 @@ export async function updateEndpoint(
     // The filter is checked against the types the endpoint will have: new types keep the old
     // filter only if its paths are in their schemas too.
     // The types and the version agree: new types in the old version, or an old version for the types.
+    const version =
+      input.api_version ?? (isApiVersion(current.api_version) ? current.api_version : '2026-11-01');
     if (input.api_version !== undefined || eventTypes !== undefined)
-      checkTypesInVersion(
-        eventTypes ?? eventTypesOf(current),
-        input.api_version ?? (isApiVersion(current.api_version) ? current.api_version : '2026-11-01'),
-      );
+      checkTypesInVersion(eventTypes ?? eventTypesOf(current), version);
+    // A filter is of its version's envelope: a new version checks (and keeps) it against its schemas.
     const filter =
-      input.filter !== undefined || eventTypes !== undefined
+      input.filter !== undefined || eventTypes !== undefined || input.api_version !== undefined
         ? filterColumns(
             input.filter !== undefined ? input.filter : storedFilter(current),
             eventTypes ?? eventTypesOf(current),
+            version,
           )
         : undefined;
     // Each statement names the endpoint's company: one shard on Citus.

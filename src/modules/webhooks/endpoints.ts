@@ -3,7 +3,7 @@ import type { Db } from '../../db/database.ts';
 import { newestFirst } from '../../db/paging.ts';
 import type { Destination, DestinationInput } from '../../delivery/destinations/spec.ts';
 import type { WebhookEndpointsTable } from '../../delivery/tables.ts';
-import { AppError, validationError } from '../../lib/errors.ts';
+import { AppError, type FieldError, validationError } from '../../lib/errors.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { canSee, requireScope, type TenantAccess } from '../accounts/access.ts';
 import {
@@ -82,9 +82,12 @@ export interface UpdateEndpointInput extends DeliveryControlsInput {
   filter?: object | null;
 }
 
-/** The filter's columns, checked and compiled against the endpoint's types (filter.ts); none for null. */
-export function filterColumns(filter: unknown, eventTypes: readonly string[]) {
-  const compiled = compileFilter(filter, eventTypes, '/filter');
+/**
+ * The filter's columns, checked and compiled against the endpoint's types in its version
+ * (filter.ts); none for null.
+ */
+export function filterColumns(filter: unknown, eventTypes: readonly string[], version: ApiVersion) {
+  const compiled = compileFilter(filter, eventTypes, '/filter', version);
   return compiled
     ? {
         filter: JSON.stringify(filter),
@@ -104,19 +107,25 @@ export function storedFilter(row: Pick<WebhookEndpointsTable, 'filter'>): Record
  * to an endpoint of 2026-11-01 (422 webhook_endpoint.event_type_not_in_version, at its index).
  */
 export function checkTypesInVersion(types: readonly string[], version: ApiVersion): void {
-  const missing = types.flatMap((type, index) =>
-    inVersion(eventDefinition(type), version) ? [] : [{ type, index }],
+  const errors = typesNotInVersion(types, version, '');
+  if (errors.length > 0) throw notInVersion(errors);
+}
+
+/** The types a version lacks, each at its index under `at` (`/manifest/subscriptions/0`). */
+export function typesNotInVersion(types: readonly string[], version: ApiVersion, at: string): FieldError[] {
+  return types.flatMap((type, index) =>
+    inVersion(eventDefinition(type), version)
+      ? []
+      : [{ path: `${at}/event_types/${index}`, message: `${type} is not in api_version ${version}` }],
   );
-  if (missing.length === 0) return;
-  throw new AppError(
+}
+
+/** 422 webhook_endpoint.event_type_not_in_version: for an endpoint, and for an app's subscription. */
+export function notInVersion(errors: FieldError[]): AppError {
+  return new AppError(
     'webhook_endpoint.event_type_not_in_version',
-    `${missing.map((m) => m.type).join(', ')} ${missing.length === 1 ? 'is' : 'are'} not in api_version ${version}`,
-    {
-      errors: missing.map((m) => ({
-        path: `/event_types/${m.index}`,
-        message: `${m.type} is not in api_version ${version}`,
-      })),
-    },
+    errors.map((e) => e.message).join('; '),
+    { errors },
   );
 }
 

@@ -93,7 +93,7 @@ const DestinationSchema = Type.Object(
 
 export const EndpointIdParams = Type.Object({ id: Id(64) }, { additionalProperties: false });
 
-const ApiVersionName = Type.Enum(API_VERSIONS, {
+export const ApiVersionName = Type.Enum(API_VERSIONS, {
   type: 'string',
   description:
     'The event version of its messages (docs/api.md, Versioning): new endpoints get the latest unless they ask; existing ones keep 2026-11-01',
