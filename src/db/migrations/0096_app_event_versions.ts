@@ -7,7 +7,9 @@ import { runStatements } from './sql.ts';
  * The apps there are keep `2026-11-01` (the default); the code registers new ones on the latest.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await runStatements(db, ["ALTER TABLE apps ADD COLUMN events_api_version text NOT NULL DEFAULT '2026-11-01'"]);
+  await runStatements(db, [
+    "ALTER TABLE apps ADD COLUMN events_api_version text NOT NULL DEFAULT '2026-11-01'",
+  ]);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

@@ -86,7 +86,9 @@ export interface Subscription {
 }
 
 /** A subscription's version: what it says, or 2026-11-01 for one stored before versions. */
-export function subscriptionVersion(subscription: Pick<Subscription, 'api_version'> | null | undefined): ApiVersion {
+export function subscriptionVersion(
+  subscription: Pick<Subscription, 'api_version'> | null | undefined,
+): ApiVersion {
   return subscription?.api_version ?? '2026-11-01';
 }
 
@@ -203,10 +205,12 @@ export async function checkManifest(
       (subscription.api_version as ApiVersion | undefined) ??
       (activeSubscriptions[index] ? subscriptionVersion(activeSubscriptions[index]) : LATEST_API_VERSION);
     const known = types.filter((type) => (EVENT_TYPES as readonly string[]).includes(type));
-    notInItsVersion.push(...typesNotInVersion(types, apiVersion, at).filter((e) => {
-      const i = Number(e.path.split('/').at(-1));
-      return known.includes(types[i] as string);
-    }));
+    notInItsVersion.push(
+      ...typesNotInVersion(types, apiVersion, at).filter((e) => {
+        const i = Number(e.path.split('/').at(-1));
+        return known.includes(types[i] as string);
+      }),
+    );
     types.forEach((type, i) => {
       if (!(EVENT_TYPES as readonly string[]).includes(type)) {
         errors.push({

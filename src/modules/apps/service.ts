@@ -5,8 +5,8 @@ import { AppError } from '../../lib/errors.ts';
 import { hashSecret, newId, newSecret } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import type { Scope } from '../accounts/roles.ts';
-import { type ApiVersion, isApiVersion, LATEST_API_VERSION } from '../shipments/events.ts';
 import type { AppsTable } from '../oauth/tables.ts';
+import { type ApiVersion, isApiVersion, LATEST_API_VERSION } from '../shipments/events.ts';
 import {
   type AppFields,
   type AppPatch,

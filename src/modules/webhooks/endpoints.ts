@@ -122,11 +122,9 @@ export function typesNotInVersion(types: readonly string[], version: ApiVersion,
 
 /** 422 webhook_endpoint.event_type_not_in_version: for an endpoint, and for an app's subscription. */
 export function notInVersion(errors: FieldError[]): AppError {
-  return new AppError(
-    'webhook_endpoint.event_type_not_in_version',
-    errors.map((e) => e.message).join('; '),
-    { errors },
-  );
+  return new AppError('webhook_endpoint.event_type_not_in_version', errors.map((e) => e.message).join('; '), {
+    errors,
+  });
 }
 
 export function eventTypesOf(row: Pick<WebhookEndpointsTable, 'event_types'>): string[] {
