@@ -20,6 +20,7 @@ import { parseForm, registerInputGuards } from './http/input.ts';
 import { securitySchemes, transformDocument, transformRoute } from './http/openapi.ts';
 import { Problem } from './http/schemas.ts';
 import { validatorCompiler } from './http/validation.ts';
+import { registerVersionHeaders } from './http/version-headers.ts';
 import { mailboxPage } from './modules/accounts/mailbox-page.ts';
 import { accountsRoutes } from './modules/accounts/routes.ts';
 import { appEventPages } from './modules/app-events/portal-pages.ts';
@@ -99,6 +100,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.addHook('onRequest', (request, reply, done) =>
     securityHeaders(request.raw, reply.raw, (err?: unknown) => done(err as Error | undefined)),
   );
+  // Waybill-Version naming a deprecated version: Deprecation, Sunset and Link on the answer.
+  registerVersionHeaders(app, `${ctx.config.baseUrl}/docs/webhooks#versions`);
   registerStartingGate(app, ctx);
   await app.register(rateLimit, { global: false });
   await app.register(formbody, { bodyLimit: 64 * 1024, parser: parseForm });

@@ -12,7 +12,7 @@ import {
   type HeldReason,
   NOT_HELD,
 } from '../oauth/installation-grants.ts';
-import { type ApiVersion, isApiVersion } from '../shipments/events.ts';
+import { type ApiVersion, isApiVersion, sunsetOf } from '../shipments/events.ts';
 import { type Ordering, openHeaders, presentHeaders } from './controls.ts';
 import { presentDestination } from './endpoint-destination.ts';
 import { inVersion } from './event-schema.ts';
@@ -27,6 +27,8 @@ export interface WebhookEndpoint {
   description: string | null;
   event_types: string[];
   api_version: ApiVersion;
+  /** When its version goes away, if that version is deprecated (the owner's list of what to move); else null. */
+  api_version_sunset_at: string | null;
   livemode: boolean;
   enabled: boolean;
   disabled_reason: 'gone' | 'failing' | 'manual' | null;
@@ -137,13 +139,15 @@ export function presentEndpoint(
   row: WebhookEndpointsTable,
   grant: EndpointGrantState = NOT_HELD,
 ): WebhookEndpoint {
+  const apiVersion = isApiVersion(row.api_version) ? row.api_version : '2026-11-01';
   return {
     id: row.id,
     url: row.url,
     destination: presentDestination(ctx, row),
     description: row.description,
     event_types: eventTypesOf(row),
-    api_version: isApiVersion(row.api_version) ? row.api_version : '2026-11-01',
+    api_version: apiVersion,
+    api_version_sunset_at: sunsetOf(apiVersion)?.toISOString() ?? null,
     livemode: row.livemode,
     enabled: row.enabled,
     disabled_reason: row.disabled_reason,
@@ -245,7 +249,7 @@ export function cleanDescription(description: string | null | undefined): string
 export async function listEndpoints(
   ctx: AppContext,
   access: TenantAccess,
-  page: PageRequest,
+  page: PageRequest & { api_version?: ApiVersion },
 ): Promise<Page<WebhookEndpoint>> {
   requireScope(access, 'webhooks:read');
   let query = ctx.db
@@ -257,6 +261,8 @@ export async function listEndpoints(
     .where('kind', '<>', 'subscription');
   if (access.customerAccountId) query = query.where('customer_account_id', '=', access.customerAccountId);
   if (access.installationId) query = query.where('installation_id', '=', access.installationId);
+  // The endpoints still on a version, e.g. the deprecated one (decision 0081).
+  if (page.api_version) query = query.where('api_version', '=', page.api_version);
   const rows = await newestFirst(query, 'webhook_endpoints', page, (row) => row);
   return { next_cursor: rows.next_cursor, data: await presentEndpoints(ctx, rows.data) };
 }
