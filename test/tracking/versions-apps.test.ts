@@ -104,7 +104,7 @@ describe('app subscriptions pinned to an event version', () => {
         (await call(w, 'GET', `/v1/developer/apps/${app.id}/versions`, { token: developer.token })).body.data,
       ).toHaveLength(1);
 
-      // A filter on a field only 2026-12-01 has: accepted for a subscription of that version only.
+      // A filter names paths of the stored (2026-11-01) envelope, which the fan-out evaluates.
       const oldFilter = await deploy(app, [
         {
           event_types: ['shipment.status_changed'],

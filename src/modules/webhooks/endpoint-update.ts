@@ -63,13 +63,11 @@ export async function updateEndpoint(
       input.api_version ?? (isApiVersion(current.api_version) ? current.api_version : '2026-11-01');
     if (input.api_version !== undefined || eventTypes !== undefined)
       checkTypesInVersion(eventTypes ?? eventTypesOf(current), version);
-    // A filter is of its version's envelope: a new version checks (and keeps) it against its schemas.
     const filter =
-      input.filter !== undefined || eventTypes !== undefined || input.api_version !== undefined
+      input.filter !== undefined || eventTypes !== undefined
         ? filterColumns(
             input.filter !== undefined ? input.filter : storedFilter(current),
             eventTypes ?? eventTypesOf(current),
-            version,
           )
         : undefined;
     // Each statement names the endpoint's company: one shard on Citus.

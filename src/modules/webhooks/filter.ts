@@ -1,5 +1,4 @@
 import { AppError, type FieldError, validationError } from '../../lib/errors.ts';
-import { API_VERSION, type ApiVersion } from '../shipments/events.ts';
 import { eventDefinition, schemaOf } from './event-types.ts';
 
 /**
@@ -79,13 +78,12 @@ function kindOfValue(value: unknown): Kind | null {
 }
 
 /** Where a path may lead across the given types' schemas; empty when none of them has it. */
-function kindsAtPath(types: readonly string[], path: string, version: ApiVersion): Set<Kind> {
+function kindsAtPath(types: readonly string[], path: string): Set<Kind> {
   const kinds = new Set<Kind>();
   for (const type of types) {
     const definition = eventDefinition(type);
     if (!definition) continue;
-    // The target's own version: a 2026-12-01 target filters on the fields 2026-12-01 has.
-    const root = schemaOf(definition, version);
+    const root = schemaOf(definition);
     for (const schema of schemasAt(root, root, path.split('.'))) {
       for (const kind of kindsOf(root, schema)) kinds.add(kind);
     }
@@ -107,11 +105,9 @@ class FilterCompiler {
   conditions = 0;
 
   private readonly types: readonly string[];
-  private readonly version: ApiVersion;
 
-  constructor(types: readonly string[], version: ApiVersion) {
+  constructor(types: readonly string[]) {
     this.types = types;
-    this.version = version;
   }
 
   private variable(value: unknown): string {
@@ -156,7 +152,7 @@ class FilterCompiler {
       this.errors.push({ path: at, message: 'must be a dotted path such as data.shipment.status' });
       return 'true';
     }
-    const kinds = kindsAtPath(this.types, path, this.version);
+    const kinds = kindsAtPath(this.types, path);
     if (kinds.size === 0) {
       this.unknownPaths.push({
         path: at,
@@ -304,13 +300,8 @@ function describe(kinds: Set<Kind>): string {
  * Refuses with 422 `filter.unknown_path` naming each unknown path, else 422 `validation.failed`
  * with each problem's path: nothing is stored.
  */
-export function compileFilter(
-  filter: unknown,
-  types: readonly string[],
-  at: string,
-  version: ApiVersion = API_VERSION,
-): CompiledFilter | null {
-  const errors = filterProblems(filter, types, at, version);
+export function compileFilter(filter: unknown, types: readonly string[], at: string): CompiledFilter | null {
+  const errors = filterProblems(filter, types, at);
   if (errors.unknownPaths.length > 0) {
     throw new AppError(
       'filter.unknown_path',
@@ -327,11 +318,9 @@ export function filterProblems(
   filter: unknown,
   types: readonly string[],
   at: string,
-  /** The target's version, whose schemas the paths are checked against (decision 0081). */
-  version: ApiVersion = API_VERSION,
 ): { compiled: CompiledFilter | null; errors: FieldError[]; unknownPaths: FieldError[] } {
   if (filter === undefined || filter === null) return { compiled: null, errors: [], unknownPaths: [] };
-  const compiler = new FilterCompiler(types, version);
+  const compiler = new FilterCompiler(types);
   const path = compiler.filter(filter, at, 0);
   if (compiler.conditions > MAX_FILTER_CONDITIONS) {
     compiler.errors.push({
