@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { install, registerApp } from '../apps/fixtures.ts';
-import { type Received, type Receiver, startReceiver, testWorker, verify } from '../delivery/support.ts';
+import { drainAll, type Received, type Receiver, startReceiver, verify } from '../delivery/support.ts';
 import {
   type CompanyFixture,
   call,
@@ -33,15 +33,6 @@ afterAll(async () => {
   await receiver?.close();
   await w?.close();
 });
-
-async function drain(): Promise<void> {
-  const worker = testWorker(w);
-  try {
-    while ((await worker.tick()) > 0) {}
-  } finally {
-    await worker.stop();
-  }
-}
 
 function manifestOf(app: Json, subscriptions: unknown[]) {
   return {
@@ -139,7 +130,7 @@ describe('app subscriptions pinned to an event version', () => {
         body: { occurred_at: w.clock.now().toISOString(), message: 'Collected', status: 'picked_up' },
       });
       expect(checkpoint.status, checkpoint.text).toBe(201);
-      await drain();
+      await drainAll(w);
 
       const verified = (r: Receiver) =>
         r.received.map((m) => verify(m, app.events_secret, w.clock.now()) as Json);
@@ -204,7 +195,7 @@ describe("an app's events URL pinned to an event version", () => {
         { token: company.owner.token },
       );
       expect(removed.status, removed.text).toBe(204);
-      await drain();
+      await drainAll(w);
       const message = receiver.received.at(-1) as Received;
       return verify(message, app.events_secret, w.clock.now()) as Json;
     };

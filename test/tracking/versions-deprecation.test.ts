@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HOUR } from '../../src/lib/clock.ts';
 import { reportStalls } from '../../src/modules/tracking/stalls.ts';
-import { type Receiver, startReceiver, testWorker, verify } from '../delivery/support.ts';
+import { drainAll, type Receiver, startReceiver, verify } from '../delivery/support.ts';
 import { call, createCompany, createShipment, type Json } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 
@@ -21,15 +21,6 @@ afterAll(async () => {
   await receiver?.close();
   await w?.close();
 });
-
-async function drain(): Promise<void> {
-  const worker = testWorker(w);
-  try {
-    while ((await worker.tick()) > 0) {}
-  } finally {
-    await worker.stop();
-  }
-}
 
 /** Every `$ref` of the document names a component it has. */
 function danglingRefs(document: Json): string[] {
@@ -119,11 +110,11 @@ describe("the company's stall_after_hours", () => {
     const before = receiver.received.length;
     w.clock.advance(HOUR);
     await reportStalls(w.ctx);
-    await drain();
+    await drainAll(w);
     expect(receiver.received.length).toBe(before);
     w.clock.advance(HOUR + 60_000);
     await reportStalls(w.ctx);
-    await drain();
+    await drainAll(w);
     const stalls = receiver.received
       .slice(before)
       .map((m) => verify(m, endpoint.body.secret, w.clock.now()) as Json);
