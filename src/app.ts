@@ -5,6 +5,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import helmet from 'helmet';
+import { Type } from 'typebox';
 import type { AppContext } from './context.ts';
 import { registerApiReference } from './http/api-reference.ts';
 import { registerBearerAuth } from './http/auth.ts';
@@ -19,6 +20,7 @@ import { parseForm, registerInputGuards } from './http/input.ts';
 import { securitySchemes, transformDocument, transformRoute } from './http/openapi.ts';
 import { Problem } from './http/schemas.ts';
 import { validatorCompiler } from './http/validation.ts';
+import { registerVersionHeaders } from './http/version-headers.ts';
 import { mailboxPage } from './modules/accounts/mailbox-page.ts';
 import { accountsRoutes } from './modules/accounts/routes.ts';
 import { appEventPages } from './modules/app-events/portal-pages.ts';
@@ -39,13 +41,15 @@ import { logoRoutes } from './modules/recipients/logo-routes.ts';
 import { recipientsRoutes } from './modules/recipients/routes.ts';
 import { trackingPageRoutes } from './modules/recipients/tracking-page-routes.ts';
 import { unsubscribeRoutes } from './modules/recipients/unsubscribe-routes.ts';
+import { LATEST_API_VERSION } from './modules/shipments/events.ts';
 import { shipmentsRoutes } from './modules/shipments/routes.ts';
 import { storeModule } from './modules/store/index.ts';
 import { trackingRoutes } from './modules/tracking/routes.ts';
 import { webhookGuideRoutes } from './modules/webhooks/guide.ts';
-import { addEventCatalogue } from './modules/webhooks/openapi-webhooks.ts';
+import { addEventCatalogue, documentInVersion } from './modules/webhooks/openapi-webhooks.ts';
 import { webhookPages } from './modules/webhooks/pages.ts';
 import { webhooksRoutes } from './modules/webhooks/routes.ts';
+import { ApiVersionName } from './modules/webhooks/schemas.ts';
 import { registerCsrf } from './web/csrf.ts';
 import { pageErrorAnswer } from './web/pages/common.ts';
 import { webRoutes } from './web/routes.ts';
@@ -96,6 +100,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.addHook('onRequest', (request, reply, done) =>
     securityHeaders(request.raw, reply.raw, (err?: unknown) => done(err as Error | undefined)),
   );
+  // Waybill-Version naming a deprecated version: Deprecation, Sunset and Link on the answer.
+  registerVersionHeaders(app, `${ctx.config.baseUrl}/docs/webhooks#versions`);
   registerStartingGate(app, ctx);
   await app.register(rateLimit, { global: false });
   await app.register(formbody, { bodyLimit: 64 * 1024, parser: parseForm });
@@ -130,7 +136,31 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     transformObject: transformDocument(addEventCatalogue),
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // `?api_version=`: that version's webhooks (decision 0081); an unknown one is 400 validation.failed,
+  // as the event catalogue answers it. Each version's document is built once.
+  const documents = new Map<string, unknown>();
+  app.withTypeProvider<TypeBoxTypeProvider>().get(
+    '/openapi.json',
+    {
+      schema: {
+        hide: true,
+        querystring: Type.Object(
+          { api_version: Type.Optional(ApiVersionName) },
+          { additionalProperties: false },
+        ),
+      },
+    },
+    async (request) => {
+      const version = request.query.api_version;
+      if (!version || version === LATEST_API_VERSION) return app.swagger();
+      let document = documents.get(version);
+      if (!document) {
+        document = documentInVersion(app.swagger() as never, version);
+        documents.set(version, document);
+      }
+      return document;
+    },
+  );
   // Scalar's reference at /docs, its plugin imported by the first request there (decision 0075).
   registerApiReference(
     app,

@@ -84,7 +84,8 @@ describe('app versions', () => {
       {
         path: '/subscriptions/0',
         from: null,
-        to: { ...(next.subscriptions as Json[])[0], test_events: false },
+        // A new subscription is pinned to the latest event version (decision 0081).
+        to: { ...(next.subscriptions as Json[])[0], test_events: false, api_version: '2026-12-01' },
       },
     ]);
     // A draft changes nothing.

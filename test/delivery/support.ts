@@ -128,6 +128,16 @@ export function testWorker(w: TestWaybill, options: WorkerOptions = {}) {
   return startDeliveryWorker(w.ctx, { listen: false, pollMs: 0, jitter: () => 0, ...options });
 }
 
+/** Sends everything due now, batch after batch, with a worker of the test's own. */
+export async function drainAll(w: TestWaybill): Promise<void> {
+  const worker = testWorker(w);
+  try {
+    while ((await worker.tick()) > 0) {}
+  } finally {
+    await worker.stop();
+  }
+}
+
 /**
  * Makes what is due, then moves the clock to the next time in the endpoint's queue, up to `until`,
  * and so on (the queue's times: a message waiting behind another of its shipment is due no sooner).

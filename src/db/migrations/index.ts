@@ -53,6 +53,7 @@ import * as shipmentSimulations from './0088_shipment_simulations.ts';
 import * as inboundSources from './0090_inbound_sources.ts';
 import * as recipients from './0092_recipients.ts';
 import * as pageFlashes from './0095_page_flashes.ts';
+import * as appEventVersions from './0096_app_event_versions.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -110,4 +111,5 @@ export const migrations: Record<string, Migration> = {
   '0090_inbound_sources': inboundSources,
   '0092_recipients': recipients,
   '0095_page_flashes': pageFlashes,
+  '0096_app_event_versions': appEventVersions,
 };

@@ -7,12 +7,19 @@ import { isMerchantRole, managesIntegrations, managesMembers, type Role } from '
 import type { CompaniesTable, CustomerAccountsTable, MembershipsTable } from './tables.ts';
 import { normalizeEmail } from './users.ts';
 
+/** The column's default (migration 0086) and the bounds PATCH accepts. */
+export const STALL_AFTER_HOURS_DEFAULT = 72;
+export const STALL_AFTER_HOURS_MIN = 1;
+export const STALL_AFTER_HOURS_MAX = 720;
+
 export interface Company {
   id: string;
   name: string;
   live: boolean;
   /** Which modes AI agents may use (issue 31). */
   agent_access: { test: boolean; live: boolean };
+  /** Hours without news before a shipment is stalled (shipment.stalled, decision 0081). */
+  stall_after_hours: number;
   created_at: string;
   updated_at: string;
 }
@@ -35,7 +42,9 @@ export interface Membership {
   created_at: string;
 }
 
-export function presentCompany(row: CompaniesTable): Company {
+export function presentCompany(
+  row: Omit<CompaniesTable, 'stall_after_hours'> & { stall_after_hours?: number },
+): Company {
   return {
     id: row.id,
     name: row.name,
@@ -44,6 +53,7 @@ export function presentCompany(row: CompaniesTable): Company {
       test: (row.agent_access as { test?: boolean } | null)?.test !== false,
       live: (row.agent_access as { live?: boolean } | null)?.live === true,
     },
+    stall_after_hours: row.stall_after_hours ?? STALL_AFTER_HOURS_DEFAULT,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };
@@ -130,6 +140,15 @@ export async function getCompany(ctx: AppContext, tenantId: string): Promise<Com
   const row = await ctx.db.selectFrom('companies').selectAll().where('id', '=', tenantId).executeTakeFirst();
   if (!row) throw new AppError('company.not_found');
   return presentCompany(row);
+}
+
+/** Sets how long a shipment may go without news before `shipment.stalled` (the worker's job reads it). */
+export async function setStallAfterHours(ctx: AppContext, tenantId: string, hours: number): Promise<void> {
+  await ctx.db
+    .updateTable('companies')
+    .set({ stall_after_hours: hours, updated_at: ctx.clock.now() })
+    .where('id', '=', tenantId)
+    .execute();
 }
 
 export async function goLive(ctx: AppContext, userId: string, tenantId: string): Promise<Company> {

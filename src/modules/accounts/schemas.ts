@@ -38,6 +38,12 @@ export const CompanySchema = Type.Object(
       { test: Type.Boolean(), live: Type.Boolean() },
       { description: 'Which modes AI agents may use through /mcp (owners and admins change it with PATCH)' },
     ),
+    stall_after_hours: Type.Integer({
+      minimum: 1,
+      maximum: 720,
+      description:
+        'Hours a shipment not final may go without a checkpoint or move before shipment.stalled (default 72; PATCH)',
+    }),
     created_at: Timestamp,
     updated_at: Timestamp,
   },

@@ -28,6 +28,8 @@ export interface CompaniesTable {
   live: boolean;
   /** Which modes agents may use (issue 31): jsonb `{test, live}`. */
   agent_access: unknown;
+  /** Hours a shipment not final may go without a checkpoint or move before shipment.stalled (migration 0086). */
+  stall_after_hours: Generated<number>;
   created_at: Date;
   updated_at: Date;
 }

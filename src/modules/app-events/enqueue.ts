@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { AppContext, Trx } from '../../context.ts';
 import { notifyWorkers } from '../../delivery/fanout.ts';
 import { newId } from '../../lib/ids.ts';
-import { buildEnvelope } from '../shipments/events.ts';
+import { type ApiVersion, buildEnvelope, isApiVersion } from '../shipments/events.ts';
 
 /** Spec section 6: the events an app receives at its events URL. */
 export const APP_EVENT_TYPES = [
@@ -63,8 +63,14 @@ export async function enqueueAppEvents(
   if (events.length === 0) return [];
   const now = ctx.clock.now();
   const targets = new Map<string, string>();
-  for (const appId of new Set(events.map((e) => e.appId)))
-    targets.set(appId, await appEventsTarget(trx, appId, now));
+  const appIds = [...new Set(events.map((e) => e.appId))];
+  for (const appId of appIds) targets.set(appId, await appEventsTarget(trx, appId, now));
+  // Each app's events URL is pinned to a version (migration 0096): its envelopes say which.
+  const versions = new Map<string, ApiVersion>(
+    (
+      await trx.selectFrom('apps').select(['id', 'events_api_version']).where('id', 'in', appIds).execute()
+    ).map((row) => [row.id, isApiVersion(row.events_api_version) ? row.events_api_version : '2026-11-01']),
+  );
   const rows = events.map((event) => {
     const eventId = newId('evt');
     return {
@@ -75,6 +81,7 @@ export async function enqueueAppEvents(
       event_id: eventId,
       event_type: event.type,
       payload: buildEnvelope({
+        apiVersion: versions.get(event.appId) ?? '2026-11-01',
         id: eventId,
         type: event.type,
         tenantId: event.tenantId,

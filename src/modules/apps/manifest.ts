@@ -9,9 +9,17 @@ import { issuePath } from '../../http/errors.ts';
 import { canonicalJson } from '../../lib/canonical-json.ts';
 import { AppError, type FieldError, validationError } from '../../lib/errors.ts';
 import { allows, SCOPES, type Scope } from '../accounts/roles.ts';
+import { type ApiVersion, LATEST_API_VERSION } from '../shipments/events.ts';
+import { notInVersion, typesNotInVersion } from '../webhooks/endpoints.ts';
 import { EVENT_TYPES } from '../webhooks/event-types.ts';
 import { filterProblems } from '../webhooks/filter.ts';
-import { DestinationInput, EventFilterSchema, OrderingName, RateLimit } from '../webhooks/schemas.ts';
+import {
+  ApiVersionName,
+  DestinationInput,
+  EventFilterSchema,
+  OrderingName,
+  RateLimit,
+} from '../webhooks/schemas.ts';
 import { type AppPatch, assertEventsUrlAllowed, checkAppFields } from './fields.ts';
 import { type SealedDestinations, subscriptionDestination } from './subscription-destination.ts';
 import { MAX_URL_LENGTH } from './urls.ts';
@@ -37,6 +45,7 @@ export const SubscriptionSchema = Type.Object(
     ),
     rate_limit: Type.Optional(RateLimit),
     ordering: Type.Optional(OrderingName),
+    api_version: Type.Optional(ApiVersionName),
   },
   strict,
 );
@@ -69,6 +78,18 @@ export interface Subscription {
   rate_limit?: number | null;
   /** As an endpoint's, for each installation's target; kept only when `per_shipment`. */
   ordering?: 'none' | 'per_shipment';
+  /**
+   * The event version of its messages (decision 0081). Absent in manifests stored before it:
+   * those are 2026-11-01 (subscriptionVersion).
+   */
+  api_version?: ApiVersion;
+}
+
+/** A subscription's version: what it says, or 2026-11-01 for one stored before versions. */
+export function subscriptionVersion(
+  subscription: Pick<Subscription, 'api_version'> | null | undefined,
+): ApiVersion {
+  return subscription?.api_version ?? '2026-11-01';
 }
 
 /** A manifest as stored: every field present, normalized as PATCH normalizes the app's fields. */
@@ -135,6 +156,8 @@ export async function checkManifest(
   input: unknown,
   base = '/manifest',
   before: SealedDestinations = [],
+  /** The active version's subscriptions: one that does not say its api_version keeps the one at its place. */
+  activeSubscriptions: ReadonlyArray<Subscription> = [],
 ): Promise<{ manifest: Manifest; destinations: SealedDestinations }> {
   if (!validateShape(input))
     throw validationError(ajvErrors(validateShape.errors, base), 'The manifest is not valid', 422);
@@ -171,10 +194,23 @@ export async function checkManifest(
   const destinations: SealedDestinations = [];
   const unknownPaths: FieldError[] = [];
   const missingScopes: FieldError[] = [];
+  const notInItsVersion: FieldError[] = [];
   const scopes = new Set((normalized.scopes ?? []) as Scope[]);
   for (const [index, subscription] of (raw.subscriptions ?? []).entries()) {
     const at = `${base}/subscriptions/${index}`;
     const types = subscription.event_types as string[];
+    // As an endpoint: a new subscription gets the latest; one the active version has at this
+    // place keeps its own, so that deploying the same file again changes no message's shape.
+    const apiVersion =
+      (subscription.api_version as ApiVersion | undefined) ??
+      (activeSubscriptions[index] ? subscriptionVersion(activeSubscriptions[index]) : LATEST_API_VERSION);
+    const known = types.filter((type) => (EVENT_TYPES as readonly string[]).includes(type));
+    notInItsVersion.push(
+      ...typesNotInVersion(types, apiVersion, at).filter((e) => {
+        const i = Number(e.path.split('/').at(-1));
+        return known.includes(types[i] as string);
+      }),
+    );
     types.forEach((type, i) => {
       if (!(EVENT_TYPES as readonly string[]).includes(type)) {
         errors.push({
@@ -196,7 +232,6 @@ export async function checkManifest(
     errors.push(...target.errors);
     destinations.push(target.sealed);
     const url = target.url;
-    const known = types.filter((type) => (EVENT_TYPES as readonly string[]).includes(type));
     const filter = filterProblems(subscription.filter, known, `${at}/filter`);
     errors.push(...filter.errors);
     unknownPaths.push(...filter.unknownPaths);
@@ -208,10 +243,12 @@ export async function checkManifest(
       test_events: subscription.test_events === true,
       ...(subscription.rate_limit != null ? { rate_limit: subscription.rate_limit as number } : {}),
       ...(subscription.ordering === 'per_shipment' ? { ordering: 'per_shipment' as const } : {}),
+      api_version: apiVersion,
     });
   }
   if (errors.length > 0)
     throw validationError([...errors, ...unknownPaths, ...missingScopes], 'The manifest is not valid', 422);
+  if (notInItsVersion.length > 0) throw notInVersion(notInItsVersion);
   if (unknownPaths.length > 0) {
     throw new AppError(
       'filter.unknown_path',
@@ -256,7 +293,8 @@ export function manifestChanges(before: Manifest | null, after: Manifest): Chang
     const from = before ? before[field] : null;
     if (!same(from, after[field])) changes.push({ path: `/${field}`, from, to: after[field] });
   }
-  const old = before?.subscriptions ?? [];
+  // A subscription stored before versions is 2026-11-01: saying so is no change.
+  const old = (before?.subscriptions ?? []).map((s) => ({ ...s, api_version: subscriptionVersion(s) }));
   for (let index = 0; index < Math.max(old.length, after.subscriptions.length); index += 1) {
     const from = old[index] ?? null;
     const to = after.subscriptions[index] ?? null;

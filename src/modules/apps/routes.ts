@@ -102,14 +102,20 @@ export function developerRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { auth: 'session' },
         schema: {
           tags,
-          summary: 'Set the events URL',
+          summary: 'Set the events URL (and, optionally, the event version of its messages)',
           params: AppParams,
           body: EventsBody,
           response: { 200: AppSchema, ...errorResponses(400, 401, 403, 404, 409) },
         },
       },
       async (request) =>
-        setEventsUrl(ctx, requireUser(request.principal).userId, request.params.id, request.body.url),
+        setEventsUrl(
+          ctx,
+          requireUser(request.principal).userId,
+          request.params.id,
+          request.body.url,
+          request.body.api_version,
+        ),
     );
 
     app.get(

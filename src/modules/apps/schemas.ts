@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { Id, Nullable, Timestamp } from '../../http/schemas.ts';
+import { API_VERSIONS } from '../shipments/events.ts';
 import { ManifestSchema } from './manifest.ts';
 import { MAX_URL_LENGTH } from './urls.ts';
 
@@ -16,6 +17,11 @@ const Name = Type.String({ minLength: 1, maxLength: 100 });
 const Description = Type.String({ minLength: 1, maxLength: 1000 });
 const RedirectUris = Type.Array(Url, { maxItems: 50 });
 const Scopes = Type.Array(Type.String({ maxLength: 64 }), { maxItems: 20 });
+const EventsApiVersion = Type.Enum(API_VERSIONS, {
+  type: 'string',
+  description:
+    "The event version of the messages to the app's events URL (docs/api.md, Versioning): new apps get the latest unless they ask; apps registered before 2026-12-01 keep 2026-11-01",
+});
 
 export const AppParams = Type.Object({ id: Id(64) }, strict);
 
@@ -30,6 +36,7 @@ export const CreateAppBody = Type.Object(
     scopes: Scopes,
     kind: Type.Union([Type.Literal('confidential'), Type.Literal('public')]),
     events_url: OptionalUrl,
+    events_api_version: Type.Optional(EventsApiVersion),
   },
   strict,
 );
@@ -45,11 +52,12 @@ export const UpdateAppBody = Type.Object(
     redirect_uris: Type.Optional(RedirectUris),
     scopes: Type.Optional(Scopes),
     events_url: OptionalUrl,
+    events_api_version: Type.Optional(EventsApiVersion),
   },
   strict,
 );
 
-export const EventsBody = Type.Object({ url: Url }, strict);
+export const EventsBody = Type.Object({ url: Url, api_version: Type.Optional(EventsApiVersion) }, strict);
 
 export const AppSchema = Type.Object(
   {
@@ -64,6 +72,7 @@ export const AppSchema = Type.Object(
     scopes: Type.Array(Type.String()),
     kind: Type.Union([Type.Literal('confidential'), Type.Literal('public')]),
     events_url: Nullable(Type.String()),
+    events_api_version: EventsApiVersion,
     status: Type.Union([
       Type.Literal('private'),
       Type.Literal('published'),

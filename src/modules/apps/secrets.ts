@@ -4,6 +4,7 @@ import { newSigningSecret } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
 import { hashSecret, newSecret } from '../../lib/ids.ts';
 import type { AppsTable } from '../oauth/tables.ts';
+import type { ApiVersion } from '../shipments/events.ts';
 import { ownedAppRow } from './registry.ts';
 import { type App, updateApp } from './service.ts';
 
@@ -36,8 +37,12 @@ export async function setEventsUrl(
   developerId: string,
   appId: string,
   url: string,
+  apiVersion?: ApiVersion,
 ): Promise<App> {
-  return updateApp(ctx, developerId, appId, { events_url: url });
+  return updateApp(ctx, developerId, appId, {
+    events_url: url,
+    ...(apiVersion ? { events_api_version: apiVersion } : {}),
+  });
 }
 
 export async function revealEventsSecret(

@@ -6,6 +6,7 @@ import { hashSecret, newId, newSecret } from '../../lib/ids.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import type { Scope } from '../accounts/roles.ts';
 import type { AppsTable } from '../oauth/tables.ts';
+import { type ApiVersion, isApiVersion, LATEST_API_VERSION } from '../shipments/events.ts';
 import {
   type AppFields,
   type AppPatch,
@@ -30,13 +31,24 @@ export interface App {
   scopes: Scope[];
   kind: 'confidential' | 'public';
   events_url: string | null;
+  /** The event version of the messages to the events URL (decision 0081). */
+  events_api_version: ApiVersion;
   status: AppsTable['status'];
   install_url: string;
   created_at: string;
   updated_at: string;
 }
 
-export type NewApp = AppFields & { kind: 'confidential' | 'public'; events_url?: string | null };
+export type NewApp = AppFields & {
+  kind: 'confidential' | 'public';
+  events_url?: string | null;
+  events_api_version?: ApiVersion;
+};
+
+/** The version an app's events URL is pinned to: 2026-11-01 for an app from before the column. */
+export function eventsApiVersion(row: Pick<AppsTable, 'events_api_version'>): ApiVersion {
+  return isApiVersion(row.events_api_version) ? row.events_api_version : '2026-11-01';
+}
 
 export function installUrl(ctx: AppContext, appId: string): string {
   return `${ctx.config.webUrl}/apps/${appId}/install`;
@@ -48,6 +60,7 @@ export function presentApp(ctx: AppContext, row: AppsTable): App {
     ...record,
     client_id: row.id,
     events_url: row.events_url,
+    events_api_version: eventsApiVersion(row),
     install_url: installUrl(ctx, row.id),
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
@@ -78,6 +91,8 @@ export async function createApp(
     kind: input.kind,
     client_secret_hash: clientSecret ? hashSecret(clientSecret) : null,
     events_url: input.events_url || null,
+    // A new app gets the latest version unless it asks (decision 0081).
+    events_api_version: input.events_api_version ?? LATEST_API_VERSION,
     events_secret_sealed: ctx.secrets.seal(eventsSecret),
     events_previous_secret_sealed: null,
     events_previous_secret_expires_at: null,
@@ -158,7 +173,7 @@ export async function updateApp(
   ctx: AppContext,
   developerId: string,
   appId: string,
-  patch: AppPatch,
+  patch: AppPatch & { events_api_version?: ApiVersion },
 ): Promise<App> {
   const normalized = await normalizeAppPatch(ctx, patch);
   return ctx.db.transaction().execute(async (trx) => {
@@ -178,6 +193,8 @@ export async function updateApp(
         ...plain,
         ...(redirect_uris ? { redirect_uris: JSON.stringify(redirect_uris) } : {}),
         ...(newScopes ? { scopes: JSON.stringify(newScopes) } : {}),
+        // Not a reviewed field: what the app's own receiver accepts is the developer's to choose.
+        ...(patch.events_api_version ? { events_api_version: patch.events_api_version } : {}),
         updated_at: ctx.clock.now(),
       })
       .where('id', '=', appId)

@@ -3,7 +3,7 @@ import type { Trx } from '../../context.ts';
 import { cancelQueued } from '../../delivery/lifecycle.ts';
 import { applyOrdering } from '../../delivery/ordering.ts';
 import { compileFilter } from '../webhooks/filter.ts';
-import type { Manifest } from './manifest.ts';
+import { type Manifest, subscriptionVersion } from './manifest.ts';
 import { sealedDestinations } from './subscription-destination.ts';
 
 /**
@@ -58,6 +58,7 @@ export async function syncSubscriptionTargets(
       vars: compiled ? JSON.stringify(compiled.vars) : null,
       rateLimit: subscription.rate_limit ?? null,
       ordering: subscription.ordering ?? 'none',
+      apiVersion: subscriptionVersion(subscription),
     }));
   });
   const at = now.toISOString();
@@ -80,13 +81,13 @@ export async function syncSubscriptionTargets(
     await sql`
       INSERT INTO webhook_endpoints (id, kind, app_id, tenant_id, customer_account_id, installation_id,
         livemode, url, event_types, enabled, secret_sealed, subscription_index, filter, filter_path,
-        filter_vars, rate_limit, ordering, destination_sealed, created_at, updated_at)
+        filter_vars, rate_limit, ordering, destination_sealed, api_version, created_at, updated_at)
       SELECT
         'we_' || waybill_id_time(clock_timestamp())
           || substr(translate(encode(uuid_send(gen_random_uuid()), 'base64'), '+/=', ''), 1, 14),
         'subscription', i.app_id, i.tenant_id, i.customer_account_id, i.id, s.livemode, s.url,
         s.event_types::jsonb, true, a.events_secret_sealed, s.idx, s.filter::jsonb, s.path::jsonpath,
-        s.vars::jsonb, s.rate_limit, s.ordering, s.destination_sealed, ${at}::timestamptz, ${at}::timestamptz
+        s.vars::jsonb, s.rate_limit, s.ordering, s.destination_sealed, s.api_version, ${at}::timestamptz, ${at}::timestamptz
       FROM installations i
       JOIN apps a ON a.id = i.app_id
       CROSS JOIN unnest(
@@ -94,14 +95,15 @@ export async function syncSubscriptionTargets(
         ${rows.map((r) => r.url)}::text[], ${rows.map((r) => r.eventTypes)}::text[],
         ${rows.map((r) => r.filter)}::text[], ${rows.map((r) => r.path)}::text[],
         ${rows.map((r) => r.vars)}::text[], ${rows.map((r) => r.rateLimit)}::int[],
-        ${rows.map((r) => r.ordering)}::text[], ${rows.map((r) => r.destinationSealed)}::text[]
-      ) AS s(idx, livemode, url, event_types, filter, path, vars, rate_limit, ordering, destination_sealed)
+        ${rows.map((r) => r.ordering)}::text[], ${rows.map((r) => r.destinationSealed)}::text[],
+        ${rows.map((r) => r.apiVersion)}::text[]
+      ) AS s(idx, livemode, url, event_types, filter, path, vars, rate_limit, ordering, destination_sealed, api_version)
       WHERE i.app_id = ${appId} ${onlyOne} AND ${inMode(sql`s.livemode`)}
       ON CONFLICT (installation_id, subscription_index, livemode, tenant_id) WHERE kind = 'subscription' DO UPDATE SET
         url = excluded.url, event_types = excluded.event_types, filter = excluded.filter,
         filter_path = excluded.filter_path, filter_vars = excluded.filter_vars,
         rate_limit = excluded.rate_limit, ordering = excluded.ordering,
-        destination_sealed = excluded.destination_sealed,
+        destination_sealed = excluded.destination_sealed, api_version = excluded.api_version,
         -- Taken away by an earlier version (manual), now back; one disabled for failing stays so.
         enabled = webhook_endpoints.enabled OR webhook_endpoints.disabled_reason = 'manual',
         disabled_reason = CASE WHEN webhook_endpoints.disabled_reason = 'manual' THEN NULL

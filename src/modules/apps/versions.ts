@@ -185,6 +185,7 @@ export async function createVersion(
     input.manifest,
     '/manifest',
     sealedDestinations(active?.destinations_sealed ?? null),
+    active ? (parsed<Manifest>(active.manifest).subscriptions ?? []) : [],
   );
   const row = await ctx.db.transaction().execute(async (trx) => {
     // The app row's lock numbers versions one at a time.

@@ -2,8 +2,15 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { errorResponses, Id, Page, PageQuery } from '../../http/schemas.ts';
+import { validationError } from '../../lib/errors.ts';
 import { requireUser } from '../accounts/access.ts';
-import { getCompany, requireRole } from '../accounts/companies.ts';
+import {
+  getCompany,
+  requireRole,
+  STALL_AFTER_HOURS_MAX,
+  STALL_AFTER_HOURS_MIN,
+  setStallAfterHours,
+} from '../accounts/companies.ts';
 import { managesMembers } from '../accounts/roles.ts';
 import { BrandingBody, CompanySettingsSchema, RecipientNotificationsBody } from '../recipients/schemas.ts';
 import {
@@ -91,7 +98,7 @@ export function agentConnectionRoutes(ctx: AppContext): FastifyPluginAsyncTypebo
         schema: {
           tags,
           summary:
-            "Change the company's settings: agent access, the recipients' branding and notifications (owners and admins)",
+            "Change the company's settings: agent access, the stall threshold, the recipients' branding and notifications (owners and admins)",
           params: TenantParams,
           body: Type.Object(
             {
@@ -103,6 +110,12 @@ export function agentConnectionRoutes(ctx: AppContext): FastifyPluginAsyncTypebo
               ),
               branding: Type.Optional(BrandingBody),
               recipient_notifications: Type.Optional(RecipientNotificationsBody),
+              // Checked in the handler, so that a value out of bounds is a 422 naming the field.
+              stall_after_hours: Type.Optional(
+                Type.Number({
+                  description: `Whole hours, ${STALL_AFTER_HOURS_MIN} to ${STALL_AFTER_HOURS_MAX}: how long a shipment not final may go without a checkpoint or move before shipment.stalled (default 72)`,
+                }),
+              ),
             },
             { additionalProperties: false },
           ),
@@ -114,9 +127,26 @@ export function agentConnectionRoutes(ctx: AppContext): FastifyPluginAsyncTypebo
         const tenantId = request.params.tenant_id;
         await requireRole(ctx, userId, tenantId, managesMembers);
         // Every part checked before any is written: a refusal changes nothing.
+        const stall = request.body.stall_after_hours;
+        if (
+          stall !== undefined &&
+          (!Number.isInteger(stall) || stall < STALL_AFTER_HOURS_MIN || stall > STALL_AFTER_HOURS_MAX)
+        ) {
+          throw validationError(
+            [
+              {
+                path: '/stall_after_hours',
+                message: `must be a whole number of hours from ${STALL_AFTER_HOURS_MIN} to ${STALL_AFTER_HOURS_MAX}`,
+              },
+            ],
+            'stall_after_hours is out of bounds',
+            422,
+          );
+        }
         const recipients = prepareRecipientSettings(request.body);
         if (request.body.agent_access) await setAgentAccess(ctx, userId, tenantId, request.body.agent_access);
         await applyRecipientSettings(ctx, tenantId, recipients);
+        if (stall !== undefined) await setStallAfterHours(ctx, tenantId, stall);
         return {
           ...(await getCompany(ctx, tenantId)),
           ...(await presentRecipientSettings(ctx.db, tenantId)),

@@ -17,6 +17,8 @@ export interface AppsTable {
   events_secret_sealed: string;
   events_previous_secret_sealed: string | null;
   events_previous_secret_expires_at: Date | null;
+  /** The event version of the app's events URL (migration 0096): 2026-11-01 for apps registered before it. */
+  events_api_version?: string;
   status: 'private' | 'published' | 'delisted' | 'suspended';
   created_at: Date;
   updated_at: Date;

@@ -12,6 +12,23 @@ export type ApiVersion = (typeof API_VERSIONS)[number];
 /** What a new endpoint, subscription or events URL is pinned to unless it asks for another. */
 export const LATEST_API_VERSION: ApiVersion = '2026-12-01';
 
+/**
+ * Versions announced deprecated (decision 0025, 0081): from `deprecatedAt` a REST request naming
+ * the version answers `Deprecation` (RFC 9745) and `Sunset` (RFC 8594) with these fixed dates, and
+ * the owners see their endpoints still on it; after `sunsetAt` the version may be removed.
+ */
+export const DEPRECATED_VERSIONS: Partial<Record<ApiVersion, { deprecatedAt: Date; sunsetAt: Date }>> = {
+  '2026-11-01': {
+    deprecatedAt: new Date('2026-12-01T00:00:00.000Z'),
+    sunsetAt: new Date('2027-06-01T00:00:00.000Z'),
+  },
+};
+
+/** When a version goes away, if it is deprecated: null for one that is not. */
+export function sunsetOf(version: ApiVersion): Date | null {
+  return DEPRECATED_VERSIONS[version]?.sunsetAt ?? null;
+}
+
 export function isApiVersion(value: unknown): value is ApiVersion {
   return (API_VERSIONS as readonly unknown[]).includes(value);
 }

@@ -59,11 +59,10 @@ export async function updateEndpoint(
     // The filter is checked against the types the endpoint will have: new types keep the old
     // filter only if its paths are in their schemas too.
     // The types and the version agree: new types in the old version, or an old version for the types.
+    const version =
+      input.api_version ?? (isApiVersion(current.api_version) ? current.api_version : '2026-11-01');
     if (input.api_version !== undefined || eventTypes !== undefined)
-      checkTypesInVersion(
-        eventTypes ?? eventTypesOf(current),
-        input.api_version ?? (isApiVersion(current.api_version) ? current.api_version : '2026-11-01'),
-      );
+      checkTypesInVersion(eventTypes ?? eventTypesOf(current), version);
     const filter =
       input.filter !== undefined || eventTypes !== undefined
         ? filterColumns(

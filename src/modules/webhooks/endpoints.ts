@@ -3,7 +3,7 @@ import type { Db } from '../../db/database.ts';
 import { newestFirst } from '../../db/paging.ts';
 import type { Destination, DestinationInput } from '../../delivery/destinations/spec.ts';
 import type { WebhookEndpointsTable } from '../../delivery/tables.ts';
-import { AppError, validationError } from '../../lib/errors.ts';
+import { AppError, type FieldError, validationError } from '../../lib/errors.ts';
 import type { Page, PageRequest } from '../../lib/paging.ts';
 import { canSee, requireScope, type TenantAccess } from '../accounts/access.ts';
 import {
@@ -12,7 +12,7 @@ import {
   type HeldReason,
   NOT_HELD,
 } from '../oauth/installation-grants.ts';
-import { type ApiVersion, isApiVersion } from '../shipments/events.ts';
+import { type ApiVersion, isApiVersion, sunsetOf } from '../shipments/events.ts';
 import { type Ordering, openHeaders, presentHeaders } from './controls.ts';
 import { presentDestination } from './endpoint-destination.ts';
 import { inVersion } from './event-schema.ts';
@@ -27,6 +27,8 @@ export interface WebhookEndpoint {
   description: string | null;
   event_types: string[];
   api_version: ApiVersion;
+  /** When its version goes away, if that version is deprecated (the owner's list of what to move); else null. */
+  api_version_sunset_at: string | null;
   livemode: boolean;
   enabled: boolean;
   disabled_reason: 'gone' | 'failing' | 'manual' | null;
@@ -82,7 +84,10 @@ export interface UpdateEndpointInput extends DeliveryControlsInput {
   filter?: object | null;
 }
 
-/** The filter's columns, checked and compiled against the endpoint's types (filter.ts); none for null. */
+/**
+ * The filter's columns, checked and compiled against the endpoint's types (filter.ts); none for
+ * null. The paths are those of the stored envelope, which the fan-out evaluates (decision 0081).
+ */
 export function filterColumns(filter: unknown, eventTypes: readonly string[]) {
   const compiled = compileFilter(filter, eventTypes, '/filter');
   return compiled
@@ -104,20 +109,24 @@ export function storedFilter(row: Pick<WebhookEndpointsTable, 'filter'>): Record
  * to an endpoint of 2026-11-01 (422 webhook_endpoint.event_type_not_in_version, at its index).
  */
 export function checkTypesInVersion(types: readonly string[], version: ApiVersion): void {
-  const missing = types.flatMap((type, index) =>
-    inVersion(eventDefinition(type), version) ? [] : [{ type, index }],
+  const errors = typesNotInVersion(types, version, '');
+  if (errors.length > 0) throw notInVersion(errors);
+}
+
+/** The types a version lacks, each at its index under `at` (`/manifest/subscriptions/0`). */
+export function typesNotInVersion(types: readonly string[], version: ApiVersion, at: string): FieldError[] {
+  return types.flatMap((type, index) =>
+    inVersion(eventDefinition(type), version)
+      ? []
+      : [{ path: `${at}/event_types/${index}`, message: `${type} is not in api_version ${version}` }],
   );
-  if (missing.length === 0) return;
-  throw new AppError(
-    'webhook_endpoint.event_type_not_in_version',
-    `${missing.map((m) => m.type).join(', ')} ${missing.length === 1 ? 'is' : 'are'} not in api_version ${version}`,
-    {
-      errors: missing.map((m) => ({
-        path: `/event_types/${m.index}`,
-        message: `${m.type} is not in api_version ${version}`,
-      })),
-    },
-  );
+}
+
+/** 422 webhook_endpoint.event_type_not_in_version: for an endpoint, and for an app's subscription. */
+export function notInVersion(errors: FieldError[]): AppError {
+  return new AppError('webhook_endpoint.event_type_not_in_version', errors.map((e) => e.message).join('; '), {
+    errors,
+  });
 }
 
 export function eventTypesOf(row: Pick<WebhookEndpointsTable, 'event_types'>): string[] {
@@ -130,13 +139,15 @@ export function presentEndpoint(
   row: WebhookEndpointsTable,
   grant: EndpointGrantState = NOT_HELD,
 ): WebhookEndpoint {
+  const apiVersion = isApiVersion(row.api_version) ? row.api_version : '2026-11-01';
   return {
     id: row.id,
     url: row.url,
     destination: presentDestination(ctx, row),
     description: row.description,
     event_types: eventTypesOf(row),
-    api_version: isApiVersion(row.api_version) ? row.api_version : '2026-11-01',
+    api_version: apiVersion,
+    api_version_sunset_at: sunsetOf(apiVersion)?.toISOString() ?? null,
     livemode: row.livemode,
     enabled: row.enabled,
     disabled_reason: row.disabled_reason,
@@ -238,7 +249,7 @@ export function cleanDescription(description: string | null | undefined): string
 export async function listEndpoints(
   ctx: AppContext,
   access: TenantAccess,
-  page: PageRequest,
+  page: PageRequest & { api_version?: ApiVersion },
 ): Promise<Page<WebhookEndpoint>> {
   requireScope(access, 'webhooks:read');
   let query = ctx.db
@@ -250,6 +261,8 @@ export async function listEndpoints(
     .where('kind', '<>', 'subscription');
   if (access.customerAccountId) query = query.where('customer_account_id', '=', access.customerAccountId);
   if (access.installationId) query = query.where('installation_id', '=', access.installationId);
+  // The endpoints still on a version, e.g. the deprecated one (decision 0081).
+  if (page.api_version) query = query.where('api_version', '=', page.api_version);
   const rows = await newestFirst(query, 'webhook_endpoints', page, (row) => row);
   return { next_cursor: rows.next_cursor, data: await presentEndpoints(ctx, rows.data) };
 }

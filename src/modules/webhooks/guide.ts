@@ -7,7 +7,7 @@ import { HOUR, MINUTE, SECOND } from '../../lib/clock.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { layout, sendPage } from '../../web/layout.ts';
 import { APP_EVENTS } from '../app-events/event-schemas.ts';
-import { API_VERSION } from '../shipments/events.ts';
+import { API_VERSION, DEPRECATED_VERSIONS, LATEST_API_VERSION } from '../shipments/events.ts';
 import { EVENT_TYPES } from './event-types.ts';
 
 function words(ms: number): string {
@@ -117,10 +117,15 @@ the <code>webhooks</code> of the OpenAPI document, <a href="/openapi.json">/open
 <pre><code>${TYPED}</code></pre>
 <p>In other languages, any JSON Schema 2020-12 validator or generator reads the <code>schema</code> of each type. Schemas
 are closed: a message has exactly the fields its schema lists.</p>
-<p>The body's <code>api_version</code> names the set of schemas it was built with (${API_VERSION} now). The schemas of a
-version do not change: a change to the shape of a message, even one more field, would come as a new version beside this
-one, which you would choose for your endpoint when ready. A new event type may appear within a version: answer
-<code>2xx</code> to a type you do not handle.</p>
+<p id="versions">The body's <code>api_version</code> names the set of schemas it was built with: ${API_VERSION} or
+${LATEST_API_VERSION} (the latest, which adds the shipment's tracking fields and the types
+<code>shipment.checkpoint_added</code>, <code>shipment.eta_changed</code> and <code>shipment.stalled</code>). Each
+endpoint, app subscription and events URL is pinned to one (<code>api_version</code> on create and PATCH); the
+schemas of a version do not change, and a new event type may appear within a version: answer <code>2xx</code> to a type
+you do not handle. ${API_VERSION} is deprecated since ${DEPRECATED_VERSIONS[API_VERSION]?.deprecatedAt.toISOString().slice(0, 10)} and may be removed after
+${DEPRECATED_VERSIONS[API_VERSION]?.sunsetAt.toISOString().slice(0, 10)}: a request with <code>Waybill-Version: ${API_VERSION}</code> is answered with
+<code>Deprecation</code> and <code>Sunset</code> headers, and <code>GET /v1/webhook-endpoints?api_version=${API_VERSION}</code>
+lists the endpoints still on it (each shows <code>api_version_sunset_at</code>).</p>
 
 <h2>1. Verify every message</h2>
 <p>Use the raw body exactly as received: parse it only after the signature matches.

@@ -1,6 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
+import { type ApiVersion, LATEST_API_VERSION } from '../shipments/events.ts';
 import {
   componentName,
+  definitionIn,
   type EventDefinition,
   envelopeSchema,
   hoistDefinitions,
@@ -55,7 +57,7 @@ const HEADERS = [
   header('webhook-event', 'The event type, as the body’s type', '^[a-z_]+(\\.[a-z_]+)+$'),
 ];
 
-function operation(definition: EventDefinition): Json {
+function operation(definition: EventDefinition, version: ApiVersion): Json {
   const name = componentName(definition.type);
   const receiver = definition.sentTo === 'webhook_endpoints' ? 'webhook endpoint' : 'app’s events URL';
   return {
@@ -72,7 +74,7 @@ function operation(definition: EventDefinition): Json {
         content: {
           'application/json': {
             schema: { $ref: `#/components/schemas/${name}` },
-            example: JSON.parse(exampleEnvelope({ ...EXAMPLE, type: definition.type })),
+            example: JSON.parse(exampleEnvelope({ ...EXAMPLE, type: definition.type, apiVersion: version })),
           },
         },
       },
@@ -93,16 +95,18 @@ function operation(definition: EventDefinition): Json {
   };
 }
 
-/** Adds the catalogue to the document @fastify/swagger built from the routes. */
-export function addEventCatalogue(document: Document): void {
+/**
+ * Adds the catalogue of one version (the latest unless given) to the document @fastify/swagger
+ * built from the routes: each type's envelope as a component, its shared shapes beside the routes'.
+ */
+export function addEventCatalogue(document: Document, version: ApiVersion = LATEST_API_VERSION): void {
   const components = document.components ?? {};
   const schemas = components.schemas ?? {};
   document.components = { ...components, schemas };
   const shared: Record<string, Json> = {};
-  // The document's webhooks are 2026-11-01's (GET /v1/webhook-event-types?api_version= gives each version's).
-  const definitions = EVENT_DEFINITIONS.filter((definition) => inVersion(definition, '2026-11-01'));
+  const definitions = EVENT_DEFINITIONS.filter((definition) => inVersion(definition, version));
   for (const definition of definitions) {
-    const envelope = envelopeSchema(definition);
+    const envelope = envelopeSchema(definitionIn(definition, version), version);
     schemas[componentName(definition.type)] = hoistDefinitions(envelope, '#/components/schemas/', shared);
   }
   for (const [name, schema] of Object.entries(shared)) {
@@ -112,5 +116,39 @@ export function addEventCatalogue(document: Document): void {
     }
     schemas[name] = schema;
   }
-  document.webhooks = Object.fromEntries(definitions.map((d) => [d.type, operation(d)]));
+  document.webhooks = Object.fromEntries(definitions.map((d) => [d.type, operation(d, version)]));
+}
+
+/**
+ * `/openapi.json?api_version=`: the document with another version's `webhooks` (decision 0081).
+ * The routes are the same (REST answers the latest shape); the latest catalogue's components are
+ * taken out (each type's envelope, then the shared shapes nothing refers to any more) and the
+ * version's put in. A copy: the document the routes built is not touched.
+ */
+export function documentInVersion(latest: Document, version: ApiVersion): Document {
+  const document = structuredClone(latest);
+  if (version === LATEST_API_VERSION) return document;
+  const schemas = document.components?.schemas ?? {};
+  delete document.webhooks;
+  for (const definition of EVENT_DEFINITIONS) delete schemas[componentName(definition.type)];
+  const latestShared: Record<string, Json> = {};
+  for (const definition of EVENT_DEFINITIONS.filter((d) => inVersion(d, LATEST_API_VERSION)))
+    hoistDefinitions(
+      envelopeSchema(definitionIn(definition, LATEST_API_VERSION), LATEST_API_VERSION),
+      '#/components/schemas/',
+      latestShared,
+    );
+  // A shape of the latest messages that neither a route nor another kept shape names goes too.
+  for (let removed = true; removed; ) {
+    removed = false;
+    const text = JSON.stringify(document);
+    for (const name of Object.keys(latestShared)) {
+      if (name in schemas && !text.includes(`"#/components/schemas/${name}"`)) {
+        delete schemas[name];
+        removed = true;
+      }
+    }
+  }
+  addEventCatalogue(document, version);
+  return document;
 }

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { closeSenders } from '../../delivery/attempt.ts';
-import { errorResponses, Page, PageQuery } from '../../http/schemas.ts';
+import { errorResponses, Page } from '../../http/schemas.ts';
 import { requireAccess } from '../accounts/access.ts';
 import { getDelivery, listDeliveries } from './deliveries.ts';
 import { createEndpoint } from './endpoint-create.ts';
@@ -23,6 +23,7 @@ import {
   EndpointWithSecretSchema,
   EventTypeSchema,
   EventTypesQuery,
+  ListEndpointsQuery,
   ReplayResultSchema,
   SecretSchema,
   StatsQuery,
@@ -66,8 +67,9 @@ export function webhooksRoutes(ctx: AppContext): FastifyPluginAsyncTypebox {
         config: { auth: { scope: 'webhooks:read' } },
         schema: {
           tags,
-          summary: 'List webhook endpoints, newest first (no secrets)',
-          querystring: PageQuery,
+          summary:
+            'List webhook endpoints, newest first (no secrets); `api_version` lists those on one version',
+          querystring: ListEndpointsQuery,
           response: { 200: Page(EndpointSchema), ...errorResponses(400, 401, 403) },
         },
       },

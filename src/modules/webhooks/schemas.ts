@@ -91,9 +91,23 @@ const DestinationSchema = Type.Object(
   { description: 'Where messages go (CONTRACT.md "Destinations")' },
 );
 
+export const ListEndpointsQuery = Type.Object(
+  {
+    ...PageQuery.properties,
+    api_version: Type.Optional(
+      Type.Enum(API_VERSIONS, {
+        type: 'string',
+        description:
+          'Only the endpoints on this version: `2026-11-01` lists those still on the deprecated one',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const EndpointIdParams = Type.Object({ id: Id(64) }, { additionalProperties: false });
 
-const ApiVersionName = Type.Enum(API_VERSIONS, {
+export const ApiVersionName = Type.Enum(API_VERSIONS, {
   type: 'string',
   description:
     'The event version of its messages (docs/api.md, Versioning): new endpoints get the latest unless they ask; existing ones keep 2026-11-01',
@@ -136,6 +150,13 @@ export const EndpointSchema = Type.Object(
     description: Nullable(Type.String()),
     event_types: Type.Array(Type.String()),
     api_version: ApiVersionName,
+    api_version_sunset_at: Nullable(
+      Type.String({
+        format: 'date-time',
+        description:
+          'Read only. Set while the endpoint is on a deprecated version (2026-11-01): the date after which that version may be removed; move it with PATCH api_version. Null on a current version',
+      }),
+    ),
     livemode: Type.Boolean(),
     enabled: Type.Boolean(),
     disabled_reason: Nullable(

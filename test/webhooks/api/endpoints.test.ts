@@ -5,6 +5,7 @@ import { createEndpoint, createMerchant, type Receiver, startReceiver } from './
 
 const ENDPOINT_FIELDS = [
   'api_version',
+  'api_version_sunset_at',
   'created_at',
   'customer_account_id',
   'kind',
