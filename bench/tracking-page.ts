@@ -67,10 +67,16 @@ async function openLoop(urls: string[], headers: Record<string, string>) {
     inFlight.push(
       (async () => {
         const sent = performance.now();
-        const response = await fetch(url, { headers });
-        await response.arrayBuffer();
-        samples.push(performance.now() - sent);
-        if (response.status !== 200) failures++;
+        try {
+          const response = await fetch(url, { headers });
+          await response.arrayBuffer();
+          samples.push(performance.now() - sent);
+          if (response.status !== 200) failures++;
+        } catch {
+          // Not answered at all (the connection timed out): counted, never a crash of the run.
+          samples.push(performance.now() - sent);
+          failures++;
+        }
       })(),
     );
   }
