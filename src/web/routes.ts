@@ -18,6 +18,7 @@ import {
 import { verifyEmailPages } from './verify-email.ts';
 
 const stylesheet = readFileSync(new URL('./static/waybill.css', import.meta.url), 'utf8');
+const localTime = readFileSync(new URL('./static/local-time.js', import.meta.url), 'utf8');
 
 type Form = Record<string, string | undefined>;
 
@@ -64,6 +65,13 @@ export function webRoutes(ctx: AppContext): FastifyPluginAsync {
 
     app.get('/static/waybill.css', { schema: { hide: true } }, async (_request, reply) =>
       reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(stylesheet),
+    );
+
+    app.get('/static/local-time.js', { schema: { hide: true } }, async (_request, reply) =>
+      reply
+        .type('text/javascript; charset=utf-8')
+        .header('cache-control', 'public, max-age=300')
+        .send(localTime),
     );
 
     app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/dashboard'));

@@ -18,6 +18,7 @@ import {
   listField,
   requiredField,
   textField,
+  timeTag,
 } from '../../web/pages/common.ts';
 import { confirmationBody, confirmLink } from '../../web/pages/confirm.ts';
 import { formPost, pageGet } from '../../web/pages/page-routes.ts';
@@ -31,10 +32,10 @@ function accountName(view: DashboardView, id: string | null): string {
 
 function tokenRow(view: DashboardView, token: ApiToken) {
   const revoke = token.revoked_at
-    ? html`<span class="badge bad">revoked ${formatTime(token.revoked_at)}</span>`
+    ? html`<span class="badge bad">revoked ${timeTag(token.revoked_at)}</span>`
     : confirmLink(`${TOKENS}/${encodeURIComponent(token.id)}/revoke`, 'Revoke');
   return html`<tr><td>${token.name}<br><code>${token.token_hint}</code></td><td>${token.mode}${token.audience === 'mcp' ? html`<br><span class="badge">agents (/mcp)</span>` : ''}</td><td>${revoke}</td>
-<td>${token.scopes.join(' ')}</td><td>${accountName(view, token.customer_account_id)}</td><td>${formatTime(token.created_at)}</td><td>${formatTime(token.last_used_at) || 'never'}</td></tr>`;
+<td>${token.scopes.join(' ')}</td><td>${accountName(view, token.customer_account_id)}</td><td>${timeTag(token.created_at)}</td><td>${timeTag(token.last_used_at) || 'never'}</td></tr>`;
 }
 
 function tokenForm(view: DashboardView) {

@@ -5,6 +5,7 @@ import type { Page } from '../../lib/paging.ts';
 import { type DashboardView, dashboardPage, dashboardView } from '../../web/dashboard.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField, sendPage } from '../../web/layout.ts';
+import { timeTag } from '../../web/time.ts';
 import { type InboundMessage, listMessages } from './messages.ts';
 import { createSource, getSource, type InboundSource, listSources } from './sources.ts';
 
@@ -28,6 +29,7 @@ function sourceList(
   sources: Page<InboundSource>,
   livemode: boolean,
   csrf: string,
+  now: Date,
   form = { name: '', carrier_code: '' },
 ): SafeHtml {
   const rows = sources.data.map(
@@ -35,7 +37,7 @@ function sourceList(
 <td><a href="${LIST}/${s.id}">${s.name}</a></td>
 <td><code>${s.carrier_code}</code></td>
 <td><code>${s.url}</code></td>
-<td>${s.created_at}</td>
+<td>${timeTag(s.created_at, now)}</td>
 </tr>`,
   );
   return html`<h1>Inbound sources</h1>
@@ -59,14 +61,14 @@ ${csrfField(csrf)}
 </section>`;
 }
 
-function messageRows(messages: Page<InboundMessage>): SafeHtml {
+function messageRows(messages: Page<InboundMessage>, now: Date): SafeHtml {
   if (messages.data.length === 0) return html`<p class="card muted">No message received yet.</p>`;
   const rows = messages.data.map((m) => {
     const counts = new Map<string, number>();
     for (const r of m.results) counts.set(r.outcome, (counts.get(r.outcome) ?? 0) + 1);
     const outcomes = [...counts].map(([outcome, n]) => `${n} ${outcome.replace('_', ' ')}`).join(', ');
     return html`<tr>
-<td>${m.received_at}</td>
+<td>${timeTag(m.received_at, now)}</td>
 <td><code>${m.webhook_id ?? '—'}</code></td>
 <td>${m.status.replace('_', ' ')}</td>
 <td>${outcomes || '—'}</td>
@@ -78,7 +80,12 @@ function messageRows(messages: Page<InboundMessage>): SafeHtml {
 <tbody>${rows}</tbody></table></div>`;
 }
 
-function sourcePage(source: InboundSource, messages: Page<InboundMessage>, secret: string | null): SafeHtml {
+function sourcePage(
+  source: InboundSource,
+  messages: Page<InboundMessage>,
+  secret: string | null,
+  now: Date,
+): SafeHtml {
   return html`<p><a href="${LIST}">Inbound sources</a></p>
 <h1>${source.name}</h1>
 <p>Carrier <code>${source.carrier_code}</code>; ${source.mode} shipments${source.customer_account_id ? html` of merchant account <code>${source.customer_account_id}</code>` : ''}.</p>
@@ -91,7 +98,7 @@ ${
     : ''
 }
 <h2>Inbound log</h2>
-${messageRows(messages)}
+${messageRows(messages, now)}
 ${messages.next_cursor ? html`<p><a href="${LIST}/${source.id}?cursor=${messages.next_cursor}">More</a></p>` : ''}`;
 }
 
@@ -111,7 +118,7 @@ export function inboundPages(ctx: AppContext): FastifyPluginAsync {
       if (!view) return reply;
       try {
         const sources = await listSources(ctx, view.access, { limit: 20, cursor: request.query.cursor });
-        const body = sourceList(sources, view.livemode, view.csrf);
+        const body = sourceList(sources, view.livemode, view.csrf, ctx.clock.now());
         return sendPage(reply, dashboardPage(view, { title: 'Inbound sources', path: LIST }, body));
       } catch (error) {
         return failed(view, reply, error);
@@ -132,7 +139,7 @@ export function inboundPages(ctx: AppContext): FastifyPluginAsync {
         const page = dashboardPage(
           view,
           { title: created.name, path: LIST, flash: { kind: 'ok', message: 'Source added' } },
-          sourcePage(created, messages, created.secret),
+          sourcePage(created, messages, created.secret, ctx.clock.now()),
         );
         return sendPage(reply, page, 201);
       } catch (error) {
@@ -141,7 +148,7 @@ export function inboundPages(ctx: AppContext): FastifyPluginAsync {
         const page = dashboardPage(
           view,
           { title: 'Inbound sources', path: LIST, flash: { kind: 'error', message } },
-          sourceList(sources, view.livemode, view.csrf, form),
+          sourceList(sources, view.livemode, view.csrf, ctx.clock.now(), form),
         );
         return sendPage(reply, page, status);
       }
@@ -161,7 +168,11 @@ export function inboundPages(ctx: AppContext): FastifyPluginAsync {
           });
           return sendPage(
             reply,
-            dashboardPage(view, { title: source.name, path: LIST }, sourcePage(source, messages, null)),
+            dashboardPage(
+              view,
+              { title: source.name, path: LIST },
+              sourcePage(source, messages, null, ctx.clock.now()),
+            ),
           );
         } catch (error) {
           return failed(view, reply, error);

@@ -21,7 +21,7 @@ import type { DashboardView } from '../../web/dashboard.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
 import { formatMoney } from '../../web/money.ts';
-import { choiceField, type Form, formatTime, nextLink, selected, timeCell } from '../../web/pages/common.ts';
+import { choiceField, type Form, nextLink, selected, timeTag } from '../../web/pages/common.ts';
 import { formPost, pageGet } from '../../web/pages/page-routes.ts';
 import { requireScope } from '../accounts/access.ts';
 import { applyCheckpoint, targetOf } from '../tracking/checkpoints.ts';
@@ -71,6 +71,7 @@ async function detailBody(
   error: FieldError | null = null,
 ) {
   const events = await listEvents(ctx, view.access, { shipment_id: shipment.id, limit: 100 });
+  const now = ctx.clock.now();
   const field = (label: string, value: SafeHtml | string | null) =>
     html`<dt>${label}</dt><dd>${value ?? '—'}</dd>`;
   return html`<h1>${shipment.recipient_name} ${statusBadge(shipment.status)}</h1>
@@ -81,7 +82,7 @@ ${field('Status', shipment.status)}${field('Exception reason', shipment.exceptio
 ${field('Recipient e-mail', shipment.recipient_email)}${field('Recipient phone', shipment.recipient_phone)}
 ${field('Your reference', shipment.external_ref)}${field('Merchant account', shipment.customer_account_id)}
 ${field('Payment', amount(shipment))}${field('Mode', shipment.livemode ? 'live' : 'test')}
-${field('Created', formatTime(shipment.created_at))}${field('Updated', formatTime(shipment.updated_at))}
+${field('Created', timeTag(shipment.created_at, now))}${field('Updated', timeTag(shipment.updated_at, now))}
 </dl></section>
 ${await timelineSection(ctx, view, shipment, form, error)}
 <h2>Parcels</h2>
@@ -94,7 +95,7 @@ ${shipment.parcels.map(
 )}</tbody></table></div>
 <h2>Events sent</h2>
 <p class="muted small">The messages webhooks and apps received about this shipment; the timeline above is its history.</p>
-${eventRows(events.data, { openFirst: false })}`;
+${eventRows(events.data, { openFirst: false, now })}`;
 }
 
 interface ListFilters {
@@ -131,7 +132,7 @@ ${
     : html`<div class="table-wrap"><table><thead><tr><th>Recipient</th><th>Status</th><th>Created</th><th>Tracking</th><th>Reference</th><th>Merchant account</th><th>Payment</th></tr></thead><tbody>
 ${page.data.map(
   (s) =>
-    html`<tr><td>${shipmentLink(s)}</td><td>${statusBadge(s.status)}</td><td>${timeCell(s.created_at, now)}</td><td><code>${s.tracking_number}</code></td><td>${s.external_ref ?? ''}</td><td>${accountName(s.customer_account_id)}</td><td>${amount(s)}</td></tr>`,
+    html`<tr><td>${shipmentLink(s)}</td><td>${statusBadge(s.status)}</td><td>${timeTag(s.created_at, now)}</td><td><code>${s.tracking_number}</code></td><td>${s.external_ref ?? ''}</td><td>${accountName(s.customer_account_id)}</td><td>${amount(s)}</td></tr>`,
 )}</tbody></table></div>`
 }
 ${nextLink(LIST, { status, q: filters.q, account: filters.account }, page.next_cursor)}`;

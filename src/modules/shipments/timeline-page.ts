@@ -3,15 +3,7 @@ import { AppError } from '../../lib/errors.ts';
 import type { DashboardView } from '../../web/dashboard.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
-import {
-  type Form,
-  formatTime,
-  listField,
-  requiredField,
-  selected,
-  textField,
-  timeCell,
-} from '../../web/pages/common.ts';
+import { type Form, listField, requiredField, selected, textField, timeTag } from '../../web/pages/common.ts';
 import { allows } from '../accounts/roles.ts';
 import { withTrackingUrl } from '../recipients/shipment-urls.ts';
 import { isCountry, subStatusCatalogue } from '../tracking/catalogue.ts';
@@ -34,7 +26,7 @@ export function placeOf(location: Location | null): string {
 function checkpointItem(checkpoint: Checkpoint, now: Date): SafeHtml {
   const place = placeOf(checkpoint.location);
   return html`<li class="checkpoint">
-<div class="event-head">${timeCell(checkpoint.occurred_at, now)}${
+<div class="event-head">${timeTag(checkpoint.occurred_at, now)}${
     checkpoint.status ? html`<span class="badge">${words(checkpoint.status)}</span>` : ''
   }${checkpoint.sub_status ? html`<span class="badge">${words(checkpoint.sub_status)}</span>` : ''}${
     checkpoint.applied ? '' : html`<span class="badge warning">not applied</span>`
@@ -58,13 +50,13 @@ ${field('Sub-status', shipment.sub_status ? html`<span class="badge">${words(shi
 ${field(
   'Estimated delivery',
   estimate
-    ? `${formatTime(estimate.earliest)} to ${formatTime(estimate.latest)} (from the ${estimate.source})`
+    ? html`${timeTag(estimate.earliest)} to ${timeTag(estimate.latest)} (from the ${estimate.source})`
     : null,
 )}
 ${field(
   'Proof of delivery',
   proof
-    ? `${proof.method}${proof.signed_by ? `, signed by ${proof.signed_by}` : ''}, ${formatTime(proof.received_at)}`
+    ? html`${proof.method}${proof.signed_by ? `, signed by ${proof.signed_by}` : ''}, ${timeTag(proof.received_at)}`
     : null,
 )}
 </dl>

@@ -2,6 +2,7 @@ import type { Page } from '../../lib/paging.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
 import { confirmLink } from '../../web/pages/confirm.ts';
+import { timeTag } from '../../web/time.ts';
 import { MAX_CUSTOM_HEADERS, RATE_LIMIT_MAX } from './controls.ts';
 import type { Delivery, DeliveryDetail, DeliveryStatus } from './deliveries.ts';
 import { DELIVERY_STATUSES } from './deliveries.ts';
@@ -167,6 +168,7 @@ function deliveryTable(
   endpoint: WebhookEndpoint,
   deliveries: Page<Delivery>,
   status: DeliveryStatus | undefined,
+  now: Date,
 ): SafeHtml {
   const base = `/dashboard/webhooks/${endpoint.id}`;
   const rows = deliveries.data.map(
@@ -174,7 +176,7 @@ function deliveryTable(
 <td><a href="/dashboard/webhooks/deliveries/${d.id}">${d.event_type}</a><br><code class="muted">${d.event_id}</code></td>
 <td>${deliveryBadge(d.status)}</td>
 <td>${d.attempt_count}${d.last_status_code === null ? '' : ` (last ${d.last_status_code})`}</td>
-<td>${d.created_at}</td>
+<td>${timeTag(d.created_at, now)}</td>
 </tr>`,
   );
   const more = deliveries.next_cursor
@@ -276,13 +278,13 @@ ${actionButton(csrf, `${base}/secret`, 'Reveal secret')}
 ${confirmLink(`${base}/rotate-secret`, 'Rotate secret', 'secondary')}
 </div>
 </section>
-${deliveryTable(endpoint, deliveries, status)}
+${deliveryTable(endpoint, deliveries, status, health.now)}
 <section class="card" aria-label="Delete">
 ${confirmLink(`${base}/delete`, 'Delete endpoint')}
 </section>`;
 }
 
-export function deliveryPage(csrf: string, delivery: DeliveryDetail): SafeHtml {
+export function deliveryPage(csrf: string, delivery: DeliveryDetail, now: Date): SafeHtml {
   const headers = Object.entries(delivery.message.headers)
     .map(([name, value]) => `${name}: ${value}`)
     .join('\n');
@@ -294,7 +296,7 @@ export function deliveryPage(csrf: string, delivery: DeliveryDetail): SafeHtml {
   }
   const attempts = delivery.attempts.map(
     (a) => html`<tr>
-<td>${a.attempted_at}</td><td>${a.trigger}</td>
+<td>${timeTag(a.attempted_at, now)}</td><td>${a.trigger}</td>
 <td>${answerLabel(a)}</td><td>${a.duration_ms} ms</td>
 <td><pre>${printable(a.response_body)}</pre></td>
 </tr>`,
@@ -303,7 +305,7 @@ export function deliveryPage(csrf: string, delivery: DeliveryDetail): SafeHtml {
 <p><a href="/dashboard/webhooks/${delivery.endpoint_id}">Back to the endpoint</a></p>
 <section class="card">
 <p>${deliveryBadge(delivery.status)} ${delivery.attempt_count} attempt(s)${
-    delivery.next_attempt_at ? `, next at ${delivery.next_attempt_at}` : ''
+    delivery.next_attempt_at ? html`, next at ${timeTag(delivery.next_attempt_at)}` : ''
   }</p>
 <p>webhook-id <code>${delivery.event_id}</code></p>
 ${actionButton(csrf, `/dashboard/webhooks/deliveries/${delivery.id}/replay`, 'Replay now', '')}

@@ -360,7 +360,7 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
         const page = dashboardPage(
           view,
           { title: 'Delivery', path: LIST, flash },
-          deliveryPage(view.csrf, delivery),
+          deliveryPage(view.csrf, delivery, ctx.clock.now()),
         );
         return sendPage(reply, page);
       } catch (error) {
@@ -384,7 +384,7 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
         const page = dashboardPage(
           view,
           { title: 'Delivery', path: LIST, flash },
-          deliveryPage(view.csrf, delivery),
+          deliveryPage(view.csrf, delivery, ctx.clock.now()),
         );
         return sendPage(reply, page, status);
       }
