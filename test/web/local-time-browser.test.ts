@@ -73,9 +73,9 @@ describe.skipIf(!hasChromium)("times in the viewer's zone in Chromium", () => {
     for (const path of ['/dashboard/events', '/dashboard/api-tokens', '/dashboard/members']) {
       await page.goto(`${w.url}${path}`);
       const times = page.locator('time.local-time');
-      await expect.poll(() => times.count(), path).toBeGreaterThan(0);
+      await expect.poll(() => times.count()).toBeGreaterThan(0);
       await expect
-        .poll(() => times.evaluateAll((els) => els.map((e) => e.textContent ?? '')), path)
+        .poll(() => times.evaluateAll((els) => els.map((e) => e.textContent ?? '')))
         .toEqual(expect.arrayContaining([expect.stringMatching(/EST$/)]));
     }
   });
