@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.ts';
-import { AppError } from '../../lib/errors.ts';
 import type { Page } from '../../lib/paging.ts';
 import { allows } from '../../modules/accounts/roles.ts';
 import {
@@ -18,6 +17,7 @@ import {
   type TrackedShipment,
 } from '../../modules/shipments/service.ts';
 import type { DashboardView } from '../../web/dashboard.ts';
+import type { FieldError } from '../../web/fields.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
 import { formatMoney } from '../../web/money.ts';
@@ -26,7 +26,7 @@ import { formPost, pageGet } from '../../web/pages/page-routes.ts';
 import { requireScope } from '../accounts/access.ts';
 import { applyCheckpoint, targetOf } from '../tracking/checkpoints.ts';
 import { eventRows } from './event-pages.ts';
-import { type FieldError, fieldErrorOf, readCheckpointForm, timelineSection } from './timeline-page.ts';
+import { checkpointFieldErrors, readCheckpointForm, timelineSection } from './timeline-page.ts';
 
 const LIST = '/dashboard/shipments';
 
@@ -68,7 +68,7 @@ async function detailBody(
   view: DashboardView,
   shipment: TrackedShipment,
   form: Form = {},
-  error: FieldError | null = null,
+  errors: FieldError[] = [],
 ) {
   const events = await listEvents(ctx, view.access, { shipment_id: shipment.id, limit: 100 });
   const now = ctx.clock.now();
@@ -84,7 +84,7 @@ ${field('Your reference', shipment.external_ref)}${field('Merchant account', shi
 ${field('Payment', amount(shipment))}${field('Mode', shipment.livemode ? 'live' : 'test')}
 ${field('Created', timeTag(shipment.created_at, now))}${field('Updated', timeTag(shipment.updated_at, now))}
 </dl></section>
-${await timelineSection(ctx, view, shipment, form, error)}
+${await timelineSection(ctx, view, shipment, form, errors)}
 <h2>Parcels</h2>
 <div class="table-wrap"><table><thead><tr><th>Weight</th><th>Reference</th><th>Size (mm)</th></tr></thead><tbody>
 ${shipment.parcels.map(
@@ -165,9 +165,11 @@ export function shipmentPages(app: FastifyInstance, ctx: AppContext): void {
     },
   );
 
-  pageGet<{ id: string }>(app, ctx, `${LIST}/:id`, async (view, { params }) => {
+  pageGet<{ id: string }>(app, ctx, `${LIST}/:id`, async (view, { params, retry }) => {
     const shipment = await getShipment(ctx, view.access, params.id);
-    return { title: shipment.recipient_name, path: LIST, body: await detailBody(ctx, view, shipment) };
+    // After a refused checkpoint: its fields as typed and the errors beside them.
+    const body = await detailBody(ctx, view, shipment, retry?.values, retry?.errors);
+    return { title: shipment.recipient_name, path: LIST, body };
   });
 
   formPost<{ id: string }>(app, ctx, `${LIST}/:id/status`, {
@@ -193,37 +195,26 @@ export function shipmentPages(app: FastifyInstance, ctx: AppContext): void {
       requireScope(view.access, 'shipments:write');
       const shipment = await getShipment(ctx, view.access, id);
       const back = `${LIST}/${encodeURIComponent(id)}`;
-      try {
-        const input = readCheckpointForm(form);
-        const { applied } = await applyCheckpoint(ctx, {
-          ...targetOf(view.access, id),
-          input,
-          source: 'dashboard',
-        });
-        const newest = shipment.latest_checkpoint?.occurred_at;
-        const why =
-          newest && input.occurred_at < newest
-            ? 'older than the newest checkpoint'
-            : "its status lies behind the shipment's";
-        return {
-          redirect: back,
-          message: applied ? 'Checkpoint added.' : `Kept in the timeline, not applied: ${why}.`,
-        };
-      } catch (error) {
-        const field = error instanceof AppError ? fieldErrorOf(error) : null;
-        if (!(error instanceof AppError) || !field) throw error;
-        // The page again, the fields as typed and the reason beside the field; nothing written.
-        return {
-          page: {
-            title: shipment.recipient_name,
-            path: LIST,
-            status: 422,
-            error: 'The checkpoint was not added: see the form below.',
-          },
-          body: await detailBody(ctx, view, shipment, form, field),
-        };
-      }
+      const input = readCheckpointForm(form);
+      const { applied } = await applyCheckpoint(ctx, {
+        ...targetOf(view.access, id),
+        input,
+        source: 'dashboard',
+      });
+      const newest = shipment.latest_checkpoint?.occurred_at;
+      const why =
+        newest && input.occurred_at < newest
+          ? 'older than the newest checkpoint'
+          : "its status lies behind the shipment's";
+      return {
+        redirect: back,
+        message: applied ? 'Checkpoint added.' : `Kept in the timeline, not applied: ${why}.`,
+      };
     },
+    // A refusal goes back to the shipment's page, the fields as typed, each error beside its field.
+    back: ({ id }) => `${LIST}/${encodeURIComponent(id)}`,
+    fieldErrors: checkpointFieldErrors,
+    refused: 'The checkpoint was not added: see the form below.',
     async retry(view, form, { id }) {
       const shipment = await getShipment(ctx, view.access, id);
       return {

@@ -1,4 +1,5 @@
 import type { Page } from '../../lib/paging.ts';
+import { type FieldError, fieldMessage, invalidAttrs } from '../../web/fields.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
 import { confirmLink } from '../../web/pages/confirm.ts';
@@ -119,7 +120,9 @@ function destinationLine(endpoint: WebhookEndpoint): SafeHtml {
   return html`<p><span class="badge">${d.type === 'rabbitmq' ? 'RabbitMQ' : 'NATS JetStream'}</span> <code>${d.url}</code>, ${where}</p>`;
 }
 
-export function newEndpointForm(csrf: string, form: EndpointForm): SafeHtml {
+export function newEndpointForm(csrf: string, form: EndpointForm, errors: FieldError[] = []): SafeHtml {
+  const input = (name: 'exchange' | 'routing_key' | 'subject', label: string, placeholder = '') =>
+    html`<label>${label} <input name="${name}" maxlength="255" value="${form[name] ?? ''}"${placeholder ? html` placeholder="${placeholder}"` : ''}${invalidAttrs(errors, name)}>${fieldMessage(errors, name)}</label>`;
   return html`<h1>Add a webhook endpoint</h1>
 <form class="stack card" method="post" action="/dashboard/webhooks">
 ${csrfField(csrf)}
@@ -130,14 +133,14 @@ ${DESTINATION_KINDS.map(
     html`<option value="${value}"${(form.kind ?? 'https') === value ? html` selected` : ''}>${label}</option>`,
 )}
 </select></label>
-<label>URL <input type="url" name="url" required maxlength="2048" value="${form.url}" placeholder="https://example.com/webhooks/waybill"></label>
+<label>URL <input type="url" name="url" required maxlength="2048" value="${form.url}" placeholder="https://example.com/webhooks/waybill"${invalidAttrs(errors, 'url')}>${fieldMessage(errors, 'url')}</label>
 <p class="muted">HTTPS: a public https:// URL. RabbitMQ: amqps://user:password@host:5671/vhost, with an exchange and a routing key. NATS: tls://user:password@host:4222, with a JetStream subject. <code>{event_type}</code> in a routing key or subject is the event's type.</p>
-<label>Exchange (RabbitMQ) <input name="exchange" maxlength="255" value="${form.exchange ?? ''}"></label>
-<label>Routing key (RabbitMQ) <input name="routing_key" maxlength="255" value="${form.routing_key ?? ''}" placeholder="shipments.{event_type}"></label>
-<label>Subject (NATS JetStream) <input name="subject" maxlength="255" value="${form.subject ?? ''}" placeholder="waybill.{event_type}"></label>
+${input('exchange', 'Exchange (RabbitMQ)')}
+${input('routing_key', 'Routing key (RabbitMQ)', 'shipments.{event_type}')}
+${input('subject', 'Subject (NATS JetStream)', 'waybill.{event_type}')}
 </fieldset>
-<label>Description <input name="description" maxlength="500" value="${form.description}"></label>
-<fieldset><legend>Events</legend>
+<label>Description <input name="description" maxlength="500" value="${form.description}"${invalidAttrs(errors, 'description')}>${fieldMessage(errors, 'description')}</label>
+<fieldset${invalidAttrs(errors, 'event_types')}><legend>Events</legend>${fieldMessage(errors, 'event_types')}
 ${EVENT_TYPES.map(
   (type) =>
     html`<label class="check"><input type="checkbox" name="event_types" value="${type}"${form.event_types.includes(type) ? html` checked` : ''}> ${type}</label>`,

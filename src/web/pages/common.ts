@@ -38,6 +38,8 @@ export interface PageOptions {
   status?: number;
   /** An error to show instead of any pending one-time message. */
   error?: string | null;
+  /** The one-time message already taken (a page that read it first); otherwise it is taken here. */
+  flash?: Flash | null;
 }
 
 /** Sends a dashboard page with the pending one-time message, or the given error, on top. */
@@ -51,7 +53,9 @@ export async function showPage(
 ): Promise<FastifyReply> {
   const flash: Flash | null = options.error
     ? { kind: 'error', message: options.error }
-    : await takeFlash(ctx, request, reply);
+    : options.flash !== undefined
+      ? options.flash
+      : await takeFlash(ctx, request, reply);
   return sendPage(
     reply,
     dashboardPage(view, { title: options.title, path: options.path, flash }, body),
