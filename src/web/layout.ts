@@ -26,8 +26,8 @@ export function flashBlock(flash: Flash | null | undefined): SafeHtml | '' {
 }
 
 /**
- * Every page's frame: one stylesheet, a viewport for phones, and one same-origin script (the CSP
- * allows no other) that shows times in the viewer's zone; the pages work without it.
+ * Every page's frame: one stylesheet, a viewport for phones, and two same-origin scripts (the
+ * CSP allows no other): times in the viewer's zone, copy buttons; the pages work without them.
  */
 export function layout(options: LayoutOptions, body: SafeHtml): SafeHtml {
   return html`<!doctype html>
@@ -38,6 +38,7 @@ export function layout(options: LayoutOptions, body: SafeHtml): SafeHtml {
 <title>${options.title} · Waybill</title>
 <link rel="stylesheet" href="/static/waybill.css">
 <script src="/static/local-time.js" defer></script>
+<script src="/static/copy.js" defer></script>
 </head>
 <body>
 <a class="skip-link" href="#main">Skip to content</a>

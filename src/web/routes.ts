@@ -19,6 +19,7 @@ import { verifyEmailPages } from './verify-email.ts';
 
 const stylesheet = readFileSync(new URL('./static/waybill.css', import.meta.url), 'utf8');
 const localTime = readFileSync(new URL('./static/local-time.js', import.meta.url), 'utf8');
+const copyScript = readFileSync(new URL('./static/copy.js', import.meta.url), 'utf8');
 
 type Form = Record<string, string | undefined>;
 
@@ -72,6 +73,13 @@ export function webRoutes(ctx: AppContext): FastifyPluginAsync {
         .type('text/javascript; charset=utf-8')
         .header('cache-control', 'public, max-age=300')
         .send(localTime),
+    );
+
+    app.get('/static/copy.js', { schema: { hide: true } }, async (_request, reply) =>
+      reply
+        .type('text/javascript; charset=utf-8')
+        .header('cache-control', 'public, max-age=300')
+        .send(copyScript),
     );
 
     app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/dashboard'));

@@ -206,7 +206,7 @@ describe('endpoint stats: a receiver that answers 200 for half the attempts and 
     expect(svg.match(/class="chart-ok"/g)).toHaveLength(2);
     expect(svg.match(/class="chart-bad"/g)).toHaveLength(2);
     // No inline script or style: the one script is the same-origin file of the times.
-    expect(page.text).not.toMatch(/<script(?! src="\/static\/local-time\.js")|style="|\son\w+="/i);
+    expect(page.text).not.toMatch(/<script(?! src="\/static\/(local-time|copy)\.js")|style="|\son\w+="/i);
     expect(page.headers.get('content-security-policy')).toMatch(/script-src 'self'/);
 
     const week = await browser.request('GET', `/dashboard/webhooks/${endpointId}?window=7d`);

@@ -88,7 +88,7 @@ function sourcePage(source: InboundSource, messages: Page<InboundMessage>, now: 
   return html`<p><a href="${LIST}">Inbound sources</a></p>
 <h1>${source.name}</h1>
 <p>Carrier <code>${source.carrier_code}</code>; ${source.mode} shipments${source.customer_account_id ? html` of merchant account <code>${source.customer_account_id}</code>` : ''}.</p>
-<p>Your carrier POSTs signed batches to <code>${source.url}</code>.</p>
+<p>Your carrier POSTs signed batches to <code data-copy="source URL">${source.url}</code>.</p>
 <h2>Inbound log</h2>
 ${messageRows(messages, now)}
 ${messages.next_cursor ? html`<p><a href="${LIST}/${source.id}?cursor=${messages.next_cursor}">More</a></p>` : ''}`;

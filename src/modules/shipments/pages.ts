@@ -77,7 +77,7 @@ async function detailBody(
   return html`<h1>${shipment.recipient_name} ${statusBadge(shipment.status)}</h1>
 ${statusForm(view, shipment)}
 <section class="card"><dl class="fields">
-${field('Tracking number', html`<code>${shipment.tracking_number}</code>`)}${field('Id', html`<code>${shipment.id}</code>`)}
+${field('Tracking number', html`<code>${shipment.tracking_number}</code>`)}${field('Id', html`<code data-copy="shipment id">${shipment.id}</code>`)}
 ${field('Status', shipment.status)}${field('Exception reason', shipment.exception_reason)}
 ${field('Recipient e-mail', shipment.recipient_email)}${field('Recipient phone', shipment.recipient_phone)}
 ${field('Your reference', shipment.external_ref)}${field('Merchant account', shipment.customer_account_id)}
