@@ -37,6 +37,7 @@ export function layout(options: LayoutOptions, body: SafeHtml): SafeHtml {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${options.title} · Waybill</title>
 <link rel="stylesheet" href="/static/waybill.css">
+<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">
 <script src="/static/local-time.js" defer></script>
 <script src="/static/copy.js" defer></script>
 </head>
