@@ -49,7 +49,7 @@ describe('what a start prints, and the favicon', () => {
     expect(icon.status).toBe(200);
     expect(icon.headers.get('content-type')).toBe('image/svg+xml');
     expect(icon.headers.get('cache-control')).toBe('public, max-age=86400');
-    expect(await icon.text()).toMatch(/^<svg /);
+    expect(await icon.text()).toMatch(/^<svg [^>]*><title>Waybill<\/title>/);
     const ico = await fetch(`${w.url}/favicon.ico`, { redirect: 'manual' });
     expect(ico.status).toBe(301);
     expect(ico.headers.get('location')).toBe('/static/favicon.svg');
