@@ -205,6 +205,15 @@ describe('endpoint stats: a receiver that answers 200 for half the attempts and 
     expect(svg).toContain('<title>2026-11-21 14:00 UTC: 0 succeeded, 2 failed</title>');
     expect(svg.match(/class="chart-ok"/g)).toHaveLength(2);
     expect(svg.match(/class="chart-bad"/g)).toHaveLength(2);
+    // Axes (0 to the highest count, the hours at the ends), a legend, and a table twin of every hour.
+    expect(svg).toMatch(/<text class="chart-tick"[^>]*>0<\/text>/);
+    expect(svg).toMatch(/<text class="chart-tick"[^>]*>\d{2}-\d{2} \d{2}:00<\/text>/);
+    expect(page.text).toMatch(/class="chart-legend">[\s\S]*succeeded[\s\S]*failed/);
+    const twin =
+      /<table class="sr-only"><caption>Attempts per hour<\/caption>[\s\S]*?<\/table>/.exec(page.text)?.[0] ??
+      '';
+    expect(twin.match(/<th scope="row">/g)).toHaveLength(24);
+    expect(twin).toContain('<th scope="row">2026-11-21 14:00 UTC</th><td>0</td><td>2</td>');
     // No inline script or style: the one script is the same-origin file of the times.
     expect(page.text).not.toMatch(/<script(?! src="\/static\/(local-time|copy)\.js")|style="|\son\w+="/i);
     expect(page.headers.get('content-security-policy')).toMatch(/script-src 'self'/);
