@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CompanyFixture, call, createCompany, createShipment } from '../support/api.ts';
 import { hasChromium, launchChromium } from '../support/browser.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
+import { type Receiver, startReceiver } from '../webhooks/api/support.ts';
 import { PASSWORD } from './page-client.ts';
 
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
@@ -17,11 +18,13 @@ describe.skipIf(!hasChromium)("this round's pages at 1280 and 390 px", () => {
   let w: TestWaybill;
   let browser: Browser;
   let company: CompanyFixture;
+  let receiver: Receiver;
   const paths: Record<string, string> = {};
 
   beforeAll(async () => {
     w = await startWaybill();
     browser = await launchChromium();
+    receiver = await startReceiver();
     company = await createCompany(w, 'Screens Freight');
     const shipment = await createShipment(w, company.testToken, { external_ref: 'order-5' });
     await call(w, 'POST', `/v1/shipments/${shipment.id}/checkpoints`, {
@@ -30,8 +33,9 @@ describe.skipIf(!hasChromium)("this round's pages at 1280 and 390 px", () => {
     });
     const endpoint = await call(w, 'POST', '/v1/webhook-endpoints', {
       token: company.testToken,
-      body: { url: 'https://example.com/hooks', event_types: ['shipment.created'] },
+      body: { url: receiver.url, event_types: ['shipment.created'] },
     });
+    expect(endpoint.status, endpoint.text).toBe(201);
     await call(w, 'POST', `/v1/companies/${company.tenantId}/api-tokens`, {
       token: company.owner.token,
       body: { name: 'Night agent', mode: 'test', scopes: ['shipments:read'], audience: 'mcp' },
@@ -50,6 +54,7 @@ describe.skipIf(!hasChromium)("this round's pages at 1280 and 390 px", () => {
   });
   afterAll(async () => {
     await browser?.close();
+    await receiver?.close();
     await w?.close();
   });
 
