@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CompanyFixture, call, createCompany, createShipment } from '../support/api.ts';
 import { hasChromium, launchChromium } from '../support/browser.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
-import { PASSWORD } from './page-client.ts';
+import { signInChromium } from './page-client.ts';
 
 /**
  * Issue 53 items 3 and 5: disconnecting an agent asks once more (the first click changes nothing,
@@ -34,14 +34,9 @@ describe.skipIf(!hasChromium)('agents and copy buttons in Chromium', () => {
     });
     expect(token.status, token.text).toBe(201);
     agentTokenId = token.body.id;
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: w.url });
-    page = await context.newPage();
-    await page.goto(`${w.url}/signin`);
-    await page.getByLabel('E-mail').fill(company.owner.email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(/\/dashboard\//);
+    const signed = await signInChromium(browser, w, company.owner.email);
+    await signed.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: w.url });
+    page = signed.page;
   });
   afterAll(async () => {
     await browser?.close();
@@ -83,13 +78,9 @@ describe.skipIf(!hasChromium)('agents and copy buttons in Chromium', () => {
 
   it('without script the shipment id and tracking link stay selectable text', async () => {
     const shipment = { body: await createShipment(w, company.testToken, { external_ref: 'o-1' }) };
-    const context = await browser.newContext({ javaScriptEnabled: false });
-    const plain = await context.newPage();
-    await plain.goto(`${w.url}/signin`);
-    await plain.getByLabel('E-mail').fill(company.owner.email);
-    await plain.getByLabel('Password').fill(PASSWORD);
-    await plain.getByRole('button', { name: 'Sign in' }).click();
-    await plain.waitForURL(/\/dashboard\//);
+    const { context, page: plain } = await signInChromium(browser, w, company.owner.email, {
+      javaScriptEnabled: false,
+    });
     await plain.goto(`${w.url}/dashboard/shipments/${shipment.body.id}`);
     expect(await plain.locator('[data-copy]').first().textContent()).toBe(shipment.body.id);
     expect(await plain.getByRole('button', { name: /^Copy/ }).count()).toBe(0);

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CompanyFixture, call, createCompany } from '../support/api.ts';
 import { hasChromium, launchChromium } from '../support/browser.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
-import { PASSWORD } from './page-client.ts';
+import { signInChromium } from './page-client.ts';
 
 /**
  * Issue 53 item 6: a refused form answers 303 back to its page (a reload repeats no POST), the
@@ -20,13 +20,9 @@ describe.skipIf(!hasChromium)('form errors beside their fields in Chromium', () 
     w = await startWaybill();
     browser = await launchChromium();
     company = await createCompany(w, 'Careful Freight');
-    const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
-    page = await context.newPage();
-    await page.goto(`${w.url}/signin`);
-    await page.getByLabel('E-mail').fill(company.owner.email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(/\/dashboard\//);
+    ({ page } = await signInChromium(browser, w, company.owner.email, {
+      viewport: { width: 390, height: 844 },
+    }));
   });
   afterAll(async () => {
     await browser?.close();

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CompanyFixture, call, createCompany, createShipment } from '../support/api.ts';
 import { hasChromium, launchChromium } from '../support/browser.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
-import { PASSWORD } from './page-client.ts';
+import { signInChromium } from './page-client.ts';
 
 /**
  * Issue 53 item 5 and issue 51 item 6: every time a dashboard page shows is a <time datetime> in
@@ -16,20 +16,8 @@ describe.skipIf(!hasChromium)("times in the viewer's zone in Chromium", () => {
   let company: CompanyFixture;
   let shipmentId: string;
 
-  const signedIn = async (options: { timezoneId: string; javaScriptEnabled?: boolean }) => {
-    const context = await browser.newContext({
-      viewport: { width: 1280, height: 800 },
-      locale: 'en-US',
-      ...options,
-    });
-    const page = await context.newPage();
-    await page.goto(`${w.url}/signin`);
-    await page.getByLabel('E-mail').fill(company.owner.email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(/\/dashboard\//);
-    return { context, page };
-  };
+  const signedIn = (options: { timezoneId: string; javaScriptEnabled?: boolean }) =>
+    signInChromium(browser, w, company.owner.email, { locale: 'en-US', ...options });
   const contexts: BrowserContext[] = [];
 
   beforeAll(async () => {

@@ -5,7 +5,7 @@ import { type CompanyFixture, call, createCompany, createShipment } from '../sup
 import { hasChromium, launchChromium } from '../support/browser.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 import { type Receiver, startReceiver } from '../webhooks/api/support.ts';
-import { PASSWORD } from './page-client.ts';
+import { signInChromium } from './page-client.ts';
 
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
@@ -60,13 +60,10 @@ describe.skipIf(!hasChromium)("this round's pages at 1280 and 390 px", () => {
 
   for (const width of [1280, 390]) {
     it(`${width} px: no serious axe-core violation, no horizontal scroll`, async () => {
-      const context = await browser.newContext({ viewport: { width, height: 900 }, bypassCSP: true });
-      const page = await context.newPage();
-      await page.goto(`${w.url}/signin`);
-      await page.getByLabel('E-mail').fill(company.owner.email);
-      await page.getByLabel('Password').fill(PASSWORD);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.waitForURL(/\/dashboard\//);
+      const { context, page } = await signInChromium(browser, w, company.owner.email, {
+        viewport: { width, height: 900 },
+        bypassCSP: true,
+      });
       const found: string[] = [];
       for (const [name, path] of Object.entries(paths)) {
         await page.goto(`${w.url}${path}`);
