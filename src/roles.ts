@@ -60,9 +60,15 @@ export async function migrate(database: DatabaseHandle, log: Logger): Promise<Di
 }
 
 export async function printDemo(ctx: AppContext): Promise<void> {
-  const { seedDemo } = await import('./seed.ts');
+  const { demoReminder, seedDemo } = await import('./seed.ts');
   const seed = await seedDemo(ctx);
-  if (seed) console.log(['Demo data created. Sign in with:', ...seed.lines].join('\n'));
+  if (seed) {
+    console.log(['Demo data created. Sign in with:', ...seed.lines].join('\n'));
+    return;
+  }
+  // Every start says how to sign in, not only the first (issue 53 item 9).
+  const again = await demoReminder(ctx);
+  if (again) console.log(['Demo data (from an earlier start). Sign in with:', ...again].join('\n'));
 }
 
 /**

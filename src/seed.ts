@@ -23,6 +23,49 @@ export const DEMO_PEOPLE = {
 export const demoExtensions: DemoExtension[] = [];
 demoExtensions.push(seedDemoApp, seedDemoConsole, seedDemoStore);
 
+const DEMO_KEY_NAME = 'Demo test key';
+
+/** The sign-ins, the test key (its secret, or where to make another) and the MCP address. */
+function demoLines(ctx: AppContext, key: string): string[] {
+  return [
+    `  company owner     ${DEMO_PEOPLE.owner.email}`,
+    `  merchant admin    ${DEMO_PEOPLE.merchant.email}`,
+    `  app developer     ${DEMO_PEOPLE.developer.email}`,
+    `  reviewer          ${DEMO_PEOPLE.reviewer.email}`,
+    `  password (all)    ${DEMO_PASSWORD}`,
+    `  test API key      ${key}`,
+    `  MCP for agents    ${ctx.config.baseUrl}/mcp   (test orders 1042 and 1043 to find; README: Agents)`,
+  ];
+}
+
+/**
+ * On a restart (the demo seeded by an earlier start): the same sign-ins again, and the test key by
+ * its hint only (Waybill keeps a hash; the secret was printed once), with where to make another.
+ * Null when the database holds no demo (a real deployment with people of its own).
+ */
+export async function demoReminder(ctx: AppContext): Promise<string[] | null> {
+  const owner = await ctx.db
+    .selectFrom('users')
+    .select('id')
+    .where('email', '=', DEMO_PEOPLE.owner.email)
+    .executeTakeFirst();
+  if (!owner) return null;
+  const key = await ctx.db
+    .selectFrom('api_tokens')
+    .select('token_hint')
+    .where('created_by', '=', owner.id)
+    .where('name', '=', DEMO_KEY_NAME)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  const another = `make one at ${ctx.config.webUrl}/dashboard/api-tokens (signed in as the owner, test data)`;
+  return demoLines(
+    ctx,
+    key
+      ? `${key.token_hint}   (its secret was printed on the first start only; lost it? ${another})`
+      : another,
+  );
+}
+
 /** Seeds the demo on an empty database; does nothing when anyone has signed up already. */
 export async function seedDemo(ctx: AppContext): Promise<DemoSeed | null> {
   const anyone = await ctx.db.selectFrom('users').select('id').limit(1).executeTakeFirst();
@@ -99,7 +142,7 @@ export async function seedDemo(ctx: AppContext): Promise<DemoSeed | null> {
   await moveShipment(ctx, testAccess, order1043.id, { status: 'exception', exception_reason: 'damaged' });
   // For the tour's `npx waybill listen`: a test key, shown once here like any new key.
   const testKey = await createApiToken(ctx, ownerId, company.id, {
-    name: 'Demo test key',
+    name: DEMO_KEY_NAME,
     mode: 'test',
     scopes: [...SCOPES],
   });
@@ -107,15 +150,7 @@ export async function seedDemo(ctx: AppContext): Promise<DemoSeed | null> {
   const seed: DemoSeed = {
     tenantId: company.id,
     customerAccountId: merchant.id,
-    lines: [
-      `  company owner     ${DEMO_PEOPLE.owner.email}`,
-      `  merchant admin    ${DEMO_PEOPLE.merchant.email}`,
-      `  app developer     ${DEMO_PEOPLE.developer.email}`,
-      `  reviewer          ${DEMO_PEOPLE.reviewer.email}`,
-      `  password (all)    ${DEMO_PASSWORD}`,
-      `  test API key      ${testKey.token}   (WAYBILL_API_KEY=... npx waybill listen)`,
-      `  MCP for agents    ${ctx.config.baseUrl}/mcp   (test orders 1042 and 1043 to find; README: Agents)`,
-    ],
+    lines: demoLines(ctx, `${testKey.token}   (WAYBILL_API_KEY=... npx waybill listen)`),
   };
   for (const extend of demoExtensions) await extend(ctx, seed, people);
   return seed;

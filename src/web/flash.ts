@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
+import type { FormRetry } from './fields.ts';
 
 /** What a page says once, on top, after the form that led to it (post, redirect, get). */
 export interface Flash {
@@ -9,6 +10,8 @@ export interface Flash {
   /** Secrets shown this once (a new API token, a signing secret), with a note on keeping them. */
   secrets?: ShownSecret[];
   note?: string | null;
+  /** After a refused form: its fields as typed and their errors, for the form's page to show again. */
+  form?: FormRetry | null;
 }
 
 export interface ShownSecret {
@@ -37,7 +40,11 @@ export async function leaveFlash(ctx: AppContext, reply: FastifyReply, flash: Fl
       id,
       kind: flash.kind,
       message: flash.message.slice(0, 1000),
-      secret_sealed: flash.secrets?.length ? ctx.secrets.seal(JSON.stringify(flash.secrets)) : null,
+      // What was typed may be personal data or a secret: sealed like one.
+      secret_sealed:
+        flash.secrets?.length || flash.form
+          ? ctx.secrets.seal(JSON.stringify({ secrets: flash.secrets ?? [], form: flash.form ?? null }))
+          : null,
       secret_note: flash.note ?? null,
       expires_at: new Date(now.getTime() + FLASH_LIFETIME_MS),
     })
@@ -67,10 +74,18 @@ export async function takeFlash(
     .returning(['kind', 'message', 'secret_sealed', 'secret_note', 'expires_at'])
     .executeTakeFirst();
   if (!row || row.expires_at.getTime() < ctx.clock.now().getTime()) return null;
+  const sealed = row.secret_sealed
+    ? (JSON.parse(ctx.secrets.open(row.secret_sealed)) as
+        | ShownSecret[]
+        | { secrets: ShownSecret[]; form: FormRetry | null })
+    : [];
+  // A row written before forms were kept holds the secrets' list itself.
+  const opened = Array.isArray(sealed) ? { secrets: sealed, form: null } : sealed;
   return {
     kind: row.kind === 'error' ? 'error' : 'ok',
     message: row.message,
-    secrets: row.secret_sealed ? (JSON.parse(ctx.secrets.open(row.secret_sealed)) as ShownSecret[]) : [],
+    secrets: opened.secrets,
     note: row.secret_note,
+    form: opened.form,
   };
 }

@@ -25,7 +25,10 @@ export function flashBlock(flash: Flash | null | undefined): SafeHtml | '' {
   return html`<div class="flash ${flash.kind}" role="${role}"><p>${flash.message}</p>${secret}</div>`;
 }
 
-/** Every page's frame: one stylesheet, a viewport for phones, no script. */
+/**
+ * Every page's frame: one stylesheet, a viewport for phones, and two same-origin scripts (the
+ * CSP allows no other): times in the viewer's zone, copy buttons; the pages work without them.
+ */
 export function layout(options: LayoutOptions, body: SafeHtml): SafeHtml {
   return html`<!doctype html>
 <html lang="en">
@@ -34,6 +37,9 @@ export function layout(options: LayoutOptions, body: SafeHtml): SafeHtml {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${options.title} · Waybill</title>
 <link rel="stylesheet" href="/static/waybill.css">
+<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">
+<script src="/static/local-time.js" defer></script>
+<script src="/static/copy.js" defer></script>
 </head>
 <body>
 <a class="skip-link" href="#main">Skip to content</a>

@@ -18,6 +18,9 @@ import {
 import { verifyEmailPages } from './verify-email.ts';
 
 const stylesheet = readFileSync(new URL('./static/waybill.css', import.meta.url), 'utf8');
+const localTime = readFileSync(new URL('./static/local-time.js', import.meta.url), 'utf8');
+const copyScript = readFileSync(new URL('./static/copy.js', import.meta.url), 'utf8');
+const favicon = readFileSync(new URL('./static/favicon.svg', import.meta.url), 'utf8');
 
 type Form = Record<string, string | undefined>;
 
@@ -64,6 +67,28 @@ export function webRoutes(ctx: AppContext): FastifyPluginAsync {
 
     app.get('/static/waybill.css', { schema: { hide: true } }, async (_request, reply) =>
       reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(stylesheet),
+    );
+
+    app.get('/static/local-time.js', { schema: { hide: true } }, async (_request, reply) =>
+      reply
+        .type('text/javascript; charset=utf-8')
+        .header('cache-control', 'public, max-age=300')
+        .send(localTime),
+    );
+
+    app.get('/static/copy.js', { schema: { hide: true } }, async (_request, reply) =>
+      reply
+        .type('text/javascript; charset=utf-8')
+        .header('cache-control', 'public, max-age=300')
+        .send(copyScript),
+    );
+
+    // The shell links the SVG; a browser that asks /favicon.ico anyway is sent to it (no 404 noise).
+    app.get('/static/favicon.svg', { schema: { hide: true } }, async (_request, reply) =>
+      reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(favicon),
+    );
+    app.get('/favicon.ico', { schema: { hide: true } }, async (_request, reply) =>
+      reply.header('cache-control', 'public, max-age=86400').redirect('/static/favicon.svg', 301),
     );
 
     app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/dashboard'));

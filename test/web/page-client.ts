@@ -102,3 +102,20 @@ export async function signInInBrowser(w: TestWaybill, email: string) {
 export function shipmentIds(page: string): string[] {
   return [...page.matchAll(/href="\/dashboard\/shipments\/(shp_[A-Za-z0-9]+)"/g)].map((m) => m[1] ?? '');
 }
+
+/** A Chromium context and page signed in through the sign-in form, landed on the dashboard. */
+export async function signInChromium(
+  browser: import('playwright-core').Browser,
+  w: TestWaybill,
+  email: string,
+  options: import('playwright-core').BrowserContextOptions = {},
+) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, ...options });
+  const page = await context.newPage();
+  await page.goto(`${w.url}/signin`);
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(/\/dashboard\//);
+  return { context, page };
+}

@@ -192,8 +192,11 @@ describe('endpoint stats: a receiver that answers 200 for half the attempts and 
     expect(figure('success_rate')).toBe('50%');
     expect(figure('p50_ms')).toBe(`${api.p50_ms} ms`);
     expect(figure('p95_ms')).toBe(`${api.p95_ms} ms`);
-    expect(page.text).toContain('Failing since 2026-11-21T14:00:00.000Z (1 h 1 min); disabled in 2 d 22 h');
-    expect(page.text).toContain('Last failure: 2026-11-21T14:00:00.000Z, HTTP 500');
+    // The page's words, tags left out (times are <time> elements the page's script puts in the viewer's zone).
+    const words = page.text.replace(/<[^>]+>/g, '');
+    expect(words).toContain('Failing since 2026-11-21 14:00 UTC (1 h 1 min); disabled in 2 d 22 h');
+    expect(words).toContain('Last failure: 2026-11-21 14:00 UTC 1 h ago, HTTP 500');
+    expect(page.text).toContain('<time class="local-time" datetime="2026-11-21T14:00:00.000Z"');
     // The chart: inline SVG, one bar group per hour, described in words; no script or inline style.
     const svg = /<svg class="chart"[\s\S]*?<\/svg>/.exec(page.text)?.[0] ?? '';
     expect(svg).toMatch(/role="img" aria-label="Attempts per hour/);
@@ -202,7 +205,17 @@ describe('endpoint stats: a receiver that answers 200 for half the attempts and 
     expect(svg).toContain('<title>2026-11-21 14:00 UTC: 0 succeeded, 2 failed</title>');
     expect(svg.match(/class="chart-ok"/g)).toHaveLength(2);
     expect(svg.match(/class="chart-bad"/g)).toHaveLength(2);
-    expect(page.text).not.toMatch(/<script|style="|\son\w+="/i);
+    // Axes (0 to the highest count, the hours at the ends), a legend, and a table twin of every hour.
+    expect(svg).toMatch(/<text class="chart-tick"[^>]*>0<\/text>/);
+    expect(svg).toMatch(/<text class="chart-tick"[^>]*>\d{2}-\d{2} \d{2}:00<\/text>/);
+    expect(page.text).toMatch(/class="chart-legend">[\s\S]*succeeded[\s\S]*failed/);
+    const twin =
+      /<table class="sr-only"><caption>Attempts per hour<\/caption>[\s\S]*?<\/table>/.exec(page.text)?.[0] ??
+      '';
+    expect(twin.match(/<th scope="row">/g)).toHaveLength(24);
+    expect(twin).toContain('<th scope="row">2026-11-21 14:00 UTC</th><td>0</td><td>2</td>');
+    // No inline script or style: the one script is the same-origin file of the times.
+    expect(page.text).not.toMatch(/<script(?! src="\/static\/(local-time|copy)\.js")|style="|\son\w+="/i);
     expect(page.headers.get('content-security-policy')).toMatch(/script-src 'self'/);
 
     const week = await browser.request('GET', `/dashboard/webhooks/${endpointId}?window=7d`);

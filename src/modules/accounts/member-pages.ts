@@ -12,7 +12,7 @@ import { isMerchantRole, managesMembers, ROLES } from '../../modules/accounts/ro
 import type { DashboardView } from '../../web/dashboard.ts';
 import { html } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
-import { choiceField, formatTime, requiredField, textField } from '../../web/pages/common.ts';
+import { choiceField, requiredField, textField, timeTag } from '../../web/pages/common.ts';
 import { formPost, pageGet } from '../../web/pages/page-routes.ts';
 
 const MEMBERS = '/dashboard/members';
@@ -25,7 +25,7 @@ function memberRow(view: DashboardView, member: Membership, accountNames: Map<st
     canRemove
       ? html`<form class="inline" method="post" action="${MEMBERS}/${encodeURIComponent(member.user_id)}/remove">${csrfField(view.csrf)}<button class="danger" type="submit">${self ? 'Leave' : 'Remove'}</button></form>`
       : ''
-  }</td><td>${member.customer_account_id ? (accountNames.get(member.customer_account_id) ?? member.customer_account_id) : 'All'}</td><td>${formatTime(member.created_at)}</td></tr>`;
+  }</td><td>${member.customer_account_id ? (accountNames.get(member.customer_account_id) ?? member.customer_account_id) : 'All'}</td><td>${timeTag(member.created_at)}</td></tr>`;
 }
 
 function manageForms(view: DashboardView, accounts: { id: string; name: string }[]) {

@@ -4,6 +4,7 @@ import { AppError } from '../../lib/errors.ts';
 import { requirePageUser } from '../../web/dashboard.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField, sendPage } from '../../web/layout.ts';
+import { timeTag } from '../../web/time.ts';
 import { portalPage } from '../apps/portal-views.ts';
 import { getApp } from '../apps/service.ts';
 import { printable } from '../webhooks/pages-views.ts';
@@ -23,7 +24,7 @@ const DONE: Record<string, string> = {
 function attemptsOf(message: EventMessage): SafeHtml {
   if (message.attempts.length === 0) return html`<span class="muted">not attempted yet</span>`;
   const rows = message.attempts.map(
-    (a) => html`<li><time>${a.attempted_at}</time> · ${a.duration_ms} ms · ${a.status_code ?? a.error ?? '—'}
+    (a) => html`<li>${timeTag(a.attempted_at)} · ${a.duration_ms} ms · ${a.status_code ?? a.error ?? '—'}
 ${a.response_body ? html`<pre>${printable(a.response_body)}</pre>` : ''}</li>`,
   );
   return html`<ul class="attempts">${rows}</ul>`;

@@ -3,6 +3,7 @@ import { outsidePlaces } from '../../web/dashboard.ts';
 import type { Flash } from '../../web/flash.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField, headerTools, layout, placesNav } from '../../web/layout.ts';
+import { timeTag } from '../../web/time.ts';
 import { SCOPE_DESCRIPTIONS, SCOPES } from '../accounts/roles.ts';
 import type { App } from './service.ts';
 import type { AppVersion } from './versions.ts';
@@ -162,7 +163,7 @@ export function appVersionsPage(page: PortalPage, app: App, versions: AppVersion
     (
       version,
     ) => html`<tr><td>${String(version.number)}</td><td><span class="badge">${version.status}</span></td>
-<td>${version.created_at}</td><td>${String(version.changes.length)}</td><td>${version.message ?? ''}</td></tr>`,
+<td>${timeTag(version.created_at)}</td><td>${String(version.changes.length)}</td><td>${version.message ?? ''}</td></tr>`,
   );
   return portalPage(
     page,

@@ -1,10 +1,14 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { AppContext } from '../../context.ts';
-import { AppError, type FieldError } from '../../lib/errors.ts';
+import { type FieldError as ApiFieldError, AppError } from '../../lib/errors.ts';
 import type { Page } from '../../lib/paging.ts';
 import { type DashboardView, dashboardPage, dashboardView } from '../../web/dashboard.ts';
+import { type FieldError, fieldErrorsOf, fieldMessage, invalidAttrs, typedValue } from '../../web/fields.ts';
+import { leaveFlash, takeFlash } from '../../web/flash.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField, sendPage } from '../../web/layout.ts';
+import { redirectWithFlash } from '../../web/pages/common.ts';
+import { timeTag } from '../../web/time.ts';
 import { type InboundMessage, listMessages } from './messages.ts';
 import { createSource, getSource, type InboundSource, listSources } from './sources.ts';
 
@@ -19,7 +23,7 @@ function text(form: Form, name: string): string {
 
 function problemText(error: unknown): { message: string; status: number } {
   if (!(error instanceof AppError)) throw error;
-  const fields = Array.isArray(error.extra.errors) ? (error.extra.errors as FieldError[]) : [];
+  const fields = Array.isArray(error.extra.errors) ? (error.extra.errors as ApiFieldError[]) : [];
   const details = fields.map((f) => `${f.path.replace(/^\//, '')} ${f.message}`).join('; ');
   return { message: details ? `${error.message}: ${details}` : error.message, status: error.status };
 }
@@ -28,14 +32,16 @@ function sourceList(
   sources: Page<InboundSource>,
   livemode: boolean,
   csrf: string,
+  now: Date,
   form = { name: '', carrier_code: '' },
+  errors: FieldError[] = [],
 ): SafeHtml {
   const rows = sources.data.map(
     (s) => html`<tr>
 <td><a href="${LIST}/${s.id}">${s.name}</a></td>
 <td><code>${s.carrier_code}</code></td>
 <td><code>${s.url}</code></td>
-<td>${s.created_at}</td>
+<td>${timeTag(s.created_at, now)}</td>
 </tr>`,
   );
   return html`<h1>Inbound sources</h1>
@@ -52,21 +58,21 @@ ${sources.next_cursor ? html`<p><a href="${LIST}?cursor=${sources.next_cursor}">
 <h2>Add a source</h2>
 <form method="post" action="${LIST}">
 ${csrfField(csrf)}
-<p><label for="name">Name</label><br><input id="name" name="name" required maxlength="100" value="${form.name}"></p>
-<p><label for="carrier_code">Carrier code</label><br><input id="carrier_code" name="carrier_code" required maxlength="32" pattern="[a-z0-9\\-]{2,32}" value="${form.carrier_code}"></p>
+<p><label for="name">Name</label><br><input id="name" name="name" required maxlength="100" value="${form.name}"${invalidAttrs(errors, 'name')}>${fieldMessage(errors, 'name')}</p>
+<p><label for="carrier_code">Carrier code</label><br><input id="carrier_code" name="carrier_code" required maxlength="32" pattern="[a-z0-9\\-]{2,32}" value="${form.carrier_code}"${invalidAttrs(errors, 'carrier_code')}>${fieldMessage(errors, 'carrier_code')}</p>
 <p><button type="submit">Add source</button></p>
 </form>
 </section>`;
 }
 
-function messageRows(messages: Page<InboundMessage>): SafeHtml {
+function messageRows(messages: Page<InboundMessage>, now: Date): SafeHtml {
   if (messages.data.length === 0) return html`<p class="card muted">No message received yet.</p>`;
   const rows = messages.data.map((m) => {
     const counts = new Map<string, number>();
     for (const r of m.results) counts.set(r.outcome, (counts.get(r.outcome) ?? 0) + 1);
     const outcomes = [...counts].map(([outcome, n]) => `${n} ${outcome.replace('_', ' ')}`).join(', ');
     return html`<tr>
-<td>${m.received_at}</td>
+<td>${timeTag(m.received_at, now)}</td>
 <td><code>${m.webhook_id ?? '—'}</code></td>
 <td>${m.status.replace('_', ' ')}</td>
 <td>${outcomes || '—'}</td>
@@ -78,20 +84,13 @@ function messageRows(messages: Page<InboundMessage>): SafeHtml {
 <tbody>${rows}</tbody></table></div>`;
 }
 
-function sourcePage(source: InboundSource, messages: Page<InboundMessage>, secret: string | null): SafeHtml {
+function sourcePage(source: InboundSource, messages: Page<InboundMessage>, now: Date): SafeHtml {
   return html`<p><a href="${LIST}">Inbound sources</a></p>
 <h1>${source.name}</h1>
 <p>Carrier <code>${source.carrier_code}</code>; ${source.mode} shipments${source.customer_account_id ? html` of merchant account <code>${source.customer_account_id}</code>` : ''}.</p>
-<p>Your carrier POSTs signed batches to <code>${source.url}</code>.</p>
-${
-  secret
-    ? html`<section class="card" aria-label="Signing secret"><h2>Signing secret</h2>
-<code class="secret" id="secret">${secret}</code>
-<p class="muted">Give it to your carrier now: it is not shown again (rotate it through the API to get a new one).</p></section>`
-    : ''
-}
+<p>Your carrier POSTs signed batches to <code data-copy="source URL">${source.url}</code>.</p>
 <h2>Inbound log</h2>
-${messageRows(messages)}
+${messageRows(messages, now)}
 ${messages.next_cursor ? html`<p><a href="${LIST}/${source.id}?cursor=${messages.next_cursor}">More</a></p>` : ''}`;
 }
 
@@ -111,14 +110,28 @@ export function inboundPages(ctx: AppContext): FastifyPluginAsync {
       if (!view) return reply;
       try {
         const sources = await listSources(ctx, view.access, { limit: 20, cursor: request.query.cursor });
-        const body = sourceList(sources, view.livemode, view.csrf);
-        return sendPage(reply, dashboardPage(view, { title: 'Inbound sources', path: LIST }, body));
+        const flash = await takeFlash(ctx, request, reply);
+        const retry = flash?.form?.path === LIST ? flash.form : null;
+        const typed = {
+          name: typedValue(retry?.values, 'name'),
+          carrier_code: typedValue(retry?.values, 'carrier_code'),
+        };
+        const body = sourceList(
+          sources,
+          view.livemode,
+          view.csrf,
+          ctx.clock.now(),
+          typed,
+          retry?.errors ?? [],
+        );
+        return sendPage(reply, dashboardPage(view, { title: 'Inbound sources', path: LIST, flash }, body));
       } catch (error) {
         return failed(view, reply, error);
       }
     });
 
-    // The secret is shown once, so creation answers the new source's page (as adding an endpoint does).
+    // 303 either way (a reload repeats nothing): to the new source's page with its secret in the
+    // one-time flash, or back to the form as typed with each error beside its field (decision 0083).
     app.post<{ Body: Form }>(LIST, guarded, async (request, reply) => {
       const view = await dashboardView(ctx, request, reply);
       if (!view) return reply;
@@ -128,22 +141,21 @@ export function inboundPages(ctx: AppContext): FastifyPluginAsync {
       };
       try {
         const created = await createSource(ctx, view.access, form);
-        const messages = await listMessages(ctx, view.access, created.id, { limit: 20 });
-        const page = dashboardPage(
-          view,
-          { title: created.name, path: LIST, flash: { kind: 'ok', message: 'Source added' } },
-          sourcePage(created, messages, created.secret),
-        );
-        return sendPage(reply, page, 201);
+        return redirectWithFlash(ctx, reply, `${LIST}/${created.id}`, 'Source added.', {
+          secrets: [{ label: 'Signing secret', value: created.secret, name: 'secret' }],
+          note: 'Give it to your carrier now: it is not shown again (rotate it through the API to get a new one).',
+        });
       } catch (error) {
-        const { message, status } = problemText(error);
-        const sources = await listSources(ctx, view.access, { limit: 20 });
-        const page = dashboardPage(
-          view,
-          { title: 'Inbound sources', path: LIST, flash: { kind: 'error', message } },
-          sourceList(sources, view.livemode, view.csrf, form),
-        );
-        return sendPage(reply, page, status);
+        if (!(error instanceof AppError)) throw error;
+        const errors = fieldErrorsOf(error, { labels: { name: 'Name', carrier_code: 'Carrier code' } });
+        await leaveFlash(ctx, reply, {
+          kind: 'error',
+          message: errors.length
+            ? 'The source was not added: see the form below.'
+            : problemText(error).message,
+          form: { path: LIST, values: form, errors },
+        });
+        return reply.redirect(LIST, 303);
       }
     });
 
@@ -159,9 +171,14 @@ export function inboundPages(ctx: AppContext): FastifyPluginAsync {
             limit: 20,
             cursor: request.query.cursor,
           });
+          const flash = await takeFlash(ctx, request, reply);
           return sendPage(
             reply,
-            dashboardPage(view, { title: source.name, path: LIST }, sourcePage(source, messages, null)),
+            dashboardPage(
+              view,
+              { title: source.name, path: LIST, flash },
+              sourcePage(source, messages, ctx.clock.now()),
+            ),
           );
         } catch (error) {
           return failed(view, reply, error);

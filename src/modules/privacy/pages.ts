@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.ts';
 import type { DashboardView } from '../../web/dashboard.ts';
 import { html } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
-import { choiceField, formatTime, textField } from '../../web/pages/common.ts';
+import { choiceField, textField, timeTag } from '../../web/pages/common.ts';
 import { confirmationBody } from '../../web/pages/confirm.ts';
 import { formPost, pageGet } from '../../web/pages/page-routes.ts';
 import {
@@ -28,7 +28,7 @@ function requestRow(request: PrivacyRequest) {
     (m) =>
       html`<li><code>${m.app_id}</code>: ${m.shipment_count} shipments, <span class="badge">${m.status}</span></li>`,
   );
-  return html`<tr><td>${formatTime(request.created_at)}</td><td>${request.kind === 'redact' ? 'Erase' : 'Data request'}</td>
+  return html`<tr><td>${timeTag(request.created_at)}</td><td>${request.kind === 'redact' ? 'Erase' : 'Data request'}</td>
 <td>${request.recipient.email ?? ''} ${request.recipient.phone ?? ''}</td><td>${request.shipment_count}</td>
 <td>${STATUS_WORDS[request.status]}${messages.length > 0 ? html`<ul>${messages}</ul>` : ''}</td></tr>`;
 }

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { DashboardView } from '../../web/dashboard.ts';
+import { type FieldError, fieldErrorsOf, fieldMessage, invalidAttrs } from '../../web/fields.ts';
 import { html } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
 import { checked, type Form, listField, textField } from '../../web/pages/common.ts';
@@ -24,7 +25,7 @@ const MILESTONE_LABELS: Record<Milestone, string> = {
   delayed: 'Delayed (a later estimate)',
 };
 
-async function brandingForm(ctx: AppContext, view: DashboardView, typed?: Form) {
+async function brandingForm(ctx: AppContext, view: DashboardView, typed?: Form, errors: FieldError[] = []) {
   const [company, settings] = await Promise.all([
     getCompany(ctx, view.tenantId),
     presentRecipientSettings(ctx.db, view.tenantId),
@@ -46,9 +47,9 @@ async function brandingForm(ctx: AppContext, view: DashboardView, typed?: Form) 
 </section>
 <form class="stack card" method="post" action="${PATH}">
 ${csrfField(view.csrf)}
-<label for="display_name">Display name <input id="display_name" name="display_name" maxlength="100" value="${field('display_name', settings.branding.display_name)}" placeholder="${company.name}"></label>
-<label for="accent_color">Accent colour <input id="accent_color" name="accent_color" type="color" value="${accent}"></label>
-<label for="support_url">Support link <input id="support_url" name="support_url" type="url" maxlength="500" value="${field('support_url', settings.branding.support_url)}" placeholder="https://"></label>
+<label for="display_name">Display name <input id="display_name" name="display_name" maxlength="100" value="${field('display_name', settings.branding.display_name)}" placeholder="${company.name}"${invalidAttrs(errors, 'display_name')}>${fieldMessage(errors, 'display_name')}</label>
+<label for="accent_color">Accent colour <input id="accent_color" name="accent_color" type="color" value="${accent}"${invalidAttrs(errors, 'accent_color')}>${fieldMessage(errors, 'accent_color')}</label>
+<label for="support_url">Support link <input id="support_url" name="support_url" type="url" maxlength="500" value="${field('support_url', settings.branding.support_url)}" placeholder="https://"${invalidAttrs(errors, 'support_url')}>${fieldMessage(errors, 'support_url')}</label>
 <fieldset><legend>E-mail the recipient at</legend>
 <label class="check"><input type="checkbox" name="enabled"${checked(enabled)}> Send e-mails to recipients</label>
 ${MILESTONES.map((m) => html`<label class="check"><input type="checkbox" name="events" value="${m}"${checked(events.includes(m))}> ${MILESTONE_LABELS[m]}</label>`)}
@@ -64,9 +65,9 @@ export function brandingSettingsPages(app: FastifyInstance, ctx: AppContext): vo
   app.get('/static/branding-preview.js', { schema: { hide: true } }, async (_request, reply) =>
     reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300').send(script),
   );
-  pageGet(app, ctx, PATH, async (view) => {
+  pageGet(app, ctx, PATH, async (view, { retry }) => {
     await requireRole(ctx, view.user.userId, view.tenantId, managesMembers);
-    return brandingForm(ctx, view);
+    return retry ? brandingForm(ctx, view, retry.values, retry.errors) : brandingForm(ctx, view);
   });
   formPost(app, ctx, PATH, {
     async run(view, form) {
@@ -98,5 +99,12 @@ export function brandingSettingsPages(app: FastifyInstance, ctx: AppContext): vo
       return { redirect: PATH, message: 'Branding saved.' };
     },
     retry: (view, form) => brandingForm(ctx, view, form),
+    // A refusal goes back to the form, as typed, each error beside its field.
+    back: () => PATH,
+    fieldErrors: (error) =>
+      fieldErrorsOf(error, {
+        labels: { display_name: 'Display name', accent_color: 'Accent colour', support_url: 'Support link' },
+      }),
+    refused: 'The branding was not saved: see the form below.',
   });
 }

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { type EventSummary, listEvents } from '../../modules/shipments/service.ts';
 import { html } from '../../web/html.ts';
-import { formatTime, nextLink } from '../../web/pages/common.ts';
+import { nextLink, timeTag } from '../../web/pages/common.ts';
 import { pageGet } from '../../web/pages/page-routes.ts';
 
 const EVENTS = '/dashboard/events';
@@ -21,12 +21,12 @@ function pretty(payload: string): string {
  */
 export function eventRows(
   events: EventSummary[],
-  options: { openFirst?: boolean; withShipment?: boolean } = {},
+  options: { openFirst?: boolean; withShipment?: boolean; now?: Date } = {},
 ) {
   if (events.length === 0) return html`<p class="muted">No events yet.</p>`;
   return html`<ol class="events">${events.map(
     (event, i) => html`<li class="card">
-<div class="event-head"><code class="event-type">${event.type}</code><time datetime="${event.created_at}">${formatTime(event.created_at)}</time>${
+<div class="event-head"><code class="event-type">${event.type}</code>${timeTag(event.created_at, options.now)}${
       options.withShipment && event.shipment_id
         ? html`<a href="/dashboard/shipments/${encodeURIComponent(event.shipment_id)}">Shipment</a>`
         : ''
@@ -42,7 +42,7 @@ export function eventPages(app: FastifyInstance, ctx: AppContext): void {
     const page = await listEvents(ctx, view.access, { cursor: query.cursor?.slice(0, 200) });
     const body = html`<h1>Events</h1>
 <p class="muted">Every shipment change writes events; webhook endpoints receive these same payloads.</p>
-${eventRows(page.data, { withShipment: true })}
+${eventRows(page.data, { withShipment: true, now: ctx.clock.now() })}
 ${nextLink(EVENTS, {}, page.next_cursor)}`;
     return { title: 'Events', path: EVENTS, body };
   });

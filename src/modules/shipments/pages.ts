@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.ts';
-import { AppError } from '../../lib/errors.ts';
 import type { Page } from '../../lib/paging.ts';
 import { allows } from '../../modules/accounts/roles.ts';
 import {
@@ -18,15 +17,16 @@ import {
   type TrackedShipment,
 } from '../../modules/shipments/service.ts';
 import type { DashboardView } from '../../web/dashboard.ts';
+import type { FieldError } from '../../web/fields.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
 import { formatMoney } from '../../web/money.ts';
-import { choiceField, type Form, formatTime, nextLink, selected, timeCell } from '../../web/pages/common.ts';
+import { choiceField, type Form, nextLink, selected, timeTag } from '../../web/pages/common.ts';
 import { formPost, pageGet } from '../../web/pages/page-routes.ts';
 import { requireScope } from '../accounts/access.ts';
 import { applyCheckpoint, targetOf } from '../tracking/checkpoints.ts';
 import { eventRows } from './event-pages.ts';
-import { type FieldError, fieldErrorOf, readCheckpointForm, timelineSection } from './timeline-page.ts';
+import { checkpointFieldErrors, readCheckpointForm, timelineSection } from './timeline-page.ts';
 
 const LIST = '/dashboard/shipments';
 
@@ -68,22 +68,23 @@ async function detailBody(
   view: DashboardView,
   shipment: TrackedShipment,
   form: Form = {},
-  error: FieldError | null = null,
+  errors: FieldError[] = [],
 ) {
   const events = await listEvents(ctx, view.access, { shipment_id: shipment.id, limit: 100 });
+  const now = ctx.clock.now();
   const field = (label: string, value: SafeHtml | string | null) =>
     html`<dt>${label}</dt><dd>${value ?? '—'}</dd>`;
   return html`<h1>${shipment.recipient_name} ${statusBadge(shipment.status)}</h1>
 ${statusForm(view, shipment)}
 <section class="card"><dl class="fields">
-${field('Tracking number', html`<code>${shipment.tracking_number}</code>`)}${field('Id', html`<code>${shipment.id}</code>`)}
+${field('Tracking number', html`<code>${shipment.tracking_number}</code>`)}${field('Id', html`<code data-copy="shipment id">${shipment.id}</code>`)}
 ${field('Status', shipment.status)}${field('Exception reason', shipment.exception_reason)}
 ${field('Recipient e-mail', shipment.recipient_email)}${field('Recipient phone', shipment.recipient_phone)}
 ${field('Your reference', shipment.external_ref)}${field('Merchant account', shipment.customer_account_id)}
 ${field('Payment', amount(shipment))}${field('Mode', shipment.livemode ? 'live' : 'test')}
-${field('Created', formatTime(shipment.created_at))}${field('Updated', formatTime(shipment.updated_at))}
+${field('Created', timeTag(shipment.created_at, now))}${field('Updated', timeTag(shipment.updated_at, now))}
 </dl></section>
-${await timelineSection(ctx, view, shipment, form, error)}
+${await timelineSection(ctx, view, shipment, form, errors)}
 <h2>Parcels</h2>
 <div class="table-wrap"><table><thead><tr><th>Weight</th><th>Reference</th><th>Size (mm)</th></tr></thead><tbody>
 ${shipment.parcels.map(
@@ -94,7 +95,7 @@ ${shipment.parcels.map(
 )}</tbody></table></div>
 <h2>Events sent</h2>
 <p class="muted small">The messages webhooks and apps received about this shipment; the timeline above is its history.</p>
-${eventRows(events.data, { openFirst: false })}`;
+${eventRows(events.data, { openFirst: false, now })}`;
 }
 
 interface ListFilters {
@@ -131,7 +132,7 @@ ${
     : html`<div class="table-wrap"><table><thead><tr><th>Recipient</th><th>Status</th><th>Created</th><th>Tracking</th><th>Reference</th><th>Merchant account</th><th>Payment</th></tr></thead><tbody>
 ${page.data.map(
   (s) =>
-    html`<tr><td>${shipmentLink(s)}</td><td>${statusBadge(s.status)}</td><td>${timeCell(s.created_at, now)}</td><td><code>${s.tracking_number}</code></td><td>${s.external_ref ?? ''}</td><td>${accountName(s.customer_account_id)}</td><td>${amount(s)}</td></tr>`,
+    html`<tr><td>${shipmentLink(s)}</td><td>${statusBadge(s.status)}</td><td>${timeTag(s.created_at, now)}</td><td><code>${s.tracking_number}</code></td><td>${s.external_ref ?? ''}</td><td>${accountName(s.customer_account_id)}</td><td>${amount(s)}</td></tr>`,
 )}</tbody></table></div>`
 }
 ${nextLink(LIST, { status, q: filters.q, account: filters.account }, page.next_cursor)}`;
@@ -164,9 +165,11 @@ export function shipmentPages(app: FastifyInstance, ctx: AppContext): void {
     },
   );
 
-  pageGet<{ id: string }>(app, ctx, `${LIST}/:id`, async (view, { params }) => {
+  pageGet<{ id: string }>(app, ctx, `${LIST}/:id`, async (view, { params, retry }) => {
     const shipment = await getShipment(ctx, view.access, params.id);
-    return { title: shipment.recipient_name, path: LIST, body: await detailBody(ctx, view, shipment) };
+    // After a refused checkpoint: its fields as typed and the errors beside them.
+    const body = await detailBody(ctx, view, shipment, retry?.values, retry?.errors);
+    return { title: shipment.recipient_name, path: LIST, body };
   });
 
   formPost<{ id: string }>(app, ctx, `${LIST}/:id/status`, {
@@ -192,37 +195,26 @@ export function shipmentPages(app: FastifyInstance, ctx: AppContext): void {
       requireScope(view.access, 'shipments:write');
       const shipment = await getShipment(ctx, view.access, id);
       const back = `${LIST}/${encodeURIComponent(id)}`;
-      try {
-        const input = readCheckpointForm(form);
-        const { applied } = await applyCheckpoint(ctx, {
-          ...targetOf(view.access, id),
-          input,
-          source: 'dashboard',
-        });
-        const newest = shipment.latest_checkpoint?.occurred_at;
-        const why =
-          newest && input.occurred_at < newest
-            ? 'older than the newest checkpoint'
-            : "its status lies behind the shipment's";
-        return {
-          redirect: back,
-          message: applied ? 'Checkpoint added.' : `Kept in the timeline, not applied: ${why}.`,
-        };
-      } catch (error) {
-        const field = error instanceof AppError ? fieldErrorOf(error) : null;
-        if (!(error instanceof AppError) || !field) throw error;
-        // The page again, the fields as typed and the reason beside the field; nothing written.
-        return {
-          page: {
-            title: shipment.recipient_name,
-            path: LIST,
-            status: 422,
-            error: 'The checkpoint was not added: see the form below.',
-          },
-          body: await detailBody(ctx, view, shipment, form, field),
-        };
-      }
+      const input = readCheckpointForm(form);
+      const { applied } = await applyCheckpoint(ctx, {
+        ...targetOf(view.access, id),
+        input,
+        source: 'dashboard',
+      });
+      const newest = shipment.latest_checkpoint?.occurred_at;
+      const why =
+        newest && input.occurred_at < newest
+          ? 'older than the newest checkpoint'
+          : "its status lies behind the shipment's";
+      return {
+        redirect: back,
+        message: applied ? 'Checkpoint added.' : `Kept in the timeline, not applied: ${why}.`,
+      };
     },
+    // A refusal goes back to the shipment's page, the fields as typed, each error beside its field.
+    back: ({ id }) => `${LIST}/${encodeURIComponent(id)}`,
+    fieldErrors: checkpointFieldErrors,
+    refused: 'The checkpoint was not added: see the form below.',
     async retry(view, form, { id }) {
       const shipment = await getShipment(ctx, view.access, id);
       return {

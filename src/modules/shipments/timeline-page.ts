@@ -1,17 +1,10 @@
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../lib/errors.ts';
 import type { DashboardView } from '../../web/dashboard.ts';
+import { type FieldError, fieldErrorsOf, fieldMessage, invalidAttrs } from '../../web/fields.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
-import {
-  type Form,
-  formatTime,
-  listField,
-  requiredField,
-  selected,
-  textField,
-  timeCell,
-} from '../../web/pages/common.ts';
+import { type Form, listField, requiredField, selected, textField, timeTag } from '../../web/pages/common.ts';
 import { allows } from '../accounts/roles.ts';
 import { withTrackingUrl } from '../recipients/shipment-urls.ts';
 import { isCountry, subStatusCatalogue } from '../tracking/catalogue.ts';
@@ -34,7 +27,7 @@ export function placeOf(location: Location | null): string {
 function checkpointItem(checkpoint: Checkpoint, now: Date): SafeHtml {
   const place = placeOf(checkpoint.location);
   return html`<li class="checkpoint">
-<div class="event-head">${timeCell(checkpoint.occurred_at, now)}${
+<div class="event-head">${timeTag(checkpoint.occurred_at, now)}${
     checkpoint.status ? html`<span class="badge">${words(checkpoint.status)}</span>` : ''
   }${checkpoint.sub_status ? html`<span class="badge">${words(checkpoint.sub_status)}</span>` : ''}${
     checkpoint.applied ? '' : html`<span class="badge warning">not applied</span>`
@@ -58,13 +51,13 @@ ${field('Sub-status', shipment.sub_status ? html`<span class="badge">${words(shi
 ${field(
   'Estimated delivery',
   estimate
-    ? `${formatTime(estimate.earliest)} to ${formatTime(estimate.latest)} (from the ${estimate.source})`
+    ? html`${timeTag(estimate.earliest)} to ${timeTag(estimate.latest)} (from the ${estimate.source})`
     : null,
 )}
 ${field(
   'Proof of delivery',
   proof
-    ? `${proof.method}${proof.signed_by ? `, signed by ${proof.signed_by}` : ''}, ${formatTime(proof.received_at)}`
+    ? html`${proof.method}${proof.signed_by ? `, signed by ${proof.signed_by}` : ''}, ${timeTag(proof.received_at)}`
     : null,
 )}
 </dl>
@@ -77,32 +70,11 @@ ${
 </section>`;
 }
 
-/** A field's error in words beside it, when the last try failed there. */
-export interface FieldError {
-  field: string;
-  message: string;
-}
-
-function errorFor(error: FieldError | null, field: string): SafeHtml | '' {
-  return error?.field === field
-    ? html`<span class="field-error" id="error-${field}">${error.message}</span>`
-    : '';
-}
-
-function described(error: FieldError | null, field: string): SafeHtml | '' {
-  return error?.field === field ? html` aria-invalid="true" aria-describedby="error-${field}"` : '';
-}
-
-function checkpointForm(
-  view: DashboardView,
-  shipment: TrackedShipment,
-  form: Form,
-  error: FieldError | null,
-) {
+function checkpointForm(view: DashboardView, shipment: TrackedShipment, form: Form, errors: FieldError[]) {
   if (!allows(view.access.scopes, 'shipments:write')) return '';
   const value = (name: string) => listField(form, name)[0] ?? '';
   const input = (name: string, label: string, attrs: SafeHtml) =>
-    html`<label>${label} <input name="${name}" value="${value(name)}"${attrs}${described(error, name)}>${errorFor(error, name)}</label>`;
+    html`<label>${label} <input name="${name}" value="${value(name)}"${attrs}${invalidAttrs(errors, name)}>${fieldMessage(errors, name)}</label>`;
   return html`<form class="stack card" method="post" action="/dashboard/shipments/${encodeURIComponent(shipment.id)}/checkpoints" aria-labelledby="add-checkpoint">
 <h2 id="add-checkpoint">Add a checkpoint</h2>
 ${csrfField(view.csrf)}
@@ -112,15 +84,15 @@ ${input('city', 'City (optional)', html` maxlength="100"`)}
 ${input('region', 'Region (optional)', html` maxlength="100"`)}
 ${input('country', 'Country code (optional)', html` maxlength="2" size="4" autocapitalize="characters" placeholder="DE"`)}
 </div>
-<label>Message <textarea name="message" required maxlength="500" rows="2"${described(error, 'message')}>${value('message')}</textarea>${errorFor(error, 'message')}</label>
+<label>Message <textarea name="message" required maxlength="500" rows="2"${invalidAttrs(errors, 'message')}>${value('message')}</textarea>${fieldMessage(errors, 'message')}</label>
 <div class="row">
-<label>New status (optional) <select name="status"${described(error, 'status')}><option value="">No change</option>${SHIPMENT_STATUSES.map(
+<label>New status (optional) <select name="status"${invalidAttrs(errors, 'status')}><option value="">No change</option>${SHIPMENT_STATUSES.map(
     (s) => html`<option value="${s}"${selected(s === value('status'))}>${words(s)}</option>`,
-  )}</select>${errorFor(error, 'status')}</label>
-<label>Sub-status (optional) <select name="sub_status"${described(error, 'sub_status')}><option value="">None</option>${subStatusCatalogue().map(
+  )}</select>${fieldMessage(errors, 'status')}</label>
+<label>Sub-status (optional) <select name="sub_status"${invalidAttrs(errors, 'sub_status')}><option value="">None</option>${subStatusCatalogue().map(
     (s) =>
       html`<option value="${s.code}"${selected(s.code === value('sub_status'))}>${words(s.code)}</option>`,
-  )}</select>${errorFor(error, 'sub_status')}</label>
+  )}</select>${fieldMessage(errors, 'sub_status')}</label>
 </div>
 <p class="muted small">A checkpoint older than the newest one, or one whose status lies behind the shipment's, is kept in the timeline and moves nothing.</p>
 <div><button type="submit">Add checkpoint</button></div>
@@ -133,7 +105,7 @@ export async function timelineSection(
   view: DashboardView,
   shipment: TrackedShipment,
   form: Form = {},
-  error: FieldError | null = null,
+  errors: FieldError[] = [],
 ): Promise<SafeHtml> {
   const [page, withUrl] = await Promise.all([
     listCheckpoints(ctx, targetOf(view.access, shipment.id), { limit: SHOWN }),
@@ -151,7 +123,7 @@ ${
           : ''
       }`
 }
-${checkpointForm(view, shipment, form, error)}`;
+${checkpointForm(view, shipment, form, errors)}`;
 }
 
 function refuse(field: string, message: string): never {
@@ -197,10 +169,7 @@ const IN_WORDS: Partial<Record<string, string>> = {
   'tracking.invalid_message': 'The message is longer than 500 characters.',
 };
 
-/** The field an AppError names (its first `errors` path) and the words to show beside it. */
-export function fieldErrorOf(error: AppError): FieldError | null {
-  const path = (error.extra.errors as Array<{ path: string }> | undefined)?.[0]?.path;
-  // The service names the place's country /location/country; the form's field is country.
-  const field = path?.split('/').pop();
-  return field ? { field, message: IN_WORDS[error.code] ?? error.message } : null;
+/** The fields an AppError names and the words to show beside them (the service's /location/country is the form's country). */
+export function checkpointFieldErrors(error: AppError): FieldError[] {
+  return fieldErrorsOf(error, { byCode: IN_WORDS });
 }

@@ -1,6 +1,7 @@
 import { HOUR, MINUTE } from '../../lib/clock.ts';
 import { stackedBarChart } from '../../web/chart.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
+import { timeTag } from '../../web/time.ts';
 import type { EndpointHealth, EndpointStats, HourlyCount, StatsWindow } from './stats.ts';
 
 /** An endpoint failing longer than this gets a warning in the list. */
@@ -67,7 +68,7 @@ export function healthCard(endpointId: string, stats: EndpointStats, now: Date):
 </dl>
 ${
   failingSince
-    ? html`<p>Failing since ${stats.failing_since} (${spanWords(now.getTime() - failingSince.getTime())})${
+    ? html`<p>Failing since ${timeTag(stats.failing_since)} (${spanWords(now.getTime() - failingSince.getTime())})${
         disablesAt
           ? html`; disabled in ${spanWords(disablesAt.getTime() - now.getTime())} unless a delivery succeeds`
           : ''
@@ -76,7 +77,7 @@ ${
 }
 ${
   failure
-    ? html`<p>Last failure: ${failure.attempted_at}, ${failure.status_code === null ? (failure.error ?? 'no answer') : `HTTP ${failure.status_code}`} (<a href="/dashboard/webhooks/deliveries/${failure.delivery_id}">delivery</a>).</p>`
+    ? html`<p>Last failure: ${timeTag(failure.attempted_at, now)}, ${failure.status_code === null ? (failure.error ?? 'no answer') : `HTTP ${failure.status_code}`} (<a href="/dashboard/webhooks/deliveries/${failure.delivery_id}">delivery</a>).</p>`
     : ''
 }
 ${hourlyChart(stats.hourly)}

@@ -1,7 +1,9 @@
 import type { Page } from '../../lib/paging.ts';
+import { type FieldError, fieldMessage, invalidAttrs } from '../../web/fields.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
 import { confirmLink } from '../../web/pages/confirm.ts';
+import { timeTag } from '../../web/time.ts';
 import { MAX_CUSTOM_HEADERS, RATE_LIMIT_MAX } from './controls.ts';
 import type { Delivery, DeliveryDetail, DeliveryStatus } from './deliveries.ts';
 import { DELIVERY_STATUSES } from './deliveries.ts';
@@ -118,7 +120,9 @@ function destinationLine(endpoint: WebhookEndpoint): SafeHtml {
   return html`<p><span class="badge">${d.type === 'rabbitmq' ? 'RabbitMQ' : 'NATS JetStream'}</span> <code>${d.url}</code>, ${where}</p>`;
 }
 
-export function newEndpointForm(csrf: string, form: EndpointForm): SafeHtml {
+export function newEndpointForm(csrf: string, form: EndpointForm, errors: FieldError[] = []): SafeHtml {
+  const input = (name: 'exchange' | 'routing_key' | 'subject', label: string, placeholder = '') =>
+    html`<label>${label} <input name="${name}" maxlength="255" value="${form[name] ?? ''}"${placeholder ? html` placeholder="${placeholder}"` : ''}${invalidAttrs(errors, name)}>${fieldMessage(errors, name)}</label>`;
   return html`<h1>Add a webhook endpoint</h1>
 <form class="stack card" method="post" action="/dashboard/webhooks">
 ${csrfField(csrf)}
@@ -129,14 +133,14 @@ ${DESTINATION_KINDS.map(
     html`<option value="${value}"${(form.kind ?? 'https') === value ? html` selected` : ''}>${label}</option>`,
 )}
 </select></label>
-<label>URL <input type="url" name="url" required maxlength="2048" value="${form.url}" placeholder="https://example.com/webhooks/waybill"></label>
+<label>URL <input type="url" name="url" required maxlength="2048" value="${form.url}" placeholder="https://example.com/webhooks/waybill"${invalidAttrs(errors, 'url')}>${fieldMessage(errors, 'url')}</label>
 <p class="muted">HTTPS: a public https:// URL. RabbitMQ: amqps://user:password@host:5671/vhost, with an exchange and a routing key. NATS: tls://user:password@host:4222, with a JetStream subject. <code>{event_type}</code> in a routing key or subject is the event's type.</p>
-<label>Exchange (RabbitMQ) <input name="exchange" maxlength="255" value="${form.exchange ?? ''}"></label>
-<label>Routing key (RabbitMQ) <input name="routing_key" maxlength="255" value="${form.routing_key ?? ''}" placeholder="shipments.{event_type}"></label>
-<label>Subject (NATS JetStream) <input name="subject" maxlength="255" value="${form.subject ?? ''}" placeholder="waybill.{event_type}"></label>
+${input('exchange', 'Exchange (RabbitMQ)')}
+${input('routing_key', 'Routing key (RabbitMQ)', 'shipments.{event_type}')}
+${input('subject', 'Subject (NATS JetStream)', 'waybill.{event_type}')}
 </fieldset>
-<label>Description <input name="description" maxlength="500" value="${form.description}"></label>
-<fieldset><legend>Events</legend>
+<label>Description <input name="description" maxlength="500" value="${form.description}"${invalidAttrs(errors, 'description')}>${fieldMessage(errors, 'description')}</label>
+<fieldset${invalidAttrs(errors, 'event_types')}><legend>Events</legend>${fieldMessage(errors, 'event_types')}
 ${EVENT_TYPES.map(
   (type) =>
     html`<label class="check"><input type="checkbox" name="event_types" value="${type}"${form.event_types.includes(type) ? html` checked` : ''}> ${type}</label>`,
@@ -167,6 +171,7 @@ function deliveryTable(
   endpoint: WebhookEndpoint,
   deliveries: Page<Delivery>,
   status: DeliveryStatus | undefined,
+  now: Date,
 ): SafeHtml {
   const base = `/dashboard/webhooks/${endpoint.id}`;
   const rows = deliveries.data.map(
@@ -174,7 +179,7 @@ function deliveryTable(
 <td><a href="/dashboard/webhooks/deliveries/${d.id}">${d.event_type}</a><br><code class="muted">${d.event_id}</code></td>
 <td>${deliveryBadge(d.status)}</td>
 <td>${d.attempt_count}${d.last_status_code === null ? '' : ` (last ${d.last_status_code})`}</td>
-<td>${d.created_at}</td>
+<td>${timeTag(d.created_at, now)}</td>
 </tr>`,
   );
   const more = deliveries.next_cursor
@@ -276,13 +281,13 @@ ${actionButton(csrf, `${base}/secret`, 'Reveal secret')}
 ${confirmLink(`${base}/rotate-secret`, 'Rotate secret', 'secondary')}
 </div>
 </section>
-${deliveryTable(endpoint, deliveries, status)}
+${deliveryTable(endpoint, deliveries, status, health.now)}
 <section class="card" aria-label="Delete">
 ${confirmLink(`${base}/delete`, 'Delete endpoint')}
 </section>`;
 }
 
-export function deliveryPage(csrf: string, delivery: DeliveryDetail): SafeHtml {
+export function deliveryPage(csrf: string, delivery: DeliveryDetail, now: Date): SafeHtml {
   const headers = Object.entries(delivery.message.headers)
     .map(([name, value]) => `${name}: ${value}`)
     .join('\n');
@@ -294,7 +299,7 @@ export function deliveryPage(csrf: string, delivery: DeliveryDetail): SafeHtml {
   }
   const attempts = delivery.attempts.map(
     (a) => html`<tr>
-<td>${a.attempted_at}</td><td>${a.trigger}</td>
+<td>${timeTag(a.attempted_at, now)}</td><td>${a.trigger}</td>
 <td>${answerLabel(a)}</td><td>${a.duration_ms} ms</td>
 <td><pre>${printable(a.response_body)}</pre></td>
 </tr>`,
@@ -303,7 +308,7 @@ export function deliveryPage(csrf: string, delivery: DeliveryDetail): SafeHtml {
 <p><a href="/dashboard/webhooks/${delivery.endpoint_id}">Back to the endpoint</a></p>
 <section class="card">
 <p>${deliveryBadge(delivery.status)} ${delivery.attempt_count} attempt(s)${
-    delivery.next_attempt_at ? `, next at ${delivery.next_attempt_at}` : ''
+    delivery.next_attempt_at ? html`, next at ${timeTag(delivery.next_attempt_at)}` : ''
   }</p>
 <p>webhook-id <code>${delivery.event_id}</code></p>
 ${actionButton(csrf, `/dashboard/webhooks/deliveries/${delivery.id}/replay`, 'Replay now', '')}

@@ -3,7 +3,8 @@ import type { AppContext } from '../../context.ts';
 import { maskedBrokerUrl } from '../../delivery/destinations/spec.ts';
 import { AppError, type FieldError } from '../../lib/errors.ts';
 import { type DashboardView, dashboardPage, dashboardView, storeView } from '../../web/dashboard.ts';
-import { type ShownSecret, takeFlash } from '../../web/flash.ts';
+import { fieldErrorsOf } from '../../web/fields.ts';
+import { leaveFlash, type ShownSecret, takeFlash } from '../../web/flash.ts';
 import { html } from '../../web/html.ts';
 import { sendPage } from '../../web/layout.ts';
 import { redirectWithFlash } from '../../web/pages/common.ts';
@@ -78,6 +79,30 @@ function controlsOf(form: Form): DeliveryControlsInput {
 function statusFilter(value: string | undefined): DeliveryStatus | undefined {
   return DELIVERY_STATUSES.find((s) => s === value);
 }
+
+/** The add-an-endpoint form as typed (a posted body, or the values a refusal kept). */
+function endpointFormOf(body: Form, viewLive: boolean): EndpointForm {
+  return {
+    url: text(body, 'url'),
+    kind: text(body, 'destination_type') || 'https',
+    exchange: text(body, 'exchange'),
+    routing_key: text(body, 'routing_key'),
+    subject: text(body, 'subject'),
+    description: text(body, 'description').slice(0, 500),
+    event_types: list(body, 'event_types'),
+    livemode: text(body, 'mode') === 'test' ? false : text(body, 'mode') === 'live' ? true : viewLive,
+  };
+}
+
+/** The endpoint form's fields as a person reads them, for errors beside them. */
+const ENDPOINT_LABELS = {
+  url: 'URL',
+  exchange: 'Exchange',
+  routing_key: 'Routing key',
+  subject: 'Subject',
+  description: 'Description',
+  event_types: 'Events',
+};
 
 /** An expected failure shown on the page; anything else is a bug for the error handler. */
 function flashOf(error: unknown): { kind: 'error'; message: string; status: number } {
@@ -154,28 +179,20 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
     app.get(`${LIST}/new`, hidden, async (request, reply) => {
       const view = await dashboardView(ctx, request, reply);
       if (!view) return reply;
-      const form = { url: '', description: '', event_types: [], livemode: view.livemode };
-      return sendPage(
-        reply,
-        dashboardPage(view, { title: 'Add an endpoint', path: LIST }, newEndpointForm(view.csrf, form)),
-      );
+      // After a refusal (303 here): the form as typed, each error beside its field.
+      const flash = await takeFlash(ctx, request, reply);
+      const retry = flash?.form?.path === `${LIST}/new` ? flash.form : null;
+      const form = retry
+        ? endpointFormOf(retry.values, view.livemode)
+        : { url: '', description: '', event_types: [], livemode: view.livemode };
+      const body = newEndpointForm(view.csrf, form, retry?.errors ?? []);
+      return sendPage(reply, dashboardPage(view, { title: 'Add an endpoint', path: LIST, flash }, body));
     });
 
     app.post<{ Body: Form }>(LIST, guarded, async (request, reply) => {
       const view = await dashboardView(ctx, request, reply);
       if (!view) return reply;
-      const body = request.body ?? {};
-      const form: EndpointForm = {
-        url: text(body, 'url'),
-        kind: text(body, 'destination_type') || 'https',
-        exchange: text(body, 'exchange'),
-        routing_key: text(body, 'routing_key'),
-        subject: text(body, 'subject'),
-        description: text(body, 'description').slice(0, 500),
-        event_types: list(body, 'event_types'),
-        livemode:
-          text(body, 'mode') === 'test' ? false : text(body, 'mode') === 'live' ? true : view.livemode,
-      };
+      const form = endpointFormOf(request.body ?? {}, view.livemode);
       // The creator chooses live or test; the view follows, so the new endpoint is on screen.
       const access = { ...view.access, livemode: form.livemode };
       try {
@@ -204,15 +221,30 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
           note: 'Keep it in your receiver; you can reveal it here again.',
         });
       } catch (error) {
-        const flash = flashOf(error);
-        // A broker URL's password is never echoed: the form comes back with it masked.
+        if (!(error instanceof AppError)) throw error;
+        // Back to the form (303: a reload repeats no POST), as typed, each error beside its field.
+        // A broker URL's password is never kept: the form comes back with it masked.
         const shown = form.kind === 'https' ? form : { ...form, url: maskedBrokerUrl(form.url) };
-        const page = dashboardPage(
-          view,
-          { title: 'Add an endpoint', path: LIST, flash },
-          newEndpointForm(view.csrf, shown),
-        );
-        return sendPage(reply, page, flash.status);
+        const errors = fieldErrorsOf(error, { labels: ENDPOINT_LABELS });
+        await leaveFlash(ctx, reply, {
+          kind: 'error',
+          message: errors.length ? 'The endpoint was not added: see the form below.' : flashOf(error).message,
+          form: {
+            path: `${LIST}/new`,
+            values: {
+              url: shown.url,
+              destination_type: shown.kind ?? 'https',
+              exchange: shown.exchange ?? '',
+              routing_key: shown.routing_key ?? '',
+              subject: shown.subject ?? '',
+              description: shown.description,
+              event_types: shown.event_types,
+              mode: shown.livemode ? 'live' : 'test',
+            },
+            errors,
+          },
+        });
+        return reply.redirect(`${LIST}/new`, 303);
       }
     });
 
@@ -360,7 +392,7 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
         const page = dashboardPage(
           view,
           { title: 'Delivery', path: LIST, flash },
-          deliveryPage(view.csrf, delivery),
+          deliveryPage(view.csrf, delivery, ctx.clock.now()),
         );
         return sendPage(reply, page);
       } catch (error) {
@@ -384,7 +416,7 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
         const page = dashboardPage(
           view,
           { title: 'Delivery', path: LIST, flash },
-          deliveryPage(view.csrf, delivery),
+          deliveryPage(view.csrf, delivery, ctx.clock.now()),
         );
         return sendPage(reply, page, status);
       }

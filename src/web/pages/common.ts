@@ -7,6 +7,7 @@ import { html, type SafeHtml } from '../html.ts';
 import { layout, placesNav, sendPage } from '../layout.ts';
 
 export type { Flash } from '../flash.ts';
+export { formatTime, timeAgo, timeTag } from '../time.ts';
 
 /** A posted form as @fastify/formbody parses it: repeated fields arrive as arrays. */
 export type Form = Record<string, string | string[] | undefined>;
@@ -37,6 +38,8 @@ export interface PageOptions {
   status?: number;
   /** An error to show instead of any pending one-time message. */
   error?: string | null;
+  /** The one-time message already taken (a page that read it first); otherwise it is taken here. */
+  flash?: Flash | null;
 }
 
 /** Sends a dashboard page with the pending one-time message, or the given error, on top. */
@@ -50,7 +53,9 @@ export async function showPage(
 ): Promise<FastifyReply> {
   const flash: Flash | null = options.error
     ? { kind: 'error', message: options.error }
-    : await takeFlash(ctx, request, reply);
+    : options.flash !== undefined
+      ? options.flash
+      : await takeFlash(ctx, request, reply);
   return sendPage(
     reply,
     dashboardPage(view, { title: options.title, path: options.path, flash }, body),
@@ -145,28 +150,6 @@ export function choiceField<T extends string>(
     });
   }
   return value as T;
-}
-
-/** A timestamp as people read it: "2026-11-21 12:00 UTC". */
-export function formatTime(iso: string | null): string {
-  return iso ? `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC` : '';
-}
-
-/** How long ago, as people say it: "just now", "3 min ago", "5 h ago", "2 days ago". */
-export function timeAgo(iso: string, now: Date): string {
-  const seconds = Math.round((now.getTime() - new Date(iso).getTime()) / 1000);
-  if (seconds < 0) return 'in the future';
-  if (seconds < 60) return 'just now';
-  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`;
-  if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`;
-  const days = Math.floor(seconds / 86400);
-  return days === 1 ? 'yesterday' : `${days} days ago`;
-}
-
-/** A time in a table: the relative time, with the exact one in a machine-readable <time>. */
-export function timeCell(iso: string | null, now: Date): SafeHtml | '' {
-  if (!iso) return '';
-  return html`<time datetime="${iso}" title="${formatTime(iso)}">${timeAgo(iso, now)}</time><br><span class="muted small">${formatTime(iso)}</span>`;
 }
 
 /** The "Next" link of a cursor-paged list, keeping the other query parameters. */

@@ -2,7 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../lib/errors.ts';
 import { type DashboardView, dashboardView } from '../dashboard.ts';
-import type { ShownSecret } from '../flash.ts';
+import { type FieldError, type FormRetry, fieldErrorsOf, typedForm } from '../fields.ts';
+import { leaveFlash, type ShownSecret, takeFlash } from '../flash.ts';
 import type { SafeHtml } from '../html.ts';
 import { type Form, type PageOptions, redirectWithFlash, showPage } from './common.ts';
 
@@ -20,6 +21,16 @@ export interface FormAction<Params> {
     form: Form,
     params: Params,
   ): Promise<{ title: string; path: string; body: SafeHtml }>;
+  /**
+   * The address of the form's page (a pageGet): with it, a refusal answers 303 there, the fields as
+   * typed and their errors kept by the one-time flash (decision 0083), so a reload repeats no POST.
+   * The page reads them from its `retry`. Without it, the refusal answers the form's page itself.
+   */
+  back?(params: Params): string;
+  /** The refusal's errors beside their fields, in the form's words (fieldErrorsOf by default). */
+  fieldErrors?(error: AppError): FieldError[];
+  /** The banner's words when the errors stand beside their fields. */
+  refused?: string;
 }
 
 /**
@@ -42,6 +53,19 @@ export function formPost<Params = Record<string, never>>(
       return await finish(ctx, request, reply, view, await action.run(view, form, params));
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
+      // Refused or missing: the error page, as for any page (a form of nothing has no page to go back to).
+      if (action.back && error.status !== 403 && error.status !== 404) {
+        const errors = action.fieldErrors?.(error) ?? fieldErrorsOf(error);
+        const path = action.back(params);
+        await leaveFlash(ctx, reply, {
+          kind: 'error',
+          message: errors.length
+            ? (action.refused ?? `${error.message}: see the form below.`)
+            : error.message,
+          form: { path, values: typedForm(form), errors },
+        });
+        return reply.redirect(path, 303);
+      }
       const again = await action.retry(view, form, params);
       const options = { title: again.title, path: again.path, status: error.status, error: error.message };
       return showPage(ctx, request, reply, view, options, again.body);
@@ -52,6 +76,8 @@ export function formPost<Params = Record<string, never>>(
 export interface PageRequestParts<Params, Query> {
   params: Params;
   query: Query;
+  /** After a refused form of this page (FormAction.back): the fields as typed and their errors. */
+  retry: FormRetry | null;
 }
 
 /** A dashboard page: resolves the view (or redirects to sign in), renders, sends with no-store. */
@@ -67,8 +93,16 @@ export function pageGet<Params = Record<string, never>, Query = Record<string, s
   app.get(url, { schema: { hide: true } }, async (request, reply) => {
     const view = await dashboardView(ctx, request, reply);
     if (!view) return reply;
-    const page = await render(view, { params: request.params as Params, query: request.query as Query });
-    return showPage(ctx, request, reply, view, { title: page.title, path: page.path }, page.body);
+    const flash = await takeFlash(ctx, request, reply);
+    const here = request.url.split('?')[0];
+    const retry = flash?.form && flash.form.path === here ? flash.form : null;
+    const page = await render(view, {
+      params: request.params as Params,
+      query: request.query as Query,
+      retry,
+    });
+    const options = { title: page.title, path: page.path, flash };
+    return showPage(ctx, request, reply, view, options, page.body);
   });
 }
 

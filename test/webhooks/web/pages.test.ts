@@ -46,8 +46,12 @@ describe('webhook dashboard pages', () => {
       event_types: ['shipment.created'],
       mode: 'live',
     });
-    expect(refused.status).toBe(422);
-    expect(refused.text).toContain('not allowed');
+    // Refused: 303 back to the form as typed, the reason beside the URL.
+    expect(refused.status).toBe(303);
+    expect(refused.location).toBe('/dashboard/webhooks/new');
+    const again = await browser.follow(refused);
+    expect(again.text).toContain('not allowed');
+    expect(again.text).toContain('value="https://169.254.169.254/latest"');
 
     const created = await browser.submit(form.text, '/dashboard/webhooks', {
       url: receiver.url,
