@@ -117,23 +117,11 @@ describe('a hostile broker costs one attempt and its socket is closed (findings 
     }
   });
 
-  it('M1: a NATS server that says INFO and then never answers', async () => {
-    const server = await hostileServer((socket) => socket.write(INFO_LINE));
-    try {
-      const attempt = await attemptOnce(w, {
-        type: 'nats',
-        url: `nats://127.0.0.1:${server.port}`,
-        subject: 'x',
-      });
-      expect(attempt.error).toBe('timeout');
-      await Promise.all(server.closed);
-    } finally {
-      await server.stop();
-    }
-  });
-
-  it('M1: a NATS server that never sends a byte', async () => {
-    const server = await hostileServer(() => {});
+  it.each([
+    ['says INFO and then never answers', (socket: Socket) => void socket.write(INFO_LINE)],
+    ['never sends a byte', () => {}],
+  ])('M1: a NATS server that %s', async (_, onSocket) => {
+    const server = await hostileServer(onSocket);
     try {
       const attempt = await attemptOnce(w, {
         type: 'nats',
