@@ -104,6 +104,8 @@ describe.skipIf(rabbitMissing !== null)('an app subscription delivering to Rabbi
         destination: { ...rabbit('{event_type}'), url: masked() },
         filter: null,
         test_events: false,
+        // A new subscription is pinned to the latest event version (decision 0081).
+        api_version: '2026-12-01',
       },
     ]);
     expect((await release(app.id, created.body.id)).status).toBe(200);
