@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openDestination } from '../../src/delivery/destinations/spec.ts';
 import { registerApp } from '../apps/fixtures.ts';
 import { WebClient } from '../apps/web-client.ts';
@@ -17,6 +17,9 @@ import { startWaybill, type TestWaybill } from '../support/harness.ts';
  */
 
 const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
+// Each test starts the real `waybill` command several times (a Node process each, 2 to 4 s when the
+// machine's two cores are busy): more than the suite's 30 s a test.
+vi.setConfig({ testTimeout: 120_000 });
 const PASSWORD = 'correct horse battery';
 
 let w: TestWaybill;
