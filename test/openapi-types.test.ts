@@ -43,20 +43,24 @@ function dereferenced(schema: unknown, root: Json): unknown {
 
 describe.skipIf(engine !== 'pglite')('the webhooks of /openapi.json', () => {
   it('has one entry per event type whose request body is the type’s published schema', async () => {
-    const document = (await (await fetch(`${w.url}/openapi.json`)).json()) as Json;
     const company = await createCompany(w);
-    // The document's webhooks are 2026-11-01's (decision 0081).
-    const catalogue = (
-      await call(w, 'GET', '/v1/webhook-event-types?api_version=2026-11-01', { token: company.liveToken })
-    ).body.data;
-    expect(Object.keys(document.webhooks)).toEqual(catalogue.map((entry: Json) => entry.type));
-    for (const { type, schema } of catalogue) {
-      const content = document.webhooks[type].post.requestBody.content['application/json'];
-      expect(dereferenced(content.schema, document), type).toEqual(dereferenced(schema, schema));
-      expect(messageProblems({ body: JSON.stringify(content.example) }), type).toEqual([]);
+    // Each version's document beside its catalogue; without the parameter, the latest (decision 0081).
+    for (const version of ['2026-11-01', '2026-12-01', null]) {
+      const query = version ? `?api_version=${version}` : '';
+      const document = (await (await fetch(`${w.url}/openapi.json${query}`)).json()) as Json;
+      const catalogue = (
+        await call(w, 'GET', `/v1/webhook-event-types${query}`, { token: company.liveToken })
+      ).body.data;
+      expect(Object.keys(document.webhooks), query).toEqual(catalogue.map((entry: Json) => entry.type));
+      for (const { type, schema } of catalogue) {
+        const content = document.webhooks[type].post.requestBody.content['application/json'];
+        expect(dereferenced(content.schema, document), type).toEqual(dereferenced(schema, schema));
+        expect(messageProblems({ body: JSON.stringify(content.example) }), type).toEqual([]);
+      }
     }
-    // GET /v1/shipments/{id} answers the latest shape: 2026-11-01's data.shipment, the tracking
-    // fields and tracking_url (issue 52: REST only, in no message).
+    const document = (await (await fetch(`${w.url}/openapi.json?api_version=2026-11-01`)).json()) as Json;
+    // GET /v1/shipments/{id} answers the latest shape: 2026-11-01's data.shipment (the document of
+    // that version names it), the tracking fields and tracking_url (issue 52: REST only, in no message).
     const answer = document.paths['/v1/shipments/{id}'].get.responses['200'].content['application/json'];
     expect(answer.schema).toEqual({ $ref: '#/components/schemas/ShipmentResource' });
     expect(document.components.schemas.ShipmentEventData.properties.shipment).toEqual({
@@ -92,7 +96,8 @@ describe.skipIf(engine !== 'pglite')('types generated from /openapi.json', () =>
   }, async () => {
     const document = (await (await fetch(`${w.url}/openapi.json`)).json()) as Json;
     const company = await createCompany(w);
-    const catalogue = await call(w, 'GET', '/v1/webhook-event-types?api_version=2026-11-01', {
+    // The document and the catalogue both answer the latest version unless asked.
+    const catalogue = await call(w, 'GET', '/v1/webhook-event-types', {
       token: company.liveToken,
     });
     const types: string[] = catalogue.body.data.map((entry: Json) => entry.type);

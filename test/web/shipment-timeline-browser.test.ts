@@ -69,7 +69,9 @@ describe.skipIf(!hasChromium)("the shipment page's timeline in Chromium", () => 
     await expect
       .poll(async () => (await tracking.textContent()) ?? '')
       .toMatch(/Nov 23, 2026, 8:00\sAM UTC to Nov 23, 2026, 6:00\sPM UTC/);
-    expect(await page.getByLabel("Recipient's tracking page").inputValue()).toBe(shipment.tracking_url);
+    expect(await page.getByRole('textbox', { name: "Recipient's tracking page" }).inputValue()).toBe(
+      shipment.tracking_url,
+    );
     expect(await page.getByText('No checkpoints yet').count()).toBe(1);
   });
 
