@@ -39,7 +39,7 @@ describe.skipIf(!hasChromium)('inbound sources on the dashboard', () => {
     await page.getByText('Source added').waitFor();
     // 303 to the source's page, the secret in the one-time flash (a reload shows it no more).
     expect(page.url()).toMatch(/\/dashboard\/inbound\/ins_/);
-    const secret = await page.getByLabel('Signing secret').inputValue();
+    const secret = await page.getByRole('textbox', { name: 'Signing secret' }).inputValue();
     expect(secret).toMatch(/^whsec_/);
     const url = (await page.locator('main code').filter({ hasText: '/inbound/ins_' }).textContent()) ?? '';
     expect(url).toMatch(new RegExp(`^${w.url}/inbound/ins_`));
