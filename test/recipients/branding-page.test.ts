@@ -41,8 +41,11 @@ describe('the dashboard branding page', () => {
       display_name: 'Grey',
       accent_color: '#7a7a7a',
     });
-    expect(refused.status).toBe(422);
-    expect(refused.text).toContain('value="Grey"');
+    // Refused: 303 back to the form, the values as typed and the error beside the field (decision 0083).
+    expect(refused.status).toBe(303);
+    const again = await client.follow(refused);
+    expect(again.text).toContain('value="Grey"');
+    expect(again.text).toContain('aria-invalid="true"');
     const after = await call(w, 'PATCH', `/v1/companies/${company.tenantId}`, {
       token: company.owner.token,
       body: {},
