@@ -80,6 +80,14 @@ async function attemptOnce(w: TestWaybill, destination: Record<string, unknown>)
   return attempt as Json;
 }
 
+const natsAt = (port: number) => ({ type: 'nats', url: `nats://127.0.0.1:${port}`, subject: 'x' });
+const rabbitAt = (port: number) => ({
+  type: 'rabbitmq',
+  url: `amqp://u:secret-pw@127.0.0.1:${port}/v`,
+  exchange: 'x',
+  routing_key: 'y',
+});
+
 const INFO_LINE = `INFO ${JSON.stringify({
   server_id: 'hostile',
   version: '2.10.0',
@@ -98,23 +106,25 @@ describe('a hostile broker costs one attempt and its socket is closed (findings 
     await w?.close();
   });
 
+  /** One attempt against the hostile server; then every socket it accepted must have been closed. */
+  async function oneAttemptThenClosed(server: Hostile, destination: Record<string, unknown>): Promise<Json> {
+    try {
+      const attempt = await attemptOnce(w, destination);
+      expect(server.closed.length).toBeGreaterThan(0);
+      await Promise.all(server.closed);
+      return attempt;
+    } finally {
+      await server.stop();
+    }
+  }
+
   it('M1: a NATS server that sends an endless first line', async () => {
     const server = await hostileServer((socket) => {
       socket.write('INFO {"server_id":"');
       flood(socket, Buffer.alloc(64 * 1024, 'a'));
     });
-    try {
-      const attempt = await attemptOnce(w, {
-        type: 'nats',
-        url: `nats://127.0.0.1:${server.port}`,
-        subject: 'x',
-      });
-      expect(['connection_failed', 'timeout']).toContain(attempt.error);
-      expect(server.closed.length).toBeGreaterThan(0);
-      await Promise.all(server.closed);
-    } finally {
-      await server.stop();
-    }
+    const attempt = await oneAttemptThenClosed(server, natsAt(server.port));
+    expect(['connection_failed', 'timeout']).toContain(attempt.error);
   });
 
   it.each([
@@ -122,17 +132,8 @@ describe('a hostile broker costs one attempt and its socket is closed (findings 
     ['never sends a byte', () => {}],
   ])('M1: a NATS server that %s', async (_, onSocket) => {
     const server = await hostileServer(onSocket);
-    try {
-      const attempt = await attemptOnce(w, {
-        type: 'nats',
-        url: `nats://127.0.0.1:${server.port}`,
-        subject: 'x',
-      });
-      expect(attempt.error).toBe('timeout');
-      await Promise.all(server.closed);
-    } finally {
-      await server.stop();
-    }
+    const attempt = await oneAttemptThenClosed(server, natsAt(server.port));
+    expect(attempt.error).toBe('timeout');
   });
 
   it('M1: a NATS server that connects and then floods the link without end', async () => {
@@ -149,12 +150,7 @@ describe('a hostile broker costs one attempt and its socket is closed (findings 
         }
       });
     });
-    try {
-      await attemptOnce(w, { type: 'nats', url: `nats://127.0.0.1:${server.port}`, subject: 'x' });
-      await Promise.all(server.closed);
-    } finally {
-      await server.stop();
-    }
+    await oneAttemptThenClosed(server, natsAt(server.port));
   });
 
   it('M2: a RabbitMQ server that announces a 4 GB frame', async () => {
@@ -164,17 +160,7 @@ describe('a hostile broker costs one attempt and its socket is closed (findings 
         flood(socket, Buffer.alloc(64 * 1024));
       });
     });
-    try {
-      await attemptOnce(w, {
-        type: 'rabbitmq',
-        url: `amqp://u:secret-pw@127.0.0.1:${server.port}/v`,
-        exchange: 'x',
-        routing_key: 'y',
-      });
-      await Promise.all(server.closed);
-    } finally {
-      await server.stop();
-    }
+    await oneAttemptThenClosed(server, rabbitAt(server.port));
   });
 
   it('M2: a RabbitMQ server that returns a message announcing a 2^40-byte body', async () => {
@@ -240,16 +226,6 @@ describe('a hostile broker costs one attempt and its socket is closed (findings 
         }
       });
     });
-    try {
-      await attemptOnce(w, {
-        type: 'rabbitmq',
-        url: `amqp://u:secret-pw@127.0.0.1:${server.port}/v`,
-        exchange: 'x',
-        routing_key: 'y',
-      });
-      await Promise.all(server.closed);
-    } finally {
-      await server.stop();
-    }
+    await oneAttemptThenClosed(server, rabbitAt(server.port));
   });
 });
