@@ -44,6 +44,20 @@ function bodyOf(path: string, raw: string, type: string): Record<string, unknown
   return null;
 }
 
+/**
+ * A proxy forwards only end-to-end headers (RFC 9110, 7.6.1). Passing Waybill's `Keep-Alive:
+ * timeout=72` on told a host the proxy's socket would stay open 72 s, while the proxy's own idle
+ * timeout closed it after 5 s: a host that took longer than that in the browser had its next
+ * request cut ("other side closed").
+ */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-connection']);
+function endToEndHeaders(raw: string[]): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < raw.length; i += 2)
+    if (!HOP_BY_HOP.has((raw[i] ?? '').toLowerCase())) kept.push(raw[i] ?? '', raw[i + 1] ?? '');
+  return kept;
+}
+
 export async function startRecordingWaybill(): Promise<RecordingWaybill> {
   let target = 0;
   const state = { host: 'none', records: [] as Recorded[] };
@@ -69,7 +83,7 @@ export async function startRecordingWaybill(): Promise<RecordingWaybill> {
       const forward = httpRequest(
         { host: '127.0.0.1', port: target, method: req.method, path: req.url, headers: req.headers },
         (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.rawHeaders);
+          res.writeHead(answer.statusCode ?? 502, endToEndHeaders(answer.rawHeaders));
           answer.pipe(res);
         },
       );
@@ -77,6 +91,8 @@ export async function startRecordingWaybill(): Promise<RecordingWaybill> {
       forward.end(raw);
     });
   });
+  // Longer than any pause a host takes between two requests (a consent in Chromium on a loaded machine).
+  proxy.keepAliveTimeout = 120_000;
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   const port = (proxy.address() as AddressInfo).port;
   const w = await startWaybill({ env: { WAYBILL_BASE_URL: `http://localhost:${port}` } });
