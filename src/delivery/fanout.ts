@@ -13,6 +13,8 @@ export interface StoredEvent {
   /** Set for app events: the installation the event concerns. */
   installationId?: string | null;
   payload: string;
+  /** The 2026-12-01 envelope where it is not `payload`: a target pinned to that version gets it. */
+  latestPayload?: string | null;
   createdAt: Date;
 }
 
@@ -54,8 +56,9 @@ export function onLocalWake(ctx: DeliveryContext, wake: () => void): () => void 
  * transaction and in one INSERT ... SELECT, without the payload, which stays with the event
  * (migration 0016): enabled, same tenant and livemode, subscribed to the type, in scope (a company
  * endpoint gets every shipment of the company, a merchant endpoint only its account's), and not
- * belonging to a suspended app's installation. The statement is the database function
- * webhook_fan_out (migration 0017), planned once per connection.
+ * belonging to a suspended app's installation; each filter on the envelope of its target's version,
+ * and a target pinned to 2026-12-01 given that version's copy in its row (migration 0097). The
+ * statement is the database function webhook_fan_out, planned once per connection.
  */
 export async function fanOut(
   ctx: DeliveryContext,
@@ -88,6 +91,7 @@ async function fanOutGroup(
       ${events.map((e) => e.tenantId)}::text[],
       ${events.map((e) => e.livemode)}::boolean[],
       ${events.map((e) => e.customerAccountId)}::text[],
+      ${events.map((e) => e.latestPayload ?? null)}::text[],
       ${ctx.clock.now().toISOString()}::timestamptz
     ) AS inserted
   `.execute(trx);

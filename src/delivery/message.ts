@@ -26,10 +26,12 @@ export type SendingDelivery = Pick<
 
 /**
  * The payload a delivery sends, in a query over `webhook_deliveries AS <alias>`: its own, or its
- * event's (a shipment event's deliveries hold none; migration 0016).
+ * event's (a shipment event's deliveries hold none; migration 0016) in the delivery's version
+ * (migration 0097).
  */
 export function deliveryPayload(alias: string): RawBuilder<string> {
-  return sql<string>`COALESCE(${sql.ref(`${alias}.payload`)}, (SELECT ev.payload FROM events ev WHERE ev.id = ${sql.ref(`${alias}.event_id`)} AND ev.tenant_id = ${sql.ref(`${alias}.tenant_id`)}))`;
+  const ref = (column: string) => sql.ref(`${alias}.${column}`);
+  return sql<string>`COALESCE(${ref('payload')}, (SELECT CASE WHEN ${ref('api_version')} IS NULL THEN ev.payload ELSE ev.latest_payload END FROM events ev WHERE ev.id = ${ref('event_id')} AND ev.tenant_id = ${ref('tenant_id')}))`;
 }
 
 export function userAgent(ctx: DeliveryContext): string {

@@ -108,6 +108,8 @@ export interface WebhookDeliveriesTable {
    * event's (migration 0016): read it through `deliveryPayload`.
    */
   payload: string | null;
+  /** '2026-12-01' where it sends its event's `latest_payload` (migration 0097); null: its event's `payload`. */
+  api_version?: string | null;
   status: 'pending' | 'succeeded' | 'failed' | 'cancelled';
   attempt_count: number;
   next_attempt_at: Date | null;

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { startReceiver } from '../delivery/support.ts';
 import { call, createApiToken, createCompany, createShipment, type Json } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
 
@@ -237,6 +238,18 @@ describe('the tracking fields', () => {
 describe('erasure', () => {
   it('customer.redact clears the destination street line and who signed with the name, and keeps the place', async () => {
     const company = await createCompany(w);
+    // A target of each version: the messages of both are what their deliveries show, send and replay.
+    const receiver = await startReceiver();
+    onTestFinished(() => receiver.close());
+    const endpoints: Record<string, string> = {};
+    for (const api_version of ['2026-11-01', '2026-12-01']) {
+      const made = await call(w, 'POST', '/v1/webhook-endpoints', {
+        token: company.liveToken,
+        body: { url: receiver.url, event_types: ['shipment.status_changed'], api_version },
+      });
+      expect(made.status, made.text).toBe(201);
+      endpoints[api_version] = made.body.id;
+    }
     const shipment = await createShipment(w, company.liveToken, {
       recipient_name: 'Zebulon Quarrington',
       recipient_email: 'zq@example.org',
@@ -267,5 +280,19 @@ describe('erasure', () => {
     expect(read.text).not.toContain('Rue de la Paix');
     expect(read.body.proof_of_delivery).toMatchObject({ method: 'signature', signed_by: '[redacted]' });
     expect(read.text).not.toContain('Quarrington');
+    for (const [version, id] of Object.entries(endpoints)) {
+      const deliveries = await call(w, 'GET', `/v1/webhook-endpoints/${id}/deliveries`, {
+        token: company.liveToken,
+      });
+      expect(deliveries.body.data.length).toBeGreaterThan(0);
+      for (const listed of deliveries.body.data) {
+        const one = await call(w, 'GET', `/v1/webhook-deliveries/${listed.id}`, { token: company.liveToken });
+        const message = JSON.parse(one.body.message.body);
+        expect(message.api_version).toBe(version);
+        expect(one.body.message.body).not.toContain('Quarrington');
+        expect(one.body.message.body).not.toContain('Rue de la Paix');
+        if (version === '2026-12-01') expect(message.data.shipment.destination.line1).toBe('[redacted]');
+      }
+    }
   });
 });

@@ -95,7 +95,7 @@ describe('app subscriptions pinned to an event version', () => {
         (await call(w, 'GET', `/v1/developer/apps/${app.id}/versions`, { token: developer.token })).body.data,
       ).toHaveLength(1);
 
-      // A filter names paths of the stored (2026-11-01) envelope, which the fan-out evaluates.
+      // A filter names paths of its subscription's version: 2026-11-01 has no carrier.
       const oldFilter = await deploy(app, [
         {
           event_types: ['shipment.status_changed'],
@@ -165,6 +165,48 @@ describe('app subscriptions pinned to an event version', () => {
     } finally {
       await oldReceiver.close();
       await newReceiver.close();
+    }
+  });
+});
+
+describe('a subscription filter in its version', () => {
+  it('a 2026-12-01 subscription filters on the carrier, evaluated on the message it gets', async () => {
+    const app = await registerApp(w, developer, { scopes: ['shipments:read'] });
+    const target = await startReceiver();
+    try {
+      const version = await deploy(app, [
+        {
+          event_types: ['shipment.status_changed'],
+          url: target.url,
+          filter: { 'data.shipment.carrier.code': { eq: 'dhl' } },
+        },
+      ]);
+      expect(version.status, version.text).toBe(201);
+      expect(version.body.manifest.subscriptions[0].api_version).toBe('2026-12-01');
+      await release(app, version.body);
+      const installation = await install(w, {
+        appId: app.id,
+        tenantId: company.tenantId,
+        userId: company.owner.id,
+        scopes: ['shipments:read'],
+      });
+      const dhl = await createShipment(w, company.liveToken, { carrier: { code: 'dhl', name: 'DHL' } });
+      const ups = await createShipment(w, company.liveToken, { carrier: { code: 'ups', name: 'UPS' } });
+      for (const shipment of [dhl, ups]) {
+        const moved = await call(w, 'POST', `/v1/shipments/${shipment.id}/status`, {
+          token: company.liveToken,
+          body: { status: 'picked_up' },
+        });
+        expect(moved.status, moved.text).toBe(200);
+      }
+      await drainAll(w);
+      const messages = target.received.map((m) => verify(m, app.events_secret, w.clock.now()) as Json);
+      expect(messages.map((m) => [m.type, m.api_version, m.installation_id, m.data.shipment.id])).toEqual([
+        ['shipment.status_changed', '2026-12-01', installation.id, dhl.id],
+      ]);
+      expect(messages[0].data.shipment.carrier).toEqual({ code: 'dhl', name: 'DHL' });
+    } finally {
+      await target.close();
     }
   });
 });

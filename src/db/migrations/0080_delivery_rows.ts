@@ -172,7 +172,7 @@ const LINED_OF_MADE = `
     LIMIT 1
   ) lined ON true;`;
 
-const ENDPOINT_ROWS = `
+export const ENDPOINT_ROWS = `
     INSERT INTO webhook_deliveries (id, tenant_id, endpoint_id, event_id, event_type, payload, status,
       attempt_count, next_attempt_at, due_at, created_at, updated_at)
     SELECT ${DELIVERY_ID}, e.tenant_id,
@@ -197,7 +197,7 @@ const ENDPOINT_ROWS = `
         AND jsonb_path_match(stored.payload::jsonb, e.filter_path, COALESCE(e.filter_vars, '{}'::jsonb), true) IS TRUE
     ))`;
 
-const SUBSCRIPTION_ROWS = `
+export const SUBSCRIPTION_ROWS = `
     INSERT INTO webhook_deliveries (id, tenant_id, endpoint_id, event_id, event_type, payload, status,
       attempt_count, next_attempt_at, due_at, created_at, updated_at)
     SELECT ${DELIVERY_ID}, e.tenant_id, e.id, ev.id, ev.type,
@@ -229,7 +229,7 @@ const SUBSCRIPTION_ROWS = `
     WHERE e.filter_path IS NULL
       OR jsonb_path_match(stored.payload::jsonb, e.filter_path, COALESCE(e.filter_vars, '{}'::jsonb), true) IS TRUE`;
 
-const FAN_OUT_ENDPOINTS = `
+export const FAN_OUT_ENDPOINTS = `
 CREATE OR REPLACE FUNCTION webhook_fan_out_endpoints/*FN*/(p_event_ids text[], p_types text[], p_tenants text[],
   p_livemodes boolean[], p_accounts text[], p_now timestamptz) RETURNS integer
 LANGUAGE plpgsql/*PLAN*/ AS $$
@@ -257,7 +257,7 @@ BEGIN
   RETURN inserted;
 END $$`;
 
-const FAN_OUT = `
+export const FAN_OUT = `
 CREATE OR REPLACE FUNCTION webhook_fan_out/*FN*/(p_event_ids text[], p_types text[], p_tenants text[],
   p_livemodes boolean[], p_accounts text[], p_now timestamptz) RETURNS integer
 LANGUAGE plpgsql/*PLAN*/ AS $$
@@ -295,7 +295,7 @@ END $$`;
  * events of one company (`p_tenant`, first), each statement naming it so that it runs in the
  * company's shard alone.
  */
-function fanOutFunction(text: string, perTenant: boolean): string {
+export function fanOutFunction(text: string, perTenant: boolean): string {
   return (
     text
       .replaceAll(/\/\*T:(\w+)\*\//g, (_m, alias: string) =>

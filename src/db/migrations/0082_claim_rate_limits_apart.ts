@@ -48,7 +48,7 @@ const LOCK_BY_READING = (t: (alias: string) => string) => `    PERFORM 1 FROM we
 `;
 
 /** Migration 0080's claim (or its twin), as it was or with its rate-limit step read, not written. */
-function claim(perTenant: boolean, readLimits: boolean): string {
+export function claim(perTenant: boolean, readLimits: boolean): string {
   const t = (alias: string) => (perTenant ? ` AND ${alias}.tenant_id = p_tenant` : '');
   const text = claimFunction(perTenant).replace('CREATE FUNCTION', 'CREATE OR REPLACE FUNCTION');
   if (!readLimits) return text;

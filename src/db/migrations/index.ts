@@ -54,6 +54,7 @@ import * as inboundSources from './0090_inbound_sources.ts';
 import * as recipients from './0092_recipients.ts';
 import * as pageFlashes from './0095_page_flashes.ts';
 import * as appEventVersions from './0096_app_event_versions.ts';
+import * as fanOutWithLatest from './0097_fan_out_with_latest.ts';
 
 /** Ordered by name; the Migrator applies the ones not yet applied. */
 export const migrations: Record<string, Migration> = {
@@ -112,4 +113,5 @@ export const migrations: Record<string, Migration> = {
   '0092_recipients': recipients,
   '0095_page_flashes': pageFlashes,
   '0096_app_event_versions': appEventVersions,
+  '0097_fan_out_with_latest': fanOutWithLatest,
 };

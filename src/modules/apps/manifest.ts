@@ -232,7 +232,7 @@ export async function checkManifest(
     errors.push(...target.errors);
     destinations.push(target.sealed);
     const url = target.url;
-    const filter = filterProblems(subscription.filter, known, `${at}/filter`);
+    const filter = filterProblems(subscription.filter, known, `${at}/filter`, apiVersion);
     errors.push(...filter.errors);
     unknownPaths.push(...filter.unknownPaths);
     subscriptions.push({

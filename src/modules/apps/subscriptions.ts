@@ -45,6 +45,7 @@ export async function syncSubscriptionTargets(
       subscription.filter,
       subscription.event_types,
       `/subscriptions/${index}/filter`,
+      subscriptionVersion(subscription),
     );
     return (subscription.test_events ? [true, false] : [true]).map((livemode) => ({
       index,

@@ -69,6 +69,7 @@ async function rewrite(
   trx: Trx,
   table: 'events' | 'webhook_deliveries',
   rows: ReadonlyArray<{ id: string; tenantId: string; payload: string }>,
+  column: 'payload' | 'latest_payload' = 'payload',
 ): Promise<void> {
   // Company by company: on Citus each statement runs in that company's shard.
   for (const tenantId of new Set(rows.map((row) => row.tenantId))) {
@@ -76,7 +77,7 @@ async function rewrite(
     for (let start = 0; start < own.length; start += CHUNK) {
       const chunk = own.slice(start, start + CHUNK);
       const values = sql.join(chunk.map((row) => sql`(${row.id}, ${row.payload})`));
-      await sql`UPDATE ${sql.table(table)} AS t SET payload = v.payload
+      await sql`UPDATE ${sql.table(table)} AS t SET ${sql.id(column)} = v.payload
         FROM (VALUES ${values}) AS v(id, payload) WHERE t.id = v.id AND t.tenant_id = ${tenantId}`.execute(
         trx,
       );
@@ -135,19 +136,30 @@ export async function redactCopies(
     const ids = input.shipmentIds.slice(start, start + CHUNK);
     const events = await trx
       .selectFrom('events')
-      .select(['id', 'payload', 'created_at'])
+      .select(['id', 'payload', 'latest_payload', 'created_at'])
       .where('shipment_id', 'in', ids)
       .where('tenant_id', '=', input.tenantId)
       .execute();
-    await rewrite(
-      trx,
-      'events',
-      events.map((event) => ({
-        id: event.id,
-        tenantId: input.tenantId,
-        payload: JSON.stringify(redactShipmentFields(JSON.parse(event.payload))),
-      })),
-    );
+    // Each version of the events: 2026-12-01's is what the deliveries of targets pinned to it send (migration 0097).
+    for (const column of ['payload', 'latest_payload'] as const) {
+      await rewrite(
+        trx,
+        'events',
+        events.flatMap((event) => {
+          const payload = event[column];
+          return payload
+            ? [
+                {
+                  id: event.id,
+                  tenantId: input.tenantId,
+                  payload: JSON.stringify(redactShipmentFields(JSON.parse(payload))),
+                },
+              ]
+            : [];
+        }),
+        column,
+      );
+    }
     const deliveries = await deliveriesOf(trx, input.tenantId, events);
     deliveryIds.push(...deliveries.map((delivery) => delivery.id));
     // A delivery holds a copy of its own only if written before migration 0016 and not reached by

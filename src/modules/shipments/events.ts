@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { AppContext, StoredEvent, Trx } from '../../context.ts';
 import { newId } from '../../lib/ids.ts';
 
@@ -72,18 +71,17 @@ export function buildEnvelope(input: EnvelopeInput & { id: string }): string {
  * Writes event rows in the caller's transaction and hands them to the sinks (the webhooks
  * fan-out), so an event and its deliveries commit or vanish together.
  *
- * Versions (decision 0080): the event row keeps the envelope of 2026-11-01 (byte for byte as
- * before), or of 2026-12-01 for a type only that version has; a delivery sends its event's row
- * unless it holds a copy of its own (migration 0016). The envelope of 2026-12-01 of an event that
- * has both is built once and written to the deliveries of the targets pinned to 2026-12-01, after
- * the fan-out made them, in the same transaction; a replay resends that copy.
+ * Versions (decision 0081): the event row keeps the envelope of 2026-11-01 (byte for byte as
+ * before), or of 2026-12-01 for a type only that version has. The envelope of 2026-12-01 of an
+ * event that has both is built once and handed to the fan-out, which writes it into the rows of
+ * the targets pinned to that version and evaluates their filters on it (migration 0097); a
+ * delivery without a copy of its own sends its event's row, and a replay resends what it sent.
  */
 export async function recordEvents(
   ctx: AppContext,
   trx: Trx,
   events: ReadonlyArray<RecordedEvent>,
 ): Promise<StoredEvent[]> {
-  const latestCopies: Array<{ id: string; tenantId: string; payload: string }> = [];
   const stored: StoredEvent[] = events.map((event) => {
     const id = newId('evt');
     const { latest, latestOnly, ...envelope } = event;
@@ -93,7 +91,6 @@ export async function recordEvents(
       data: latest === undefined ? event.data : latest,
       apiVersion: '2026-12-01',
     });
-    if (!latestOnly) latestCopies.push({ id, tenantId: event.tenantId, payload: latestPayload });
     return {
       id,
       type: event.type,
@@ -101,6 +98,7 @@ export async function recordEvents(
       livemode: event.livemode,
       customerAccountId: event.customerAccountId,
       payload: latestOnly ? latestPayload : buildEnvelope({ ...envelope, id }),
+      latestPayload: latestOnly ? null : latestPayload,
       createdAt: event.createdAt,
     };
   });
@@ -116,37 +114,11 @@ export async function recordEvents(
         shipment_id: events[i]?.shipmentId ?? null,
         customer_account_id: event.customerAccountId,
         payload: event.payload,
+        latest_payload: event.latestPayload ?? null,
         created_at: event.createdAt,
       })),
     )
     .execute();
-  // The fan-out dates the deliveries it makes now: a second before bounds the search for them.
-  const since = new Date(ctx.clock.now().getTime() - 1000);
   for (const sink of ctx.eventSinks) await sink(trx, stored);
-  await writeLatestCopies(trx, since, latestCopies);
   return stored;
-}
-
-/**
- * The 2026-12-01 envelopes into the new deliveries of targets pinned to that version: an
- * endpoint's delivery sends it as it is; an app subscription's keeps its `installation_id` head
- * (the fan-out wrote `{"installation_id":"inst_...",` before the envelope's fields).
- */
-async function writeLatestCopies(
-  trx: Trx,
-  since: Date,
-  copies: ReadonlyArray<{ id: string; tenantId: string; payload: string }>,
-): Promise<void> {
-  // Company by company: on Citus each statement runs in that company's shard.
-  for (const tenantId of new Set(copies.map((copy) => copy.tenantId))) {
-    const own = copies.filter((copy) => copy.tenantId === tenantId);
-    const values = sql.join(own.map((copy) => sql`(${copy.id}, ${copy.payload})`));
-    await sql`UPDATE webhook_deliveries AS d
-      SET payload = CASE WHEN d.payload IS NULL THEN v.payload
-        ELSE substr(d.payload, 1, position(',' IN d.payload)) || substr(v.payload, 2) END
-      FROM (VALUES ${values}) AS v(event_id, payload), webhook_endpoints AS e
-      WHERE e.tenant_id = ${tenantId} AND e.api_version = '2026-12-01'
-        AND d.endpoint_id = e.id AND d.tenant_id = e.tenant_id AND d.created_at >= ${since}
-        AND d.event_id = v.event_id`.execute(trx);
-  }
 }

@@ -44,6 +44,11 @@ export interface EventsTable {
   customer_account_id: string | null;
   /** The envelope exactly as it is signed and sent. */
   payload: string;
+  /**
+   * The 2026-12-01 envelope of an event that has both versions (migration 0097), sent to the
+   * targets pinned to it; null where `payload` is already of that version.
+   */
+  latest_payload?: string | null;
   created_at: Date;
 }
 

@@ -109,7 +109,7 @@ export async function createEndpoint(
   const eventTypes = checkEventTypes(input.event_types);
   const apiVersion = input.api_version ?? LATEST_API_VERSION;
   checkTypesInVersion(eventTypes, apiVersion);
-  const filter = filterColumns(input.filter, eventTypes);
+  const filter = filterColumns(input.filter, eventTypes, apiVersion);
   const { url, destination_sealed } = await destinationColumns(ctx, input);
   const created = newEndpointRow(ctx, access, {
     kind: 'endpoint',

@@ -56,18 +56,19 @@ export async function updateEndpoint(
     if (newUrl && stored !== null && input.headers === undefined) throw headersRequired();
     const headers =
       input.headers === undefined ? undefined : checkCustomHeaders(input.headers, stored, { newUrl });
-    // The filter is checked against the types the endpoint will have: new types keep the old
-    // filter only if its paths are in their schemas too.
     // The types and the version agree: new types in the old version, or an old version for the types.
     const version =
       input.api_version ?? (isApiVersion(current.api_version) ? current.api_version : '2026-11-01');
     if (input.api_version !== undefined || eventTypes !== undefined)
       checkTypesInVersion(eventTypes ?? eventTypesOf(current), version);
+    // The filter is checked against the types and version the endpoint will have: new types or
+    // another version keep the old filter only if its paths are in their schemas too.
     const filter =
-      input.filter !== undefined || eventTypes !== undefined
+      input.filter !== undefined || eventTypes !== undefined || input.api_version !== undefined
         ? filterColumns(
             input.filter !== undefined ? input.filter : storedFilter(current),
             eventTypes ?? eventTypesOf(current),
+            version,
           )
         : undefined;
     // Each statement names the endpoint's company: one shard on Citus.

@@ -85,11 +85,11 @@ export interface UpdateEndpointInput extends DeliveryControlsInput {
 }
 
 /**
- * The filter's columns, checked and compiled against the endpoint's types (filter.ts); none for
- * null. The paths are those of the stored envelope, which the fan-out evaluates (decision 0081).
+ * The filter's columns, checked and compiled against the endpoint's types in its version
+ * (filter.ts); none for null. The fan-out evaluates it on that version's envelope (migration 0097).
  */
-export function filterColumns(filter: unknown, eventTypes: readonly string[]) {
-  const compiled = compileFilter(filter, eventTypes, '/filter');
+export function filterColumns(filter: unknown, eventTypes: readonly string[], version: ApiVersion) {
+  const compiled = compileFilter(filter, eventTypes, '/filter', version);
   return compiled
     ? {
         filter: JSON.stringify(filter),

@@ -1,4 +1,5 @@
 import { AppError, type FieldError, validationError } from '../../lib/errors.ts';
+import type { ApiVersion } from '../shipments/events.ts';
 import { eventDefinition, schemaOf } from './event-types.ts';
 
 /**
@@ -77,13 +78,13 @@ function kindOfValue(value: unknown): Kind | null {
   return null;
 }
 
-/** Where a path may lead across the given types' schemas; empty when none of them has it. */
-function kindsAtPath(types: readonly string[], path: string): Set<Kind> {
+/** Where a path may lead across the given types' schemas in a version; empty when none of them has it. */
+function kindsAtPath(types: readonly string[], version: ApiVersion, path: string): Set<Kind> {
   const kinds = new Set<Kind>();
   for (const type of types) {
     const definition = eventDefinition(type);
     if (!definition) continue;
-    const root = schemaOf(definition);
+    const root = schemaOf(definition, version);
     for (const schema of schemasAt(root, root, path.split('.'))) {
       for (const kind of kindsOf(root, schema)) kinds.add(kind);
     }
@@ -105,9 +106,11 @@ class FilterCompiler {
   conditions = 0;
 
   private readonly types: readonly string[];
+  private readonly version: ApiVersion;
 
-  constructor(types: readonly string[]) {
+  constructor(types: readonly string[], version: ApiVersion) {
     this.types = types;
+    this.version = version;
   }
 
   private variable(value: unknown): string {
@@ -152,11 +155,11 @@ class FilterCompiler {
       this.errors.push({ path: at, message: 'must be a dotted path such as data.shipment.status' });
       return 'true';
     }
-    const kinds = kindsAtPath(this.types, path);
+    const kinds = kindsAtPath(this.types, this.version, path);
     if (kinds.size === 0) {
       this.unknownPaths.push({
         path: at,
-        message: `${path} is not in the schema of ${this.types.join(', ')}`,
+        message: `${path} is not in the schema of ${this.types.join(', ')} in api_version ${this.version}`,
       });
       return 'true';
     }
@@ -296,12 +299,19 @@ function describe(kinds: Set<Kind>): string {
 
 /**
  * Checks a filter for the given event types and compiles it; `at` is where the filter sits in the
- * request (`/filter`, `/manifest/subscriptions/0/filter`). An empty or absent filter is none (null).
+ * request (`/filter`, `/manifest/subscriptions/0/filter`). The paths are those of the target's
+ * version, whose envelope the fan-out evaluates it on (migration 0097). An empty or absent filter
+ * is none (null).
  * Refuses with 422 `filter.unknown_path` naming each unknown path, else 422 `validation.failed`
  * with each problem's path: nothing is stored.
  */
-export function compileFilter(filter: unknown, types: readonly string[], at: string): CompiledFilter | null {
-  const errors = filterProblems(filter, types, at);
+export function compileFilter(
+  filter: unknown,
+  types: readonly string[],
+  at: string,
+  version: ApiVersion,
+): CompiledFilter | null {
+  const errors = filterProblems(filter, types, at, version);
   if (errors.unknownPaths.length > 0) {
     throw new AppError(
       'filter.unknown_path',
@@ -318,9 +328,10 @@ export function filterProblems(
   filter: unknown,
   types: readonly string[],
   at: string,
+  version: ApiVersion,
 ): { compiled: CompiledFilter | null; errors: FieldError[]; unknownPaths: FieldError[] } {
   if (filter === undefined || filter === null) return { compiled: null, errors: [], unknownPaths: [] };
-  const compiler = new FilterCompiler(types);
+  const compiler = new FilterCompiler(types, version);
   const path = compiler.filter(filter, at, 0);
   if (compiler.conditions > MAX_FILTER_CONDITIONS) {
     compiler.errors.push({

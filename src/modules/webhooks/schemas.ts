@@ -42,7 +42,7 @@ export const EventFilterSchema = Type.Object(
   {
     additionalProperties: true,
     description:
-      'Which events of the subscribed types are sent. Keys are dotted paths into the envelope (`data.shipment.status`), values conditions: `{eq}`, `{ne}`, `{in: [...]}`, `{nin: [...]}`, `{exists: bool}`, `{gt}`, `{gte}`, `{lt}`, `{lte}` (numbers and timestamps), `{prefix}`; every key must hold. `{"any": [filter, ...]}` holds when one does, `{"not": filter}` when it does not. At most 20 conditions; paths are checked against the event types\' schemas (422 `filter.unknown_path`). An event the filter leaves out makes no delivery.',
+      'Which events of the subscribed types are sent. Keys are dotted paths into the envelope (`data.shipment.status`), values conditions: `{eq}`, `{ne}`, `{in: [...]}`, `{nin: [...]}`, `{exists: bool}`, `{gt}`, `{gte}`, `{lt}`, `{lte}` (numbers and timestamps), `{prefix}`; every key must hold. `{"any": [filter, ...]}` holds when one does, `{"not": filter}` when it does not. At most 20 conditions; paths are checked against the event types\' schemas in the target\'s `api_version`, on whose message it is evaluated (422 `filter.unknown_path`). An event the filter leaves out makes no delivery.',
   },
 );
 
