@@ -50,7 +50,15 @@ function bodyOf(path: string, raw: string, type: string): Record<string, unknown
  * timeout closed it after 5 s: a host that took longer than that in the browser had its next
  * request cut ("other side closed").
  */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-connection']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-connection',
+]);
 function endToEndHeaders(raw: string[]): string[] {
   const kept: string[] = [];
   for (let i = 0; i < raw.length; i += 2)
