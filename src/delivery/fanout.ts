@@ -57,8 +57,8 @@ export function onLocalWake(ctx: DeliveryContext, wake: () => void): () => void 
  * (migration 0016): enabled, same tenant and livemode, subscribed to the type, in scope (a company
  * endpoint gets every shipment of the company, a merchant endpoint only its account's), and not
  * belonging to a suspended app's installation; each filter on the envelope of its target's version,
- * and a target pinned to 2026-12-01 given that version's copy in its row (migration 0097). The
- * statement is the database function webhook_fan_out, planned once per connection.
+ * and a row of a target pinned to 2026-12-01 marked to send its event's `latest_payload`
+ * (migration 0097). The statement is the database function webhook_fan_out, planned once per connection.
  */
 export async function fanOut(
   ctx: DeliveryContext,

@@ -108,7 +108,10 @@ export interface WebhookDeliveriesTable {
    * event's (migration 0016): read it through `deliveryPayload`.
    */
   payload: string | null;
-  /** '2026-12-01' where it sends its event's `latest_payload` (migration 0097); null: its event's `payload`. */
+  /**
+   * '2026-12-01' where its target is pinned to it and its event has a `latest_payload` (migration
+   * 0097): with no payload of its own, it sends that one. Null: its own payload or its event's.
+   */
   api_version?: string | null;
   status: 'pending' | 'succeeded' | 'failed' | 'cancelled';
   attempt_count: number;

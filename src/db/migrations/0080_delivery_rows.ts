@@ -172,7 +172,7 @@ const LINED_OF_MADE = `
     LIMIT 1
   ) lined ON true;`;
 
-export const ENDPOINT_ROWS = `
+const ENDPOINT_ROWS = `
     INSERT INTO webhook_deliveries (id, tenant_id, endpoint_id, event_id, event_type, payload, status,
       attempt_count, next_attempt_at, due_at, created_at, updated_at)
     SELECT ${DELIVERY_ID}, e.tenant_id,
@@ -197,7 +197,7 @@ export const ENDPOINT_ROWS = `
         AND jsonb_path_match(stored.payload::jsonb, e.filter_path, COALESCE(e.filter_vars, '{}'::jsonb), true) IS TRUE
     ))`;
 
-export const SUBSCRIPTION_ROWS = `
+const SUBSCRIPTION_ROWS = `
     INSERT INTO webhook_deliveries (id, tenant_id, endpoint_id, event_id, event_type, payload, status,
       attempt_count, next_attempt_at, due_at, created_at, updated_at)
     SELECT ${DELIVERY_ID}, e.tenant_id, e.id, ev.id, ev.type,

@@ -44,6 +44,7 @@ function withLatest(text: string): string {
     'p_accounts text[], p_now timestamptz)',
     'p_accounts text[], p_latest text[], p_now timestamptz)',
   );
+  // The call of the endpoints' function, which only webhook_fan_out makes.
   out = out.replace('p_livemodes, p_accounts, p_now)', 'p_livemodes, p_accounts, p_latest, p_now)');
   out = replaceEvery(
     out,
@@ -140,6 +141,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await setSearchPath(db, true);
 }
 
+/** Back to 0080's functions: a pinned delivery still queued then sends its event's 2026-11-01 envelope. */
 export async function down(db: Kysely<unknown>): Promise<void> {
   const NEW_ARGS = 'text[], text[], text[], boolean[], text[], text[], timestamptz';
   await runStatements(db, [

@@ -73,9 +73,9 @@ export function buildEnvelope(input: EnvelopeInput & { id: string }): string {
  *
  * Versions (decision 0081): the event row keeps the envelope of 2026-11-01 (byte for byte as
  * before), or of 2026-12-01 for a type only that version has. The envelope of 2026-12-01 of an
- * event that has both is built once and handed to the fan-out, which writes it into the rows of
- * the targets pinned to that version and evaluates their filters on it (migration 0097); a
- * delivery without a copy of its own sends its event's row, and a replay resends what it sent.
+ * event that has both is built once and stored beside it (`latest_payload`, migration 0097); the
+ * fan-out evaluates the pinned targets' filters on it and marks their rows to send it, so a
+ * replay resends the version it sent.
  */
 export async function recordEvents(
   ctx: AppContext,
