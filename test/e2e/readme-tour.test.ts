@@ -292,7 +292,8 @@ describe.runIf(engine === 'pglite' && hasChromium)(
     }
 
     async function runCommand(raw: string): Promise<void> {
-      const command = fill(localize(raw));
+      // The comment is the README speaking: its placeholders are not to fill.
+      const command = fill(localize(codeOf(raw))).trimEnd();
       const comment = commentOf(raw);
       ran.push(raw);
       const terminal = /\bterminal (\d+)/.exec(comment)?.[1];
