@@ -40,7 +40,7 @@ interface Block {
 }
 
 /** The fenced blocks of the README's sections, in order, with the skip marker before each. */
-export function tourBlocks(readme: string): Block[] {
+function tourBlocks(readme: string): Block[] {
   const blocks: Block[] = [];
   let section = '';
   const lines = readme.split('\n');
@@ -79,14 +79,15 @@ export function tourBlocks(readme: string): Block[] {
  * A shell block cut into commands: a line continued by `\` or inside an open single-quoted string
  * belongs to the command before it; lines that are only a comment are dropped.
  */
-export function commandsOf(block: string): string[] {
+function commandsOf(block: string): string[] {
   const commands: string[] = [];
   let current = '';
   for (const line of block.split('\n')) {
     if (current === '' && /^\s*(#.*)?$/.test(line)) continue;
     current = current === '' ? line : `${current}\n${line}`;
-    const quotes = (current.match(/'/g) ?? []).length;
-    if (quotes % 2 === 0 && !/\\\s*$/.test(line)) {
+    const code = codeOf(current);
+    const open = code.length === current.length && quoteOpen(current);
+    if (!open && !/\\\s*$/.test(code)) {
       commands.push(current);
       current = '';
     }
@@ -97,15 +98,25 @@ export function commandsOf(block: string): string[] {
 
 /** Where the command's trailing comment (the README's claim about it) starts, outside quotes. */
 function commentStart(command: string): number {
+  return scan(command).comment;
+}
+
+/** Whether a quote is still open at the end (the command goes on on the next line). */
+function quoteOpen(command: string): boolean {
+  return scan(command).quote !== null;
+}
+
+function scan(command: string): { comment: number; quote: string | null } {
   let quote: string | null = null;
   for (let i = 0; i < command.length; i++) {
     const c = command[i];
     if (quote) {
       if (c === quote) quote = null;
     } else if (c === "'" || c === '"') quote = c;
-    else if (c === '#' && (i === 0 || /\s/.test(command[i - 1] as string))) return i;
+    else if (c === '#' && (i === 0 || /\s/.test(command[i - 1] as string)))
+      return { comment: i, quote: null };
   }
-  return command.length;
+  return { comment: command.length, quote };
 }
 
 const commentOf = (command: string) => command.slice(commentStart(command) + 1).trim();
@@ -470,3 +481,47 @@ describe.runIf(engine === 'pglite' && hasChromium)(
     }, 600_000);
   },
 );
+
+describe('reading the tour out of the README', () => {
+  it("takes the sections' blocks in order, honours a not-run marker, cuts commands as a shell reads them", () => {
+    const readme = [
+      '## Two commands',
+      '```sh',
+      'npm test',
+      '```',
+      '## A five-minute tour',
+      '1. **Start**:',
+      '   ```sh',
+      "   npm start   # terminal 1: it's on",
+      '   npm run receiver',
+      '   ```',
+      '   <!-- tour: not run: needs a phone -->',
+      '   ```sh',
+      '   open-the-app',
+      '   ```',
+      '```sh',
+      '# a comment alone',
+      "curl -s localhost:3000/v1/x -H 'A: b' \\",
+      '  -d \'{"a":',
+      "       1}'",
+      'TOKEN=sk_test_...   # a key',
+      '```',
+    ].join('\n');
+    const blocks = tourBlocks(readme);
+    expect(blocks.map((b) => [b.text.split('\n')[0], b.skip])).toEqual([
+      ["npm start   # terminal 1: it's on", null],
+      ['open-the-app', 'needs a phone'],
+      ['# a comment alone', null],
+    ]);
+    expect(commandsOf((blocks[2] as Block).text)).toEqual([
+      "curl -s localhost:3000/v1/x -H 'A: b' \\\n  -d '{\"a\":\n       1}'",
+      'TOKEN=sk_test_...   # a key',
+    ]);
+    expect(commandsOf((blocks[0] as Block).text)).toEqual([
+      "npm start   # terminal 1: it's on",
+      'npm run receiver',
+    ]);
+    expect(commentOf("npm start   # terminal 1: it's on")).toBe("terminal 1: it's on");
+    expect(codeOf('curl -d \'{"#":1}\' # the answer').trim()).toBe('curl -d \'{"#":1}\'');
+  });
+});
