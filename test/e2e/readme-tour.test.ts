@@ -296,6 +296,14 @@ describe.runIf(engine === 'pglite' && hasChromium)(
         const found = await client.callTool({ name: 'search_shipments', arguments: { query: '1042' } });
         const text = JSON.stringify(found);
         expect(text, log).toContain('"external_ref":"1042"');
+        // "Such a token works only at /mcp (401 at /v1)".
+        const agentToken = /WAYBILL_AGENT_TOKEN=(\S+)/.exec(assignments.join('\n'))?.[1];
+        if (agentToken && command.includes('$WAYBILL_AGENT_TOKEN')) {
+          const atV1 = await fetch(`http://localhost:${port}/v1/shipments`, {
+            headers: { authorization: `Bearer ${agentToken}` },
+          });
+          expect(atV1.status).toBe(401);
+        }
         return `${tools.join(',')}\n${text}`;
       } finally {
         await client.close();
