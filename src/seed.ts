@@ -5,7 +5,7 @@ import { createApiToken } from './modules/accounts/api-tokens.ts';
 import { addMember, createCompany, createCustomerAccount, goLive } from './modules/accounts/companies.ts';
 import { SCOPES } from './modules/accounts/roles.ts';
 import { signUp } from './modules/accounts/users.ts';
-import { seedDemoApp } from './modules/apps/demo.ts';
+import { demoAppReminder, seedDemoApp } from './modules/apps/demo.ts';
 import { seedDemoConsole } from './modules/console/demo.ts';
 import { createShipment, moveShipment } from './modules/shipments/service.ts';
 import { seedDemoStore } from './modules/store/index.ts';
@@ -39,8 +39,9 @@ function demoLines(ctx: AppContext, key: string): string[] {
 }
 
 /**
- * On a restart (the demo seeded by an earlier start): the same sign-ins again, and the test key by
- * its hint only (Waybill keeps a hash; the secret was printed once), with where to make another.
+ * On a restart (the demo seeded by an earlier start): the same sign-ins again, the test key by its
+ * hint only (Waybill keeps a hash; the secret was printed once) with where to make another, and the
+ * demo app's client id, redirect URI and install links (a new `install (demo)` link and verifier).
  * Null when the database holds no demo (a real deployment with people of its own).
  */
 export async function demoReminder(ctx: AppContext): Promise<string[] | null> {
@@ -58,12 +59,23 @@ export async function demoReminder(ctx: AppContext): Promise<string[] | null> {
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
   const another = `make one at ${ctx.config.webUrl}/dashboard/api-tokens (signed in as the owner, test data)`;
-  return demoLines(
-    ctx,
-    key
-      ? `${key.token_hint}   (its secret was printed on the first start only; lost it? ${another})`
-      : another,
-  );
+  // The demo app's client id, redirect URI and install links, as the first start printed them.
+  const person = (email: string) =>
+    ctx.db.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
+  const developer = await person(DEMO_PEOPLE.developer.email);
+  const reviewer = await person(DEMO_PEOPLE.reviewer.email);
+  const app = developer
+    ? await demoAppReminder(ctx, { developer: developer.id, reviewer: reviewer?.id ?? null })
+    : [];
+  return [
+    ...demoLines(
+      ctx,
+      key
+        ? `${key.token_hint}   (its secret was printed on the first start only; lost it? ${another})`
+        : another,
+    ),
+    ...app,
+  ];
 }
 
 /** Seeds the demo on an empty database; does nothing when anyone has signed up already. */

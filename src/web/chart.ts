@@ -18,45 +18,46 @@ export interface ChartWords {
   what: string;
 }
 
+/** The top of the y axis: the highest count, made even so the middle gridline is a whole count. */
+function axisTop(highest: number): number {
+  return highest <= 1 ? 1 : highest + (highest % 2);
+}
+
 /**
  * Two counts per bar, stacked, drawn on the server as SVG: no script, no inline style (the pages'
- * CSP forbids both); the colours come from the stylesheet's classes. With a y axis (0, half, the
- * highest count, gridlines), an x axis (the first, middle and last bar's label), a legend, and a
- * table twin of every bar for screen readers (the SVG itself is described in one sentence).
+ * CSP forbids both); the colours come from the stylesheet's classes. The SVG holds the bars and
+ * gridlines only and stretches to the width it is given; the y axis (0, half, the top), the x axis
+ * (the first, middle and last bar's label) and the legend are HTML text beside it, so they keep
+ * their size on a phone (issue 53 item 7). A table twin of every bar is for screen readers (the
+ * SVG itself is described in one sentence; the axes' text is hidden from them as a repeat).
  */
 export function stackedBarChart(bars: readonly ChartBar[], words: ChartWords): SafeHtml {
   const narrow = bars.length > 48;
   const width = narrow ? 3 : 12;
   const gap = narrow ? 1 : 4;
   const plot = Math.max(1, bars.length * (width + gap) - gap);
-  const left = 28;
-  const bottom = 18;
-  const total = left + plot + 4;
-  const height = CHART_HEIGHT + bottom + 6;
-  const top = 6;
   const highest = Math.max(1, ...bars.map((b) => b.good + b.bad));
-  const scale = (count: number) => Math.round((count / highest) * CHART_HEIGHT);
-  const y = (count: number) => top + CHART_HEIGHT - scale(count);
+  const top = axisTop(highest);
+  const scale = (count: number) => Math.round((count / top) * CHART_HEIGHT);
   const drawn = bars.map((b, i) => {
-    const x = left + i * (width + gap);
+    const x = i * (width + gap);
     const good = scale(b.good);
     const bad = scale(b.bad);
-    return html`<g><title>${b.label}: ${b.good} ${words.good}, ${b.bad} ${words.bad}</title><rect class="chart-bg" x="${x}" y="${top}" width="${width}" height="${CHART_HEIGHT}"/>${
+    return html`<g><title>${b.label}: ${b.good} ${words.good}, ${b.bad} ${words.bad}</title><rect class="chart-bg" x="${x}" y="0" width="${width}" height="${CHART_HEIGHT}"/>${
       bad > 0
-        ? html`<rect class="chart-bad" x="${x}" y="${top + CHART_HEIGHT - good - bad}" width="${width}" height="${bad}"/>`
+        ? html`<rect class="chart-bad" x="${x}" y="${CHART_HEIGHT - good - bad}" width="${width}" height="${bad}"/>`
         : ''
-    }${good > 0 ? html`<rect class="chart-ok" x="${x}" y="${top + CHART_HEIGHT - good}" width="${width}" height="${good}"/>` : ''}</g>`;
+    }${good > 0 ? html`<rect class="chart-ok" x="${x}" y="${CHART_HEIGHT - good}" width="${width}" height="${good}"/>` : ''}</g>`;
   });
-  const ticks = [...new Set([0, Math.round(highest / 2), highest])];
-  const yAxis = ticks.map(
-    (t) =>
-      html`<line class="chart-grid" x1="${left - 3}" x2="${left + plot}" y1="${y(t)}" y2="${y(t)}"/><text class="chart-tick" x="${left - 5}" y="${y(t) + 3}" text-anchor="end">${t}</text>`,
-  );
-  const xAt = (i: number) => left + i * (width + gap) + width / 2;
+  // Evenly spaced, as the HTML labels beside them are: the top, its half (a whole count), 0.
+  const ticks = top === 1 ? [1, 0] : [top, top / 2, 0];
+  const grid = ticks.map((t) => {
+    const y = CHART_HEIGHT - scale(t);
+    return html`<line class="${t === 0 ? 'chart-axis' : 'chart-grid'}" x1="0" x2="${plot}" y1="${y}" y2="${y}" vector-effect="non-scaling-stroke"/>`;
+  });
   const marks = bars.length
     ? [...new Set([0, Math.floor((bars.length - 1) / 2), bars.length - 1])].map(
-        (i, n, all) =>
-          html`<text class="chart-tick" x="${xAt(i)}" y="${top + CHART_HEIGHT + 13}" text-anchor="${n === 0 ? 'start' : n === all.length - 1 ? 'end' : 'middle'}">${shortLabel(bars[i]?.label ?? '')}</text>`,
+        (i) => html`<span class="chart-tick">${shortLabel(bars[i]?.label ?? '')}</span>`,
       )
     : [];
   const first = bars[0]?.label ?? '';
@@ -65,7 +66,11 @@ export function stackedBarChart(bars: readonly ChartBar[], words: ChartWords): S
   const swatch = (kind: string) =>
     html`<svg class="chart-swatch" width="10" height="10" aria-hidden="true"><rect class="${kind}" width="10" height="10"/></svg>`;
   return html`<figure class="chart-figure">
-<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${total} ${height}" width="${total}" height="${height}" role="img" aria-label="${summary}">${yAxis}<line class="chart-axis" x1="${left}" x2="${left + plot}" y1="${top + CHART_HEIGHT}" y2="${top + CHART_HEIGHT}"/>${drawn}${marks}</svg>
+<div class="chart-plot">
+<div class="chart-y" aria-hidden="true">${ticks.map((t) => html`<span class="chart-tick">${t}</span>`)}</div>
+<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${plot} ${CHART_HEIGHT}" preserveAspectRatio="none" role="img" aria-label="${summary}">${grid}${drawn}</svg>
+<div class="chart-x" aria-hidden="true">${marks}</div>
+</div>
 <figcaption class="muted"><span>${words.what} per ${words.per} (count), ${first} to ${last}</span> <span class="chart-legend">${swatch('chart-ok')} <span class="legend-ok">${words.good}</span> ${swatch('chart-bad')} <span class="legend-bad">${words.bad}</span></span></figcaption>
 <table class="sr-only"><caption>${words.what} per ${words.per}</caption><thead><tr><th scope="col">${words.per[0]?.toUpperCase()}${words.per.slice(1)}</th><th scope="col">${words.good}</th><th scope="col">${words.bad}</th></tr></thead><tbody>${bars.map(
     (b) => html`<tr><th scope="row">${b.label}</th><td>${b.good}</td><td>${b.bad}</td></tr>`,

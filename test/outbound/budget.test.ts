@@ -235,7 +235,7 @@ describe('the outbound budget', () => {
     expect(replayed.status, replayed.text).toBe(200);
   });
 
-  it("the dashboard's test send spends from the same budget: over it, a 429 page and nothing sent", async () => {
+  it("the dashboard's test send spends from the same budget: over it, back to the endpoint saying why, nothing sent", async () => {
     nextWindow();
     const company = await createCompany(w, 'Clicking Company');
     const endpoint = await call(w, 'POST', '/v1/webhook-endpoints', {
@@ -255,9 +255,12 @@ describe('the outbound budget', () => {
     const csrf = /name="_csrf" value="([^"]+)"/.exec(page.text)?.[1] as string;
     const sentBefore = one.received;
     const refused = await browser.request('POST', `/dashboard/webhooks/${id}/test`, { _csrf: csrf });
-    expect(refused.status).toBe(429);
-    expect(refused.text).toContain('too many requests');
-    expect(refused.text).toMatch(/try again in \d+ s/);
+    expect(refused.status).toBe(303);
+    expect(refused.location).toBe(`/dashboard/webhooks/${id}`);
+    const back = await browser.request('GET', refused.location ?? '');
+    expect(back.text).toContain('No test message was sent');
+    expect(back.text).toContain('too many requests');
+    expect(back.text).toMatch(/try again in \d+ s/);
     expect(one.received).toBe(sentBefore);
   });
 });

@@ -77,7 +77,7 @@ async function detailBody(
   return html`<h1>${shipment.recipient_name} ${statusBadge(shipment.status)}</h1>
 ${statusForm(view, shipment)}
 <section class="card"><dl class="fields">
-${field('Tracking number', html`<code>${shipment.tracking_number}</code>`)}${field('Id', html`<code data-copy="shipment id">${shipment.id}</code>`)}
+${field('Tracking number', html`<code class="tracking-number">${shipment.tracking_number}</code>`)}${field('Id', html`<code data-copy="shipment id">${shipment.id}</code>`)}
 ${field('Status', shipment.status)}${field('Exception reason', shipment.exception_reason)}
 ${field('Recipient e-mail', shipment.recipient_email)}${field('Recipient phone', shipment.recipient_phone)}
 ${field('Your reference', shipment.external_ref)}${field('Merchant account', shipment.customer_account_id)}
@@ -132,7 +132,7 @@ ${
     : html`<div class="table-wrap"><table><thead><tr><th>Recipient</th><th>Status</th><th>Created</th><th>Tracking</th><th>Reference</th><th>Merchant account</th><th>Payment</th></tr></thead><tbody>
 ${page.data.map(
   (s) =>
-    html`<tr><td>${shipmentLink(s)}</td><td>${statusBadge(s.status)}</td><td>${timeTag(s.created_at, now)}</td><td><code>${s.tracking_number}</code></td><td>${s.external_ref ?? ''}</td><td>${accountName(s.customer_account_id)}</td><td>${amount(s)}</td></tr>`,
+    html`<tr><td>${shipmentLink(s)}</td><td>${statusBadge(s.status)}</td><td>${timeTag(s.created_at, now)}</td><td><code class="tracking-number">${s.tracking_number}</code></td><td>${s.external_ref ?? ''}</td><td>${accountName(s.customer_account_id)}</td><td>${amount(s)}</td></tr>`,
 )}</tbody></table></div>`
 }
 ${nextLink(LIST, { status, q: filters.q, account: filters.account }, page.next_cursor)}`;

@@ -1,5 +1,5 @@
 import type { Page } from '../../lib/paging.ts';
-import { type FieldError, fieldMessage, invalidAttrs } from '../../web/fields.ts';
+import { type FieldError, type FormRetry, fieldMessage, invalidAttrs, typedValue } from '../../web/fields.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
 import { confirmLink } from '../../web/pages/confirm.ts';
@@ -156,6 +156,8 @@ ${EVENT_TYPES.map(
 
 export interface EndpointPageExtras {
   secret?: { value: string; note: string } | null;
+  /** The delivery controls as typed and their errors, after a refusal. */
+  retry?: FormRetry | null;
 }
 
 export interface EndpointHealthView {
@@ -206,15 +208,35 @@ ${more}
 }
 
 /** The receiver's delivery controls (CONTRACT.md): shown, and set by one form. */
-function controlsCard(csrf: string, endpoint: WebhookEndpoint, now: Date): SafeHtml {
+function controlsCard(
+  csrf: string,
+  endpoint: WebhookEndpoint,
+  now: Date,
+  retry: FormRetry | null = null,
+): SafeHtml {
   const base = `/dashboard/webhooks/${endpoint.id}`;
+  const errors = retry?.errors ?? [];
   const paused =
     endpoint.paused_until && new Date(endpoint.paused_until).getTime() > now.getTime()
       ? html`<p><span class="badge bad">Paused until ${endpoint.paused_until}</span>
 <span class="muted">The receiver answered 429 or 503 with Retry-After: nothing is sent before then, and what waits uses none of its attempts.</span></p>`
       : '';
-  const headers = Object.entries(endpoint.headers);
-  const rows = Math.min(MAX_CUSTOM_HEADERS, headers.length + 2);
+  // As typed after a refusal, else as stored.
+  const listOf = (name: string) => {
+    const value = retry?.values[name];
+    return Array.isArray(value) ? value : value === undefined ? [] : [value];
+  };
+  const headers: Array<[string, string]> = retry
+    ? listOf('header_name').map((name, i): [string, string] => [name, listOf('header_value')[i] ?? ''])
+    : Object.entries(endpoint.headers);
+  const rate = retry
+    ? typedValue(retry.values, 'rate_limit')
+    : endpoint.rate_limit === null
+      ? ''
+      : String(endpoint.rate_limit);
+  const ordering = retry ? typedValue(retry.values, 'ordering') : endpoint.ordering;
+  const filled = headers.filter(([name, value]) => name !== '' || value !== '').length;
+  const rows = Math.min(MAX_CUSTOM_HEADERS, Math.max(headers.length, filled + 2));
   const headerRows = Array.from({ length: rows }, (_, i) => {
     const [name, value] = headers[i] ?? ['', ''];
     return html`<tr>
@@ -228,12 +250,12 @@ ${paused}
 <form class="stack" method="post" action="${base}/controls">
 ${csrfField(csrf)}
 <label>Rate limit (messages a second, in any one-second window; empty for none)
-<input type="number" name="rate_limit" min="1" max="${RATE_LIMIT_MAX}" step="1" value="${endpoint.rate_limit === null ? '' : String(endpoint.rate_limit)}" placeholder="No limit"></label>
-<label>Order <select name="ordering">
-<option value="none"${endpoint.ordering === 'none' ? html` selected` : ''}>None: messages go in parallel</option>
-<option value="per_shipment"${endpoint.ordering === 'per_shipment' ? html` selected` : ''}>Per shipment: one at a time, in event order</option>
-</select></label>
-<fieldset><legend>Custom headers (sent with every message; credentials are shown masked, and kept as they are when left masked)</legend>
+<input type="number" name="rate_limit" min="1" max="${RATE_LIMIT_MAX}" step="1" value="${rate}" placeholder="No limit"${invalidAttrs(errors, 'rate_limit')}>${fieldMessage(errors, 'rate_limit')}</label>
+<label>Order <select name="ordering"${invalidAttrs(errors, 'ordering')}>
+<option value="none"${ordering === 'none' ? html` selected` : ''}>None: messages go in parallel</option>
+<option value="per_shipment"${ordering === 'per_shipment' ? html` selected` : ''}>Per shipment: one at a time, in event order</option>
+</select>${fieldMessage(errors, 'ordering')}</label>
+<fieldset name="headers"${invalidAttrs(errors, 'headers')}><legend>Custom headers (sent with every message; credentials are shown masked, and kept as they are when left masked)</legend>${fieldMessage(errors, 'headers')}
 <div class="table-wrap"><table>
 <thead><tr><th>Name</th><th>Value</th></tr></thead>
 <tbody>${headerRows}</tbody></table></div>
@@ -268,7 +290,7 @@ ${actionButton(csrf, `${base}/test`, 'Send a test message')}
 </div>
 </section>
 ${healthCard(endpoint.id, health.stats, health.now)}
-${controlsCard(csrf, endpoint, health.now)}
+${controlsCard(csrf, endpoint, health.now, extras.retry ?? null)}
 <section class="card" aria-label="Signing secret">
 <h2>Signing secret</h2>
 ${

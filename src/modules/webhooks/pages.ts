@@ -3,8 +3,8 @@ import type { AppContext } from '../../context.ts';
 import { maskedBrokerUrl } from '../../delivery/destinations/spec.ts';
 import { AppError, type FieldError } from '../../lib/errors.ts';
 import { type DashboardView, dashboardPage, dashboardView, storeView } from '../../web/dashboard.ts';
-import { fieldErrorsOf } from '../../web/fields.ts';
-import { leaveFlash, type ShownSecret, takeFlash } from '../../web/flash.ts';
+import { type FieldError as FormFieldError, fieldErrorsOf, typedForm } from '../../web/fields.ts';
+import { type Flash, leaveFlash, type ShownSecret, takeFlash } from '../../web/flash.ts';
 import { html } from '../../web/html.ts';
 import { sendPage } from '../../web/layout.ts';
 import { redirectWithFlash } from '../../web/pages/common.ts';
@@ -104,17 +104,63 @@ const ENDPOINT_LABELS = {
   event_types: 'Events',
 };
 
+/** The delivery controls' fields as a person reads them. */
+const CONTROLS_LABELS = { rate_limit: 'Rate limit', ordering: 'Order' };
+
+/**
+ * The controls form's errors beside their fields: a header's error ("/headers/webhook-id") beside
+ * the custom headers, naming the header, never the API's path.
+ */
+function controlsErrors(error: AppError): FormFieldError[] {
+  const listed = Array.isArray(error.extra.errors) ? (error.extra.errors as FieldError[]) : [];
+  const headers = listed
+    .filter((item) => item.path === '/headers' || item.path.startsWith('/headers/'))
+    .map((item) => {
+      const name = item.path.slice('/headers/'.length);
+      return name ? `The header ${name} ${item.message}` : `Custom headers: ${item.message}`;
+    });
+  const others = fieldErrorsOf(
+    new AppError(error.code, error.message, {
+      ...error.extra,
+      errors: listed.filter((item) => !item.path.startsWith('/headers')),
+    }),
+    { labels: CONTROLS_LABELS },
+  );
+  return headers.length ? [...others, { field: 'headers', message: `${headers.join('; ')}.` }] : others;
+}
+
+/** Why a refusal happened, in words: the service's sentence and each field's, without API paths. */
+function refusalWords(error: AppError): string {
+  const fields = Array.isArray(error.extra.errors) ? (error.extra.errors as FieldError[]) : [];
+  const details = fields
+    .map((field) => {
+      const name = field.path
+        .split('/')
+        .filter((part) => part !== '' && !/^\d+$/.test(part))
+        .pop();
+      return name ? `${name.replace(/_/g, ' ')} ${field.message}` : field.message;
+    })
+    .join('; ');
+  return details ? `${error.message}: ${details}.` : `${error.message}.`;
+}
+
 /** An expected failure shown on the page; anything else is a bug for the error handler. */
 function flashOf(error: unknown): { kind: 'error'; message: string; status: number } {
   if (!(error instanceof AppError)) throw error;
-  const fields = Array.isArray(error.extra.errors) ? (error.extra.errors as FieldError[]) : [];
-  const details = fields.map((field) => `${field.path.replace(/^\//, '')} ${field.message}`).join('; ');
-  return {
-    kind: 'error',
-    message: details ? `${error.message}: ${details}` : error.message,
-    status: error.status,
-  };
+  return { kind: 'error', message: refusalWords(error), status: error.status };
 }
+
+/** What a refused action on an endpoint says on top of the page it returns to. */
+const REFUSED: Record<string, string> = {
+  disable: 'The endpoint was not disabled',
+  'enable-and-replay': 'The endpoint was not enabled',
+  test: 'No test message was sent',
+  secret: 'The secret was not shown',
+  'rotate-secret': 'The secret was not rotated',
+  delete: 'The endpoint was not deleted',
+  replay: 'Not replayed',
+  controls: 'The delivery controls were not saved',
+};
 
 /** The dashboard's webhook pages (CSRF on every form; the services decide what the person may do). */
 export function webhookPages(ctx: AppContext): FastifyPluginAsync {
@@ -128,7 +174,7 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
       reply: FastifyReply,
       id: string,
       query: Query,
-      extras: EndpointPageExtras & { flash?: { kind: 'ok' | 'error'; message: string } | null },
+      extras: EndpointPageExtras & { flash?: Flash | null },
       status = 200,
     ) {
       const endpoint = await getEndpoint(ctx, view.access, id);
@@ -141,10 +187,20 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
       const window = STATS_WINDOWS.find((w) => w === query.window) ?? '24h';
       const stats = await endpointStats(ctx, view.access, id, window);
       const flash = extras.flash ?? (await takeFlash(ctx, request, reply));
-      const body = endpointPage(view.csrf, endpoint, deliveries, filter, extras, {
-        stats,
-        now: ctx.clock.now(),
-      });
+      // After a refused controls form (303 here): the form as typed, each error beside its field.
+      const here = `${LIST}/${endpoint.id}`;
+      const retry = flash?.form?.path === here ? flash.form : null;
+      const body = endpointPage(
+        view.csrf,
+        endpoint,
+        deliveries,
+        filter,
+        { ...extras, retry },
+        {
+          stats,
+          now: ctx.clock.now(),
+        },
+      );
       return sendPage(
         reply,
         dashboardPage(view, { title: 'Webhook endpoint', path: LIST, flash }, body),
@@ -156,6 +212,20 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
       const { message, status } = flashOf(error);
       const body = html`<h1>Not found</h1><p>${message}</p><p><a href="${LIST}">Back to webhooks</a></p>`;
       return sendPage(reply, dashboardPage(view, { title: 'Not found', path: LIST }, body), status);
+    }
+
+    /**
+     * A refused POST on an endpoint or delivery: 303 back to its page with a flash saying why (a
+     * reload repeats nothing); one that is gone (or never visible) back to the list.
+     */
+    async function refused(reply: FastifyReply, error: unknown, action: string, page: string) {
+      if (!(error instanceof AppError)) throw error;
+      const to = error.status === 404 ? LIST : page;
+      await leaveFlash(ctx, reply, {
+        kind: 'error',
+        message: `${REFUSED[action] ?? 'Not done'}. ${refusalWords(error)}`,
+      });
+      return reply.redirect(to, 303);
     }
 
     app.get<{ Querystring: Query }>(LIST, hidden, async (request, reply) => {
@@ -300,9 +370,7 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
             ...(answer.note ? { note: answer.note } : {}),
           });
         } catch (error) {
-          const flash = flashOf(error);
-          if (flash.status === 404) return notFound(view, reply, error);
-          return renderEndpoint(view, request, reply, id, {}, { flash }, flash.status);
+          return refused(reply, error, action, `${LIST}/${encodeURIComponent(id)}`);
         }
       });
     }
@@ -314,13 +382,24 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
         const view = await dashboardView(ctx, request, reply);
         if (!view) return reply;
         const id = request.params.id;
+        const here = `${LIST}/${encodeURIComponent(id)}`;
         try {
           await updateEndpoint(ctx, view.access, id, controlsOf(request.body ?? {}));
-          return redirectWithFlash(ctx, reply, `${LIST}/${id}`, 'Delivery controls saved.');
+          return redirectWithFlash(ctx, reply, here, 'Delivery controls saved.');
         } catch (error) {
-          const flash = flashOf(error);
-          if (flash.status === 404) return notFound(view, reply, error);
-          return renderEndpoint(view, request, reply, id, {}, { flash }, flash.status);
+          if (!(error instanceof AppError) || error.status === 404)
+            return refused(reply, error, 'controls', here);
+          // Back to the form (303: a reload repeats no POST), as typed, each error beside its field.
+          const errors = controlsErrors(error);
+          const values = typedForm(request.body ?? {});
+          await leaveFlash(ctx, reply, {
+            kind: 'error',
+            message: errors.length
+              ? 'The delivery controls were not saved: see the form below.'
+              : `The delivery controls were not saved. ${refusalWords(error)}`,
+            form: { path: here, values, errors },
+          });
+          return reply.redirect(here, 303);
         }
       },
     );
@@ -378,7 +457,7 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
           const { message, to } = await run(ctx, view.access, request.params.id);
           return redirectWithFlash(ctx, reply, to ?? `${LIST}/${request.params.id}`, message);
         } catch (error) {
-          return notFound(view, reply, error);
+          return refused(reply, error, action, `${LIST}/${encodeURIComponent(request.params.id)}`);
         }
       });
     }
@@ -410,15 +489,7 @@ export function webhookPages(ctx: AppContext): FastifyPluginAsync {
           attempt.status_code === null ? (attempt.error ?? 'no answer') : `HTTP ${attempt.status_code}`;
         return redirectWithFlash(ctx, reply, `${LIST}/deliveries/${id}`, `Replayed: ${answer}.`);
       } catch (error) {
-        const { status, ...flash } = flashOf(error);
-        if (status === 404) return notFound(view, reply, error);
-        const delivery = await getDelivery(ctx, view.access, id);
-        const page = dashboardPage(
-          view,
-          { title: 'Delivery', path: LIST, flash },
-          deliveryPage(view.csrf, delivery, ctx.clock.now()),
-        );
-        return sendPage(reply, page, status);
+        return refused(reply, error, 'replay', `${LIST}/deliveries/${encodeURIComponent(id)}`);
       }
     });
   };

@@ -208,8 +208,13 @@ describe('webhook dashboard pages', () => {
       header_name: ['Authorization', 'X-Route', 'webhook-id'],
       header_value: ['••••••••7781', 'eu-west', 'forged'],
     });
-    expect(again.status).toBe(422);
-    expect(again.text).toContain('headers/webhook-id');
+    // Back to the form (303), as typed, the error beside the headers in words, not the API's path.
+    expect(again.status).toBe(303);
+    expect(again.location).toBe(`/dashboard/webhooks/${id}`);
+    const refused = await browser.request('GET', again.location ?? '');
+    expect(refused.text).toContain('The header webhook-id is set by Waybill or by HTTP itself');
+    expect(refused.text).not.toContain('headers/webhook-id');
+    expect(refused.text).toContain('value="forged"');
     const saved2 = await browser.submit(after.text, `/dashboard/webhooks/${id}/controls`, {
       rate_limit: '',
       ordering: 'none',
