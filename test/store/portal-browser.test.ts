@@ -125,6 +125,9 @@ describe.skipIf(!hasChromium)('the portal and store pages do what the API does, 
     expect(set.icon.name).toMatch(/^icon-/);
     expect(set.screenshots).toHaveLength(2);
 
+    await page.getByRole('link', { name: 'Remove screenshot 1' }).click();
+    await page.getByRole('heading', { name: 'Remove screenshot 1 of Returns Desk?' }).waitFor();
+    expect((await draftMedia()).screenshots).toHaveLength(2);
     await page.getByRole('button', { name: 'Remove screenshot 1' }).click();
     await page.getByText('The screenshot is removed.').waitFor();
     await page.getByRole('heading', { name: 'Screenshots (1 of 6)' }).waitFor();
