@@ -243,6 +243,9 @@ describe('the dashboard Apps page', () => {
     expect(gone).toHaveLength(0);
     const after = await browser.get(removed.location as string);
     expect(after.text).toContain('Installed Helper was uninstalled.');
-    expect(after.text).not.toContain('Installed Helper');
+    expect(after.text).not.toContain('<td>Installed Helper');
+    expect(after.text).toContain('No apps are installed.');
+    // A reload repeats nothing and says it no more.
+    expect((await browser.get('/dashboard/apps')).text).not.toContain('was uninstalled');
   });
 });
