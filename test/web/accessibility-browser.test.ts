@@ -323,22 +323,23 @@ describe.skipIf(!hasChromium)('axe-core over every page of every role', () => {
       const reached = paths(found);
       for (const kind of [
         /^\/dashboard\/shipments\/shp_/,
-        /^\/dashboard\/webhooks\/ep_\w+$/,
+        /^\/dashboard\/webhooks\/we_\w+$/,
         /^\/dashboard\/webhooks\/deliveries\//,
-        /^\/dashboard\/webhooks\/ep_\w+\/delete$/,
-        /^\/dashboard\/webhooks\/ep_\w+\/rotate-secret$/,
+        /^\/dashboard\/webhooks\/we_\w+\/delete$/,
+        /^\/dashboard\/webhooks\/we_\w+\/rotate-secret$/,
         /^\/dashboard\/api-tokens\/[^/]+\/revoke$/,
         /^\/dashboard\/agents\/[^/]+\/revoke$/,
         /^\/dashboard\/members\/[^/]+\/remove$/,
         /^\/dashboard\/apps\/[^/]+\/uninstall$/,
         /^\/dashboard\/privacy-requests$/,
-        /^\/dashboard\/store\/app_\w+$/,
+        /^\/dashboard\/store\/app_\w+(\?|$)/,
       ])
         expect(
           reached.some((p) => kind.test(p)),
           `${kind} among ${reached.join(' ')}`,
         ).toBe(true);
       expect(statusOf(found, '/dashboard/no-such-page')).toBe(404);
+      expect(statusOf(found, '/dashboard/webhooks/ep_missing')).toBe(404);
     } finally {
       await context.close();
     }
