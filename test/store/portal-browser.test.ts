@@ -205,7 +205,14 @@ describe.skipIf(!hasChromium)('the portal and store pages do what the API does, 
     expect(failures).toEqual([`400 /dashboard/store/${published.id}/reviews/${reviews.body.data[0].id}`]);
     failures.length = 0;
 
-    await page.locator('ul.reviews > li').first().getByRole('button', { name: 'Delete the review' }).click();
+    await page.locator('ul.reviews > li').first().getByRole('link', { name: 'Delete the review' }).click();
+    // The second question, a page of its own: nothing is deleted yet, and a reload keeps it.
+    await page.getByRole('heading', { level: 1, name: /^Delete .*'s review of Label Printer\?$/ }).waitFor();
+    expect((await page.reload())?.status()).toBe(200);
+    expect(
+      (await call(w, 'GET', `/v1/store/apps/${published.id}/reviews`, { token: owner.token })).body.data,
+    ).toHaveLength(1);
+    await page.getByRole('button', { name: 'Delete the review' }).click();
     await page.getByText('The review was deleted.').waitFor();
     expect(await page.locator('ul.reviews > li').count()).toBe(0);
     expect(

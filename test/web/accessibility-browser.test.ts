@@ -333,6 +333,7 @@ describe.skipIf(!hasChromium)('axe-core over every page of every role', () => {
         /^\/dashboard\/apps\/[^/]+\/uninstall$/,
         /^\/dashboard\/privacy-requests$/,
         /^\/dashboard\/store\/app_\w+(\?|$)/,
+        /^\/dashboard\/store\/app_\w+\/reviews\/[^/]+\/delete\?/,
       ])
         expect(
           reached.some((p) => kind.test(p)),

@@ -62,7 +62,7 @@ async function membersBody(ctx: AppContext, view: DashboardView) {
   ]);
   const names = new Map(accounts.data.map((a) => [a.id, a.name]));
   return html`<h1>Members</h1>
-<div class="table-wrap"><table><thead><tr><th>Person</th><th>Role</th><th></th><th>Merchant account</th><th>Since</th></tr></thead>
+<div class="table-wrap"><table><thead><tr><th>Person</th><th>Role</th><th><span class="sr-only">Actions</span></th><th>Merchant account</th><th>Since</th></tr></thead>
 <tbody>${members.data.map((m) => memberRow(view, m, names))}</tbody></table></div>
 <h2>Merchant accounts</h2>
 ${

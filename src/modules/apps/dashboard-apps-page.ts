@@ -52,7 +52,7 @@ function installedApps(installations: Installation[], accounts: Map<string, stri
 <p class="muted">Uninstalling an app ends all of its tokens at once and deletes the webhook endpoints it created.</p>
 ${
   installations.length > 0
-    ? html`<div class="table-wrap"><table><thead><tr><th>App</th><th>Account</th><th>Granted scopes</th><th>Approved</th><th></th></tr></thead><tbody>${rows}</tbody></table></div>`
+    ? html`<div class="table-wrap"><table><thead><tr><th>App</th><th>Account</th><th>Granted scopes</th><th>Approved</th><th><span class="sr-only">Actions</span></th></tr></thead><tbody>${rows}</tbody></table></div>`
     : html`<p class="muted">No apps are installed.</p>`
 }`;
 }
