@@ -50,15 +50,11 @@ async function uninstallWithReason(company: CompanyFixture, reason: string, word
   const installation = (body.data as Json[]).find((i) => i.app_id === app.id);
   const browser = new WebClient(w);
   await browser.signIn(company.owner.email, PASSWORD);
-  const page = await browser.get('/dashboard/apps');
-  expect(page.text).toContain('Why are you uninstalling Label Loop?');
-  // The first click asks once more, carrying the reason on; confirming uninstalls.
-  const question = await browser.post(`/dashboard/apps/${installation.id}/uninstall`, page.text, {
-    reason,
-    reason_text: words,
-  });
+  // The link opens the question, a page of its own that asks why; confirming uninstalls.
+  const question = await browser.get(`/dashboard/apps/${installation.id}/uninstall`);
   expect(question.status).toBe(200);
   expect(question.text).toContain('Uninstall Label Loop?');
+  expect(question.text).toContain('Why are you uninstalling Label Loop?');
   const removed = await browser.post(`/dashboard/apps/${installation.id}/uninstall`, question.text, {
     reason,
     reason_text: words,
@@ -256,14 +252,13 @@ describe.skipIf(!hasChromium)('the developer console page, in Chromium', () => {
     await company.getByLabel('Password').fill(PASSWORD);
     await company.getByRole('button', { name: 'Sign in' }).click();
     await company.getByRole('heading', { name: 'Installed apps' }).waitFor();
-    await company.getByText('Uninstall', { exact: true }).click();
+    await company.getByRole('link', { name: 'Uninstall Label Loop' }).click();
+    // The second question, on its own page, asks why; confirming uninstalls.
+    await company.getByRole('heading', { name: 'Uninstall Label Loop?' }).waitFor();
     await company.getByLabel(/Why are you uninstalling Label Loop/).selectOption('too_expensive');
     await company.getByLabel('Anything to add?').fill('Cheaper elsewhere');
     await company.getByRole('button', { name: 'Uninstall Label Loop' }).click();
-    // The second question, on its own page; confirming uninstalls.
-    await company.getByRole('heading', { name: 'Uninstall Label Loop?' }).waitFor();
-    await company.getByRole('button', { name: 'Uninstall Label Loop' }).click();
-    await company.getByText('The app was uninstalled.').waitFor();
+    await company.getByText('Label Loop was uninstalled.').waitFor();
 
     const portal = await browser.newPage();
     await portal.goto(`${w.url}/signin?return_to=${encodeURIComponent(`/developer/apps/${app.id}`)}`);

@@ -216,8 +216,14 @@ describe('the dashboard Apps page', () => {
       .execute();
     expect(stillThere).toHaveLength(1);
 
-    const question = await browser.post(`/dashboard/apps/${installation.id}/uninstall`, page.text);
+    // The button is a link to the question, a page of its own that changes nothing.
+    expect(page.text).toContain(`href="/dashboard/apps/${installation.id}/uninstall"`);
+    const unasked = await browser.post(`/dashboard/apps/${installation.id}/uninstall`, page.text);
+    expect(unasked.status).toBe(303);
+    expect(unasked.location).toBe(`/dashboard/apps/${installation.id}/uninstall`);
+    const question = await browser.get(`/dashboard/apps/${installation.id}/uninstall`);
     expect(question.status).toBe(200);
+    expect(question.text).toContain('Uninstall Installed Helper?');
     const asked = await w.ctx.db
       .selectFrom('installations')
       .select('id')
@@ -228,7 +234,7 @@ describe('the dashboard Apps page', () => {
       confirmed: 'yes',
     });
     expect(removed.status).toBe(303);
-    expect(removed.location).toBe('/dashboard/apps?removed=1');
+    expect(removed.location).toBe('/dashboard/apps');
     const gone = await w.ctx.db
       .selectFrom('installations')
       .select('id')
@@ -236,7 +242,10 @@ describe('the dashboard Apps page', () => {
       .execute();
     expect(gone).toHaveLength(0);
     const after = await browser.get(removed.location as string);
-    expect(after.text).toContain('The app was uninstalled.');
-    expect(after.text).not.toContain('Installed Helper');
+    expect(after.text).toContain('Installed Helper was uninstalled.');
+    expect(after.text).not.toContain('<td>Installed Helper');
+    expect(after.text).toContain('No apps are installed.');
+    // A reload repeats nothing and says it no more.
+    expect((await browser.get('/dashboard/apps')).text).not.toContain('was uninstalled');
   });
 });

@@ -56,7 +56,11 @@ describe('moderation of apps (suspend, delist, reinstate)', () => {
     }
     const console = await consoleOf(reviewer);
     for (const reason of ['', '   ']) {
-      const refused = await console.post(`/review/apps/${app.id}/suspend`, { reason, submission_id: '' });
+      const refused = await console.post(`/review/apps/${app.id}/suspend`, {
+        reason,
+        submission_id: '',
+        confirmed: 'yes',
+      });
       expect(refused.status).toBe(400);
     }
     expect(await statusOf(app, developer)).toBe('private');
@@ -67,13 +71,17 @@ describe('moderation of apps (suspend, delist, reinstate)', () => {
       .execute();
     expect(audit).toEqual([]);
 
-    // With a reason, the console asks once more (nothing changes yet), then suspends.
-    const question = await console.post(`/review/apps/${app.id}/suspend`, {
+    // The console asks once more on a page of its own (by GET; nothing changes yet), then suspends.
+    const unasked = await console.post(`/review/apps/${app.id}/suspend`, {
       reason: 'spam',
       submission_id: '',
     });
+    expect(unasked.status).toBe(303);
+    expect(unasked.location).toBe(`/review/apps/${app.id}/suspend`);
+    const question = await console.get(`/review/apps/${app.id}/suspend`);
     expect(question.status).toBe(200);
-    expect(question.text).toContain('Suspend this app?');
+    expect(question.text).toContain(`Suspend ${app.name}?`);
+    expect(question.text).toContain('0 companies have it installed');
     expect(await statusOf(app, developer)).toBe('private');
     const done = await console.post(`/review/apps/${app.id}/suspend`, {
       reason: 'spam',

@@ -125,6 +125,9 @@ describe.skipIf(!hasChromium)('the portal and store pages do what the API does, 
     expect(set.icon.name).toMatch(/^icon-/);
     expect(set.screenshots).toHaveLength(2);
 
+    await page.getByRole('link', { name: 'Remove screenshot 1' }).click();
+    await page.getByRole('heading', { name: 'Remove screenshot 1 of Returns Desk?' }).waitFor();
+    expect((await draftMedia()).screenshots).toHaveLength(2);
     await page.getByRole('button', { name: 'Remove screenshot 1' }).click();
     await page.getByText('The screenshot is removed.').waitFor();
     await page.getByRole('heading', { name: 'Screenshots (1 of 6)' }).waitFor();
@@ -202,7 +205,14 @@ describe.skipIf(!hasChromium)('the portal and store pages do what the API does, 
     expect(failures).toEqual([`400 /dashboard/store/${published.id}/reviews/${reviews.body.data[0].id}`]);
     failures.length = 0;
 
-    await page.locator('ul.reviews > li').first().getByRole('button', { name: 'Delete the review' }).click();
+    await page.locator('ul.reviews > li').first().getByRole('link', { name: 'Delete the review' }).click();
+    // The second question, a page of its own: nothing is deleted yet, and a reload keeps it.
+    await page.getByRole('heading', { level: 1, name: /^Delete .*'s review of Label Printer\?$/ }).waitFor();
+    expect((await page.reload())?.status()).toBe(200);
+    expect(
+      (await call(w, 'GET', `/v1/store/apps/${published.id}/reviews`, { token: owner.token })).body.data,
+    ).toHaveLength(1);
+    await page.getByRole('button', { name: 'Delete the review' }).click();
     await page.getByText('The review was deleted.').waitFor();
     expect(await page.locator('ul.reviews > li').count()).toBe(0);
     expect(

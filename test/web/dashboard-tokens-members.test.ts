@@ -120,10 +120,20 @@ describe('dashboard API tokens and members', () => {
     const tokens = await mia.get('/dashboard/api-tokens');
     expect(tokens.status).toBe(200);
     expect(tokens.text).not.toContain('name="account"');
-    const lastOwner = await client.post(`/dashboard/members/${company.owner.id}/remove`, {});
+    // A POST without the question's answer is sent to the question, and removes nobody.
+    const unasked = await client.post(`/dashboard/members/${merchant.id}/remove`, {});
+    expect(unasked.location).toBe(`/dashboard/members/${merchant.id}/remove`);
+    expect((await mia.get('/dashboard/api-tokens')).status).toBe(200);
+    const question = await client.follow(unasked);
+    expect(question.text).toContain('Remove Merchant Mia from');
+    const lastOwner = await client.post(`/dashboard/members/${company.owner.id}/remove`, {
+      confirmed: 'yes',
+    });
     expect(lastOwner.status).toBe(409);
-    const removed = await client.follow(await client.post(`/dashboard/members/${merchant.id}/remove`, {}));
-    expect(removed.text).toContain('Member removed.');
+    const removed = await client.follow(
+      await client.post(`/dashboard/members/${merchant.id}/remove`, { confirmed: 'yes' }),
+    );
+    expect(removed.text).toContain('Merchant Mia was removed.');
     expect((await mia.get('/dashboard/shipments')).location).toBe('/dashboard/companies/new');
   });
 });

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.ts';
+import { AppError } from '../../lib/errors.ts';
 import {
   addMember,
   createCustomerAccount,
@@ -13,6 +14,7 @@ import type { DashboardView } from '../../web/dashboard.ts';
 import { html } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
 import { choiceField, requiredField, textField, timeTag } from '../../web/pages/common.ts';
+import { confirmationBody, confirmLink } from '../../web/pages/confirm.ts';
 import { formPost, pageGet } from '../../web/pages/page-routes.ts';
 
 const MEMBERS = '/dashboard/members';
@@ -23,7 +25,10 @@ function memberRow(view: DashboardView, member: Membership, accountNames: Map<st
   return html`<tr><td>${member.name}<br><span class="muted">${member.email}</span></td><td>${member.role.replaceAll('_', ' ')}</td>
 <td>${
     canRemove
-      ? html`<form class="inline" method="post" action="${MEMBERS}/${encodeURIComponent(member.user_id)}/remove">${csrfField(view.csrf)}<button class="danger" type="submit">${self ? 'Leave' : 'Remove'}</button></form>`
+      ? confirmLink(
+          `${MEMBERS}/${encodeURIComponent(member.user_id)}/remove`,
+          self ? 'Leave' : `Remove ${member.name}`,
+        )
       : ''
   }</td><td>${member.customer_account_id ? (accountNames.get(member.customer_account_id) ?? member.customer_account_id) : 'All'}</td><td>${timeTag(member.created_at)}</td></tr>`;
 }
@@ -57,7 +62,7 @@ async function membersBody(ctx: AppContext, view: DashboardView) {
   ]);
   const names = new Map(accounts.data.map((a) => [a.id, a.name]));
   return html`<h1>Members</h1>
-<div class="table-wrap"><table><thead><tr><th>Person</th><th>Role</th><th></th><th>Merchant account</th><th>Since</th></tr></thead>
+<div class="table-wrap"><table><thead><tr><th>Person</th><th>Role</th><th><span class="sr-only">Actions</span></th><th>Merchant account</th><th>Since</th></tr></thead>
 <tbody>${members.data.map((m) => memberRow(view, m, names))}</tbody></table></div>
 <h2>Merchant accounts</h2>
 ${
@@ -92,14 +97,48 @@ export function memberPages(app: FastifyInstance, ctx: AppContext): void {
     },
   });
 
+  // The second question (CONTRACT.md, "The dashboard's manners"): a page of its own, by GET, that
+  // names the person and what goes with them, and changes nothing.
+  pageGet<{ userId: string }>(app, ctx, `${MEMBERS}/:userId/remove`, async (view, { params }) => {
+    const members = await listMembers(ctx, view.user.userId, view.tenantId, { limit: 100 });
+    const member = members.data.find((m) => m.user_id === params.userId);
+    if (!member) throw new AppError('member.not_found');
+    const self = member.user_id === view.user.userId;
+    const company = view.membership.company_name;
+    const question = self ? `Leave ${company}?` : `Remove ${member.name} from ${company}?`;
+    const who = self ? 'You' : member.name;
+    const body = confirmationBody(view.csrf, {
+      question,
+      lost: [
+        `${who} (${member.email}, ${member.role.replaceAll('_', ' ')}) no longer ${self ? 'see' : 'sees'} ${company}'s shipments, endpoints or settings.`,
+        `The app tokens ${self ? 'you' : 'they'} hold for ${company} stop working; the apps ${self ? 'you' : 'they'} approved receive nothing until someone approves them again.`,
+        self
+          ? 'Coming back needs an owner or admin to add you again.'
+          : `Coming back needs an owner or admin to add ${member.name} again.`,
+      ],
+      action: `${MEMBERS}/${encodeURIComponent(member.user_id)}/remove`,
+      confirm: self ? `Leave ${company}` : `Remove ${member.name}`,
+      back: MEMBERS,
+    });
+    return { title: question, path: MEMBERS, body };
+  });
+
   formPost<{ userId: string }>(app, ctx, `${MEMBERS}/:userId/remove`, {
     retry: membersPage,
-    async run(view, _form, { userId }) {
+    async run(view, form, { userId }) {
+      // A POST that skipped the question (an old form, a script) is asked it first.
+      if (form.confirmed !== 'yes')
+        return {
+          redirect: `${MEMBERS}/${encodeURIComponent(userId)}/remove`,
+          message: 'Removing asks first: confirm below.',
+        };
+      const members = await listMembers(ctx, view.user.userId, view.tenantId, { limit: 100 });
+      const name = members.data.find((m) => m.user_id === userId)?.name;
       await removeMember(ctx, view.user.userId, view.tenantId, userId);
       // Someone who left no longer sees this company: the dashboard picks another, or offers a new one.
       return userId === view.user.userId
-        ? { redirect: '/dashboard', message: 'You left the company.' }
-        : { redirect: MEMBERS, message: 'Member removed.' };
+        ? { redirect: '/dashboard', message: `You left ${view.membership.company_name}.` }
+        : { redirect: MEMBERS, message: name ? `${name} was removed.` : 'Member removed.' };
     },
   });
 

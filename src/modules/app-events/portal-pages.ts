@@ -56,7 +56,7 @@ Messages are signed with the events secret and retried for about three days.</p>
 <button type="submit">Send a test app.uninstalled</button></form>
 ${
   messages.length > 0
-    ? html`<div class="table-wrap"><table><thead><tr><th>Type</th><th>Company</th><th>Status</th><th>Attempts</th><th></th></tr></thead><tbody>${rows}</tbody></table></div>`
+    ? html`<div class="table-wrap"><table><thead><tr><th>Type</th><th>Company</th><th>Status</th><th>Attempts</th><th><span class="sr-only">Actions</span></th></tr></thead><tbody>${rows}</tbody></table></div>`
     : html`<p class="muted">No app event has been sent yet.</p>`
 }
 ${nextCursor ? html`<p class="pager"><a class="button secondary" rel="next" href="/developer/apps/${app.id}/event-messages?cursor=${nextCursor}">Older</a></p>` : ''}

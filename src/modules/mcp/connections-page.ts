@@ -42,7 +42,7 @@ export function agentConnectionsPage(ctx: AppContext): FastifyPluginAsync {
 <p class="muted">Agents (assistants, IDEs) connect at <code>${ctx.config.baseUrl}/mcp</code>. Revoking one stops every token it holds at once.</p>
 ${
   page.data.length > 0
-    ? html`<div class="table-wrap"><table><thead><tr><th>Agent</th><th>Mode</th><th>Account</th><th>Scopes</th><th>Last used</th><th></th></tr></thead><tbody>${page.data.map((c) => connectionRow(c, ctx.clock.now()))}</tbody></table></div>`
+    ? html`<div class="table-wrap"><table><thead><tr><th>Agent</th><th>Mode</th><th>Account</th><th>Scopes</th><th>Last used</th><th><span class="sr-only">Actions</span></th></tr></thead><tbody>${page.data.map((c) => connectionRow(c, ctx.clock.now()))}</tbody></table></div>`
     : html`<p class="muted">No agents are connected.</p>`
 }`;
         return sendPage(reply, dashboardPage(view, { title: 'Agents', path: PATH, flash }, body));

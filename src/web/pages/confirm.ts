@@ -16,6 +16,8 @@ export interface Confirmation {
   fields?: Record<string, string>;
   /** Anything else to show between the list and the buttons (a table of shipments). */
   detail?: SafeHtml | '';
+  /** Fields the person may fill in the confirming form itself (why an app is uninstalled). */
+  inputs?: SafeHtml | '';
 }
 
 /**
@@ -24,17 +26,27 @@ export interface Confirmation {
  */
 export function confirmationBody(csrf: string, c: Confirmation): SafeHtml {
   const fields = Object.entries(c.fields ?? {});
+  const carried = html`${csrfField(csrf)}${fields.map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`)}
+<input type="hidden" name="confirmed" value="yes">`;
+  const buttons = html`<button class="danger" type="submit">${c.confirm}</button>
+<a class="button secondary" href="${c.back}">Cancel</a>`;
   return html`<section class="card narrow confirm" aria-labelledby="confirm-title">
 <h1 id="confirm-title">${c.question}</h1>
 <p>This cannot be undone. What goes with it:</p>
 <ul class="lost">${c.lost.map((item) => html`<li>${item}</li>`)}</ul>
 ${c.detail ?? ''}
-<form class="row" method="post" action="${c.action}">
-${csrfField(csrf)}${fields.map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`)}
-<input type="hidden" name="confirmed" value="yes">
-<button class="danger" type="submit">${c.confirm}</button>
-<a class="button secondary" href="${c.back}">Cancel</a>
-</form>
+${
+  c.inputs
+    ? html`<form class="stack" method="post" action="${c.action}">
+${carried}
+${c.inputs}
+<div class="row">${buttons}</div>
+</form>`
+    : html`<form class="row" method="post" action="${c.action}">
+${carried}
+${buttons}
+</form>`
+}
 </section>`;
 }
 

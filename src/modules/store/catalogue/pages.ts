@@ -5,6 +5,7 @@ import { AppError } from '../../../lib/errors.ts';
 import { type DashboardView, dashboardView } from '../../../web/dashboard.ts';
 import { html, type SafeHtml } from '../../../web/html.ts';
 import { type Form, redirectWithFlash, sendErrorPage, showPage } from '../../../web/pages/common.ts';
+import { confirmationBody } from '../../../web/pages/confirm.ts';
 import { CATEGORIES, isCategory, type Lang } from '../listing/categories.ts';
 import { TRUST_WORDS } from '../listing/words.ts';
 import { icon, screenshots } from '../media/views.ts';
@@ -258,12 +259,52 @@ ${
       },
     );
 
+    // The second question (CONTRACT.md, "The dashboard's manners"): a page of its own, by GET,
+    // naming the review and what goes with it; it changes nothing.
+    app.get<{ Params: { id: string; review_id: string }; Querystring: { lang?: string } }>(
+      `${PATH}/:id/reviews/:review_id/delete`,
+      { schema: { hide: true } },
+      async (request, reply) => {
+        const view = await dashboardView(ctx, request, reply);
+        if (!view) return reply;
+        const lang = langOf(request.query.lang);
+        const found = await getStoreApp(ctx, view.user.userId, request.params.id.slice(0, 64), {
+          tenant_id: view.tenantId,
+          lang,
+        });
+        const reviews = await listReviews(ctx, view.user.userId, found.id, { limit: 100 });
+        const review = reviews.data.find((r) => r.id === request.params.review_id && r.mine);
+        if (!review) throw new AppError('review.not_found');
+        const question = `Delete ${review.company_name}'s review of ${found.name}?`;
+        const body = confirmationBody(view.csrf, {
+          question,
+          lost: [
+            `Its ${review.rating} of 5 stars and its text leave the store; ${found.name}'s rating no longer counts it.`,
+            review.reply
+              ? "The developer's reply to it goes too."
+              : 'To review the app again, write a new review.',
+          ],
+          detail: html`<blockquote class="pre review-body">${review.body}</blockquote>`,
+          action: `${PATH}/${encodeURIComponent(found.id)}/reviews/${encodeURIComponent(review.id)}/delete`,
+          confirm: TRUST_WORDS[lang].remove,
+          back: `${PATH}/${encodeURIComponent(found.id)}?lang=${lang}#reviews`,
+        });
+        return showPage(ctx, request, reply, view, { title: question, path: PATH }, body);
+      },
+    );
+
     app.post<{ Params: { id: string; review_id: string }; Body: Form }>(
       `${PATH}/:id/reviews/:review_id/delete`,
       post,
       async (request, reply) => {
         const view = await dashboardView(ctx, request, reply);
         if (!view) return reply;
+        // Only the question's own form deletes; anything else is sent to the question.
+        if (request.body?.confirmed !== 'yes')
+          return reply.redirect(
+            `${PATH}/${encodeURIComponent(request.params.id)}/reviews/${encodeURIComponent(request.params.review_id)}/delete`,
+            303,
+          );
         await deleteReview(
           ctx,
           view.user.userId,

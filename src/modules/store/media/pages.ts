@@ -2,12 +2,15 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../../context.ts';
 import { AppError } from '../../../lib/errors.ts';
 import { signedInPage } from '../../../web/dashboard.ts';
+import { html } from '../../../web/html.ts';
 import { sendPage } from '../../../web/layout.ts';
+import { confirmationBody } from '../../../web/pages/confirm.ts';
 import { appNotFound } from '../../apps/portal-pages.ts';
+import { portalPage } from '../../apps/portal-views.ts';
 import { type App, getApp } from '../../apps/service.ts';
 import { invalidMedia, UPLOAD_BODY_LIMIT } from './images.ts';
 import { addScreenshot, draftMedia, removeScreenshot, uploadIcon } from './service.ts';
-import { mediaManager } from './views.ts';
+import { imagePath, mediaManager } from './views.ts';
 
 /** An HTML form's upload: its CSRF token and the chosen file, if any. */
 interface UploadForm {
@@ -143,20 +146,57 @@ export function mediaPages(ctx: AppContext): FastifyPluginAsync {
       uploadRoute('screenshots', addScreenshot, 'screenshot');
     });
 
-    app.post<ScreenshotRoute>(
+    // The second question (CONTRACT.md, "The dashboard's manners"): a page of its own, by GET,
+    // showing the screenshot and what goes with it; it changes nothing.
+    app.get<ScreenshotRoute>(
       '/developer/apps/:id/listing-media/screenshots/:name/delete',
-      post,
+      hide,
       signedInPage<ScreenshotRoute>(ctx, appNotFound, async (userId, csrf, request, reply) => {
         const found = await getApp(ctx, userId, request.params.id.slice(0, 64));
-        return change(
-          reply,
-          found,
-          userId,
-          csrf,
-          () => removeScreenshot(ctx, userId, found.id, request.params.name.slice(0, 100)),
-          'removed',
-        );
+        const set = await draftMedia(ctx, userId, found.id);
+        const at = set.screenshots.findIndex((shot) => shot.name === request.params.name.slice(0, 100));
+        const shot = set.screenshots[at];
+        if (!shot) throw new AppError('listing_media.not_found');
+        const question = `Remove screenshot ${at + 1} of ${found.name}?`;
+        const body = confirmationBody(csrf, {
+          question,
+          lost: [
+            'It leaves the images your next submission carries; to have it again, upload it again.',
+            'The store keeps showing the images a reviewer approved until your next submission is approved.',
+          ],
+          detail: html`<p><img src="${imagePath(shot.url)}" alt="Screenshot ${at + 1}, to be removed" width="320"></p>`,
+          action: `${path(found)}/screenshots/${encodeURIComponent(shot.name)}/delete`,
+          confirm: `Remove screenshot ${at + 1}`,
+          back: path(found),
+        });
+        return sendPage(reply, portalPage({ csrf }, question, body));
       }),
+    );
+
+    app.post<ScreenshotRoute & { Body: Record<string, string | undefined> | undefined }>(
+      '/developer/apps/:id/listing-media/screenshots/:name/delete',
+      post,
+      signedInPage<ScreenshotRoute & { Body: Record<string, string | undefined> | undefined }>(
+        ctx,
+        appNotFound,
+        async (userId, csrf, request, reply) => {
+          const found = await getApp(ctx, userId, request.params.id.slice(0, 64));
+          // Only the question's own form removes; anything else is sent to the question.
+          if (request.body?.confirmed !== 'yes')
+            return reply.redirect(
+              `${path(found)}/screenshots/${encodeURIComponent(request.params.name.slice(0, 100))}/delete`,
+              303,
+            );
+          return change(
+            reply,
+            found,
+            userId,
+            csrf,
+            () => removeScreenshot(ctx, userId, found.id, request.params.name.slice(0, 100)),
+            'removed',
+          );
+        },
+      ),
     );
   };
 }

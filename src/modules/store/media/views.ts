@@ -1,5 +1,6 @@
 import { html, type SafeHtml } from '../../../web/html.ts';
 import { csrfField } from '../../../web/layout.ts';
+import { confirmLink } from '../../../web/pages/confirm.ts';
 import { portalPage } from '../../apps/portal-views.ts';
 import type { Lang } from '../listing/categories.ts';
 import { TRUST_WORDS } from '../listing/words.ts';
@@ -66,7 +67,7 @@ ${
   set.screenshots.length > 0
     ? html`<ul class="plain screenshots">${set.screenshots.map(
         (shot, i) => html`<li><img src="${imagePath(shot.url)}" alt="Screenshot ${i + 1}" loading="lazy">
-<form class="inline" method="post" action="${action}/screenshots/${encodeURIComponent(shot.name)}/delete">${csrfField(page.csrf)}<button class="secondary" type="submit">Remove screenshot ${i + 1}</button></form></li>`,
+${confirmLink(`${action}/screenshots/${encodeURIComponent(shot.name)}/delete`, `Remove screenshot ${i + 1}`, 'secondary')}</li>`,
       )}</ul>`
     : html`<p class="muted">No screenshots yet.</p>`
 }

@@ -1,5 +1,6 @@
 import { html, type SafeHtml } from '../../../web/html.ts';
 import { csrfField } from '../../../web/layout.ts';
+import { confirmLink } from '../../../web/pages/confirm.ts';
 import type { Lang } from '../listing/categories.ts';
 import { TRUST_WORDS } from '../listing/words.ts';
 import type { Review } from './rows.ts';
@@ -73,7 +74,7 @@ function ownReviewActions(
 ${ratingChoices(lang, review.rating)}
 <label>${w.text} <textarea name="body" rows="4" maxlength="${REVIEW_BODY_MAX}" required>${review.body}</textarea></label>
 <p><button type="submit">${w.save}</button></p></form></details>
-<form class="inline" method="post" action="${action}/delete">${csrfField(options.csrf)}<button type="submit" class="secondary">${w.remove}</button></form>`;
+${confirmLink(`${action}/delete?lang=${lang}`, w.remove, 'secondary')}`;
 }
 
 export function reviewForm(csrf: string, appId: string, companyName: string, lang: Lang): SafeHtml {

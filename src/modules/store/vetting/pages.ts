@@ -41,6 +41,9 @@ const DONE: Record<string, string> = {
 
 const MODERATION_ACTIONS: readonly ModerationAction[] = ['suspend', 'delist', 'reinstate'];
 type ModerationRoute = { Params: { id: string; action: string }; Body: Form };
+type QuestionRoute = { Params: { id: string; action: string }; Querystring: { submission_id?: string } };
+/** The moderations that ask once more, on a page of their own. */
+const ASKED = ['suspend', 'delist'] as const;
 
 /** What the console answers to a refused action or a missing submission; a 5xx goes on. */
 function refusedPage(error: AppError, csrf: string, reply: FastifyReply) {
@@ -124,30 +127,74 @@ export function vettingPages(ctx: AppContext): FastifyPluginAsync {
         }
       });
 
+    /** Where a moderation goes back to: the submission it was taken from, or the queue. */
+    const backTo = (submissionId: string) =>
+      submissionId ? `/review/submissions/${encodeURIComponent(submissionId)}` : '/review';
+
+    // The second question (CONTRACT.md, "The dashboard's manners"): suspending or delisting is a
+    // page of its own, by GET, naming the app and the companies it stops for; it changes nothing.
+    // The reason the audit log keeps is asked there, in the confirming form.
+    app.get<QuestionRoute>(
+      '/review/apps/:id/:action',
+      hide,
+      page<QuestionRoute>(async (_reviewerId, csrf, request, reply) => {
+        const action = request.params.action;
+        if (!(ASKED as readonly string[]).includes(action)) throw new AppError('request.not_found');
+        const found = await ctx.db
+          .selectFrom('apps')
+          .select(['id', 'name', 'status'])
+          .where('id', '=', request.params.id.slice(0, 64))
+          .executeTakeFirst();
+        if (!found) throw new AppError('app.not_found');
+        const installed = await ctx.db
+          .selectFrom('installations')
+          .select((eb) => eb.fn.count<number>('tenant_id').distinct().as('n'))
+          .where('app_id', '=', found.id)
+          .executeTakeFirstOrThrow();
+        const companies = Number(installed.n);
+        const submissionId = (request.query.submission_id ?? '').slice(0, 64);
+        const question = action === 'suspend' ? `Suspend ${found.name}?` : `Delist ${found.name}?`;
+        const using = `${companies} ${companies === 1 ? 'company has' : 'companies have'} it installed`;
+        const lost =
+          action === 'suspend'
+            ? [
+                `It leaves the App Store, and every installation stops at once (${using}): its tokens are refused and its endpoints receive nothing.`,
+                'Companies that use it see it suspended; reinstating brings it back.',
+                'The reason below is kept in the audit log, and the developer reads it.',
+              ]
+            : [
+                'It leaves the App Store at once: no company finds or installs it any more.',
+                `Companies that installed it keep it, and it keeps working for them (${using}).`,
+                'The reason below is kept in the audit log, and the developer reads it.',
+              ];
+        const body = confirmationBody(csrf, {
+          question,
+          lost,
+          action: `/review/apps/${encodeURIComponent(found.id)}/${action}`,
+          confirm: action === 'suspend' ? `Suspend ${found.name}` : `Delist ${found.name}`,
+          back: backTo(submissionId),
+          fields: { submission_id: submissionId },
+          inputs: html`<label>Reason <input name="reason" required pattern=".*\S.*" maxlength="1000"></label>`,
+        });
+        return sendPage(reply, consolePage({ csrf }, question, body));
+      }),
+    );
+
     app.post<ModerationRoute>(
       '/review/apps/:id/:action',
       post,
       page<ModerationRoute>(async (reviewerId, csrf, request, reply) => {
         const form = request.body ?? {};
-        const submissionId = one(form.submission_id);
+        const submissionId = one(form.submission_id).slice(0, 64);
         const action = request.params.action as ModerationAction;
         if (!MODERATION_ACTIONS.includes(action)) throw new AppError('request.not_found');
-        // Suspending asks once more, the reason carried on in the form's body.
-        if (action === 'suspend' && one(form.confirmed) !== 'yes' && one(form.reason).trim() !== '') {
-          const question = 'Suspend this app?';
-          const body = confirmationBody(csrf, {
-            question,
-            lost: [
-              'It leaves the App Store, and every installation stops at once: its tokens are refused and its endpoints receive nothing.',
-              'Companies that use it see it suspended; reinstating brings it back.',
-              `Reason kept in the audit log: ${one(form.reason).trim().slice(0, 1000) || '(none given)'}`,
-            ],
-            action: `/review/apps/${encodeURIComponent(request.params.id)}/suspend`,
-            confirm: 'Suspend app',
-            back: `/review/submissions/${encodeURIComponent(submissionId)}`,
-            fields: { submission_id: submissionId, reason: one(form.reason).slice(0, 1000) },
-          });
-          return sendPage(reply, consolePage({ csrf }, question, body));
+        // Only the question's own form suspends or delists; anything else is sent to the question.
+        if ((ASKED as readonly string[]).includes(action) && one(form.confirmed) !== 'yes') {
+          const query = submissionId ? `?${new URLSearchParams({ submission_id: submissionId })}` : '';
+          return reply.redirect(
+            `/review/apps/${encodeURIComponent(request.params.id)}/${action}${query}`,
+            303,
+          );
         }
         try {
           await moderateApp(
@@ -157,10 +204,7 @@ export function vettingPages(ctx: AppContext): FastifyPluginAsync {
             action,
             one(form.reason).trim().slice(0, 1000),
           );
-          return reply.redirect(
-            `/review/submissions/${encodeURIComponent(submissionId)}?done=moderated`,
-            303,
-          );
+          return reply.redirect(submissionId ? `${backTo(submissionId)}?done=moderated` : '/review', 303);
         } catch (error) {
           if (!(error instanceof AppError) || error.status >= 500 || !submissionId) throw error;
           const flash = { kind: 'error' as const, message: error.message };

@@ -1,6 +1,7 @@
 import { outsidePlaces } from '../../../web/dashboard.ts';
 import { html, type SafeHtml } from '../../../web/html.ts';
 import { csrfField, headerTools, layout, placesNav } from '../../../web/layout.ts';
+import { confirmLink } from '../../../web/pages/confirm.ts';
 import { checksList, statusBadge } from '../checks/views.ts';
 import { categoryLabel } from '../listing/categories.ts';
 import { characterCount, type Listing } from '../listing/rules.ts';
@@ -80,16 +81,22 @@ const MODERATION: Record<string, Array<{ action: string; label: string }>> = {
   suspended: [{ action: 'reinstate', label: 'Reinstate' }],
 };
 
-/** Suspend, delist or reinstate, each with the reason the audit log keeps. */
+/**
+ * Suspend, delist or reinstate, each with the reason the audit log keeps. Suspending and delisting
+ * ask once more on a page of their own (a link to it), where the reason is given.
+ */
 function moderationForms(app: { id: string; status: string }, submissionId: string, csrf: string): SafeHtml {
-  const forms = (MODERATION[app.status] ?? []).map(
-    ({
-      action,
-      label,
-    }) => html`<form method="post" action="/review/apps/${app.id}/${action}" class="inline-form">
+  const forms = (MODERATION[app.status] ?? []).map(({ action, label }) =>
+    action === 'suspend' || action === 'delist'
+      ? html`<p>${confirmLink(
+          `/review/apps/${encodeURIComponent(app.id)}/${action}?${new URLSearchParams({ submission_id: submissionId })}`,
+          label,
+          action === 'suspend' ? 'danger' : 'secondary',
+        )}</p>`
+      : html`<form method="post" action="/review/apps/${app.id}/${action}" class="inline-form">
 <input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="submission_id" value="${submissionId}">
 <label>Reason <input name="reason" required pattern=".*\S.*" maxlength="1000"></label>
-<button type="submit" class="${action === 'suspend' ? 'danger' : 'secondary'}">${label}</button></form>`,
+<button type="submit" class="secondary">${label}</button></form>`,
   );
   return html`${forms}`;
 }
