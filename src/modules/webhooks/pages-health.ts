@@ -2,6 +2,7 @@ import { HOUR, MINUTE } from '../../lib/clock.ts';
 import { stackedBarChart } from '../../web/chart.ts';
 import { html, type SafeHtml } from '../../web/html.ts';
 import { timeTag } from '../../web/time.ts';
+import { attemptAnswer } from './attempt-words.ts';
 import type { EndpointHealth, EndpointStats, HourlyCount, StatsWindow } from './stats.ts';
 
 /** An endpoint failing longer than this gets a warning in the list. */
@@ -77,7 +78,7 @@ ${
 }
 ${
   failure
-    ? html`<p>Last failure: ${timeTag(failure.attempted_at, now)}, ${failure.status_code === null ? (failure.error ?? 'no answer') : `HTTP ${failure.status_code}`} (<a href="/dashboard/webhooks/deliveries/${failure.delivery_id}">delivery</a>).</p>`
+    ? html`<p>Last failure: ${timeTag(failure.attempted_at, now)}, ${attemptAnswer(failure)} (<a href="/dashboard/webhooks/deliveries/${failure.delivery_id}">delivery</a>).</p>`
     : ''
 }
 ${hourlyChart(stats.hourly)}

@@ -4,6 +4,7 @@ import { html, type SafeHtml } from '../../web/html.ts';
 import { csrfField } from '../../web/layout.ts';
 import { confirmLink } from '../../web/pages/confirm.ts';
 import { timeTag } from '../../web/time.ts';
+import { attemptAnswer } from './attempt-words.ts';
 import { MAX_CUSTOM_HEADERS, RATE_LIMIT_MAX } from './controls.ts';
 import type { Delivery, DeliveryDetail, DeliveryStatus } from './deliveries.ts';
 import { DELIVERY_STATUSES } from './deliveries.ts';
@@ -102,12 +103,6 @@ const DESTINATION_KINDS: ReadonlyArray<[string, string]> = [
   ['rabbitmq', 'RabbitMQ exchange'],
   ['nats', 'NATS JetStream subject'],
 ];
-
-/** What an attempt got: the HTTP status, the error, or a broker's confirmation (no status, no error). */
-export function answerLabel(attempt: { status_code: number | null; error: string | null }): string {
-  if (attempt.status_code !== null) return `HTTP ${attempt.status_code}`;
-  return attempt.error ?? 'confirmed by the broker';
-}
 
 /** Where an endpoint's messages go, as its page says it: a broker's password is masked already. */
 function destinationLine(endpoint: WebhookEndpoint): SafeHtml {
@@ -322,7 +317,7 @@ export function deliveryPage(csrf: string, delivery: DeliveryDetail, now: Date):
   const attempts = delivery.attempts.map(
     (a) => html`<tr>
 <td>${timeTag(a.attempted_at, now)}</td><td>${a.trigger}</td>
-<td>${answerLabel(a)}</td><td>${a.duration_ms} ms</td>
+<td>${attemptAnswer(a)}</td><td>${a.duration_ms} ms</td>
 <td><pre>${printable(a.response_body)}</pre></td>
 </tr>`,
   );

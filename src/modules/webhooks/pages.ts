@@ -9,6 +9,7 @@ import { html } from '../../web/html.ts';
 import { sendPage } from '../../web/layout.ts';
 import { redirectWithFlash } from '../../web/pages/common.ts';
 import { type Confirmation, confirmationBody } from '../../web/pages/confirm.ts';
+import { attemptAnswer } from './attempt-words.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus, getDelivery, listDeliveries } from './deliveries.ts';
 import { createEndpoint } from './endpoint-create.ts';
 import { revealSecret, rotateSecret } from './endpoint-secrets.ts';
@@ -16,7 +17,6 @@ import { updateEndpoint } from './endpoint-update.ts';
 import { type DeliveryControlsInput, getEndpoint, listEndpoints, type WebhookEndpoint } from './endpoints.ts';
 import { ENDPOINT_ACTIONS } from './pages-actions.ts';
 import {
-  answerLabel,
   deliveryPage,
   type EndpointForm,
   type EndpointPageExtras,
@@ -39,8 +39,8 @@ interface Answer {
 function testSummary(result: TestSendResult): string {
   const answer =
     result.status_code === null && result.error !== null
-      ? `no answer (${result.error})`
-      : answerLabel(result);
+      ? `no answer, ${attemptAnswer(result)}`
+      : attemptAnswer(result);
   return `Test message sent: ${answer} in ${result.duration_ms} ms.`;
 }
 

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CompanyFixture, call, createCompany, createShipment } from '../../support/api.ts';
 import { startWaybill, type TestWaybill } from '../../support/harness.ts';
@@ -282,5 +284,41 @@ describe('webhook dashboard pages', () => {
         '/v1/webhook-event-types',
       ]),
     );
+  });
+
+  it('says why an attempt failed in words beside its code: a refused connection, a server error', async () => {
+    // A port nothing listens on: the connection is refused.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const endpoint = await call(w, 'POST', '/v1/webhook-endpoints', {
+      token: company.liveToken,
+      body: { url: `http://127.0.0.1:${port}/hook`, event_types: ['shipment.created'] },
+    });
+    expect(endpoint.status, endpoint.text).toBe(201);
+    const id = endpoint.body.id as string;
+    const page = await browser.request('GET', `/dashboard/webhooks/${id}`);
+    const sent = await browser.follow(await browser.submit(page.text, `/dashboard/webhooks/${id}/test`));
+    expect(sent.text).toContain(
+      'connection_failed (the connection was refused or dropped: nothing accepted it at that address and port)',
+    );
+    const deliveryId = /\/dashboard\/webhooks\/deliveries\/(dlv_\w+)/.exec(sent.text)?.[1];
+    const delivery = await browser.request('GET', `/dashboard/webhooks/deliveries/${deliveryId}`);
+    expect(delivery.text).toContain('connection_failed (the connection was refused or dropped');
+
+    const kept = receiver.answer;
+    receiver.answer = { status: 503, body: 'down' };
+    const answering = await call(w, 'POST', '/v1/webhook-endpoints', {
+      token: company.liveToken,
+      body: { url: receiver.url, event_types: ['shipment.created'] },
+    });
+    const other = answering.body.id as string;
+    const otherPage = await browser.request('GET', `/dashboard/webhooks/${other}`);
+    const failed = await browser.follow(
+      await browser.submit(otherPage.text, `/dashboard/webhooks/${other}/test`),
+    );
+    receiver.answer = kept;
+    expect(failed.text).toContain('HTTP 503 (the receiver&#39;s server failed)');
   });
 });
