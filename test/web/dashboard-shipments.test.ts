@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call } from '../support/api.ts';
+import { call, createCompany, createShipment } from '../support/api.ts';
 import { startWaybill, type TestWaybill } from '../support/harness.ts';
-import { type PageClient, shipmentIds, signUpInBrowser } from './page-client.ts';
+import { PageClient, shipmentIds, signUpInBrowser } from './page-client.ts';
 
 const SHIPMENT = {
   recipient_name: 'Grace Hopper',
@@ -186,5 +186,48 @@ describe('dashboard shipments', () => {
     expect(move.text).not.toMatch(/at \w+ \(/);
     // The API still answers problem JSON: the pages' error handler stays in the pages.
     expect((await call(w, 'GET', '/v1/shipments/shp_x')).headers['content-type']).toContain('problem+json');
+  });
+});
+
+describe('the shipments list finds by carrier and by the carrier’s tracking number', () => {
+  let w: TestWaybill;
+  let client: PageClient;
+  let testToken: string;
+  beforeAll(async () => {
+    w = await startWaybill();
+    const company = await createCompany(w, 'Carrier Mix');
+    // A new company's dashboard opens on its test data.
+    testToken = company.testToken;
+    client = new PageClient(w);
+    client.cookies.set('waybill_session', company.owner.token);
+  });
+  afterAll(async () => {
+    await w?.close();
+  });
+
+  it('offers the carriers its shipments name, filters by one, keeps it on the Next link, and ignores a foreign code', async () => {
+    const dhl = await createShipment(w, testToken, {
+      recipient_name: 'Dora DHL',
+      carrier: { code: 'dhl', name: 'DHL' },
+      carrier_tracking_number: 'JD014600006281230704',
+    });
+    await createShipment(w, testToken, { recipient_name: 'Una UPS', carrier: { code: 'ups', name: 'UPS' } });
+    await createShipment(w, testToken, { recipient_name: 'Nora None' });
+
+    const all = await client.get('/dashboard/shipments');
+    expect(all.text).toContain('<option value="dhl">DHL</option>');
+    expect(all.text).toContain('<option value="ups">UPS</option>');
+    expect(shipmentIds(all.text)).toHaveLength(3);
+
+    const onlyDhl = await client.get('/dashboard/shipments?carrier=dhl');
+    expect(shipmentIds(onlyDhl.text)).toEqual([dhl.id]);
+    expect(onlyDhl.text).toContain('<option value="dhl" selected>DHL</option>');
+
+    const byCarrierNumber = await client.get('/dashboard/shipments?q=JD014600006281230704');
+    expect(shipmentIds(byCarrierNumber.text)).toEqual([dhl.id]);
+
+    const unknown = await client.get('/dashboard/shipments?carrier=%3Cscript%3E');
+    expect(unknown.status).toBe(200);
+    expect(shipmentIds(unknown.text)).toHaveLength(3);
   });
 });

@@ -14,6 +14,7 @@ import {
   listShipments,
   moveShipment,
   type Shipment,
+  shipmentCarriers,
   type TrackedShipment,
 } from '../../modules/shipments/service.ts';
 import type { DashboardView } from '../../web/dashboard.ts';
@@ -102,10 +103,23 @@ interface ListFilters {
   status: string | undefined;
   q: string | undefined;
   account: string | undefined;
+  carrier: string | undefined;
 }
 
-function listBody(view: DashboardView, page: Page<Shipment>, filters: ListFilters, now: Date) {
+function listBody(
+  view: DashboardView,
+  page: Page<Shipment>,
+  filters: ListFilters,
+  carriers: ReadonlyArray<{ code: string; name: string }>,
+  now: Date,
+) {
   const { status } = filters;
+  const carrierFilter = carriers.length
+    ? html`<label class="check">Carrier <select name="carrier"><option value="">Any</option>${carriers.map(
+        (c) =>
+          html`<option value="${c.code}"${selected(c.code === filters.carrier)}>${c.name || c.code}</option>`,
+      )}</select></label>`
+    : '';
   const accounts = view.customerAccounts.length
     ? html`<label class="check">Merchant account <select name="account"><option value="">All</option>${view.customerAccounts.map(
         (a) => html`<option value="${a.id}"${selected(a.id === filters.account)}>${a.name}</option>`,
@@ -123,47 +137,49 @@ function listBody(view: DashboardView, page: Page<Shipment>, filters: ListFilter
 <label class="check">Status <select name="status"><option value="">Any</option>${SHIPMENT_STATUSES.map(
     (s) => html`<option value="${s}"${selected(s === status)}>${s.replaceAll('_', ' ')}</option>`,
   )}</select></label>
-${accounts}
+${carrierFilter}${accounts}
 <button class="secondary" type="submit">Search</button>
 </form>
 ${
   page.data.length === 0
-    ? html`<p class="empty">${filters.q || status || filters.account ? 'No shipment matches.' : `No shipments here yet${view.livemode ? '' : ' in test data'}.`}</p>`
+    ? html`<p class="empty">${filters.q || status || filters.account || filters.carrier ? 'No shipment matches.' : `No shipments here yet${view.livemode ? '' : ' in test data'}.`}</p>`
     : html`<div class="table-wrap"><table><thead><tr><th>Recipient</th><th>Status</th><th>Created</th><th>Tracking</th><th>Reference</th><th>Merchant account</th><th>Payment</th></tr></thead><tbody>
 ${page.data.map(
   (s) =>
     html`<tr><td>${shipmentLink(s)}</td><td>${statusBadge(s.status)}</td><td>${timeTag(s.created_at, now)}</td><td><code class="tracking-number">${s.tracking_number}</code></td><td>${s.external_ref ?? ''}</td><td>${accountName(s.customer_account_id)}</td><td>${amount(s)}</td></tr>`,
 )}</tbody></table></div>`
 }
-${nextLink(LIST, { status, q: filters.q, account: filters.account }, page.next_cursor)}`;
+${nextLink(LIST, { status, q: filters.q, account: filters.account, carrier: filters.carrier }, page.next_cursor)}`;
 }
 
 /** Shipments list, detail, and the status move. */
 export function shipmentPages(app: FastifyInstance, ctx: AppContext): void {
-  pageGet<Record<string, never>, { status?: string; cursor?: string; q?: string; account?: string }>(
-    app,
-    ctx,
-    LIST,
-    async (view, { query }) => {
-      const status = (SHIPMENT_STATUSES as readonly string[]).includes(query.status ?? '')
-        ? query.status
-        : undefined;
-      const q = query.q?.trim().slice(0, 200) || undefined;
-      // Only an account of the company's own list; another id is as if none was chosen.
-      const account = view.customerAccounts.find((a) => a.id === query.account)?.id;
-      const page = await listShipments(ctx, view.access, {
-        status,
-        ...(q ? { query: q } : {}),
-        ...(account ? { customer_account_id: account } : {}),
-        cursor: query.cursor?.slice(0, 200),
-      });
-      return {
-        title: 'Shipments',
-        path: LIST,
-        body: listBody(view, page, { status, q, account }, ctx.clock.now()),
-      };
-    },
-  );
+  pageGet<
+    Record<string, never>,
+    { status?: string; cursor?: string; q?: string; account?: string; carrier?: string }
+  >(app, ctx, LIST, async (view, { query }) => {
+    const status = (SHIPMENT_STATUSES as readonly string[]).includes(query.status ?? '')
+      ? query.status
+      : undefined;
+    const q = query.q?.trim().slice(0, 200) || undefined;
+    // Only an account of the company's own list; another id is as if none was chosen.
+    const account = view.customerAccounts.find((a) => a.id === query.account)?.id;
+    // Only a carrier the company's shipments name; another code is as if none was chosen.
+    const carriers = await shipmentCarriers(ctx, view.access);
+    const carrier = carriers.find((c) => c.code === query.carrier)?.code;
+    const page = await listShipments(ctx, view.access, {
+      status,
+      ...(q ? { query: q } : {}),
+      ...(account ? { customer_account_id: account } : {}),
+      ...(carrier ? { carrier_code: carrier } : {}),
+      cursor: query.cursor?.slice(0, 200),
+    });
+    return {
+      title: 'Shipments',
+      path: LIST,
+      body: listBody(view, page, { status, q, account, carrier }, carriers, ctx.clock.now()),
+    };
+  });
 
   pageGet<{ id: string }>(app, ctx, `${LIST}/:id`, async (view, { params, retry }) => {
     const shipment = await getShipment(ctx, view.access, params.id);

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Static } from 'typebox';
 import type { AppContext, Trx } from '../../context.ts';
 import { runAfterCommit } from '../../context.ts';
@@ -242,6 +243,8 @@ export async function listShipments(
   filters: PageRequest & {
     status?: string;
     customer_account_id?: string;
+    /** The carrier's code (`carrier.code`), as the dashboard's filter names it. */
+    carrier_code?: string;
     /** A tracking number, an external reference, or the start of a recipient's name (the MCP search). */
     query?: string;
     updated_after?: Date;
@@ -257,6 +260,7 @@ export async function listShipments(
   if (filters.customer_account_id)
     query = query.where('customer_account_id', '=', filters.customer_account_id);
   if (filters.status) query = query.where('status', '=', filters.status);
+  if (filters.carrier_code) query = query.where(sql`carrier->>'code'`, '=', filters.carrier_code);
   const text = filters.query?.trim();
   if (text) {
     // A tracking number or external reference exactly, or the start of the recipient's name.
@@ -264,6 +268,7 @@ export async function listShipments(
     query = query.where((eb) =>
       eb.or([
         eb('tracking_number', '=', text),
+        eb('carrier_tracking_number', '=', text),
         eb('external_ref', '=', text),
         eb('recipient_name', 'ilike', prefix),
       ]),
@@ -271,6 +276,22 @@ export async function listShipments(
   }
   if (filters.updated_after) query = query.where('updated_at', '>', filters.updated_after);
   return newestFirst(query, 'shipments', filters, presentTrackedShipment);
+}
+
+/** The carriers a company's shipments of this mode name, for the dashboard's filter (at most 50). */
+export async function shipmentCarriers(
+  ctx: AppContext,
+  access: TenantAccess,
+): Promise<Array<{ code: string; name: string }>> {
+  requireScope(access, 'shipments:read');
+  let query = ctx.db
+    .selectFrom('shipments')
+    .select([sql<string>`carrier->>'code'`.as('code'), sql<string>`min(carrier->>'name')`.as('name')])
+    .where('tenant_id', '=', access.tenantId)
+    .where('livemode', '=', access.livemode)
+    .where('carrier', 'is not', null);
+  if (access.customerAccountId) query = query.where('customer_account_id', '=', access.customerAccountId);
+  return query.groupBy(sql`carrier->>'code'`).orderBy('name').limit(50).execute();
 }
 
 export async function moveShipment(
