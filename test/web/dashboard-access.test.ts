@@ -134,3 +134,33 @@ describe('dashboard access', () => {
     expect(shipmentIds((await owner.get('/dashboard/shipments')).text)).toEqual([own.id]);
   });
 });
+
+describe('an address that is no page', () => {
+  let w: TestWaybill;
+  beforeAll(async () => {
+    w = await startWaybill();
+  });
+  afterAll(async () => {
+    await w?.close();
+  });
+
+  it('is a page with a way back for a browser, and problem details for every API client', async () => {
+    const html = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+    const page = await fetch(`${w.url}/store`, { headers: { accept: html } });
+    expect(page.status).toBe(404);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    const text = await page.text();
+    expect(text).toContain('<h1>Not found</h1>');
+    expect(text).toContain('href="/dashboard"');
+
+    for (const path of ['/v1/nothing-here', '/oauth/nothing', '/mcp/nothing', '/.well-known/nothing']) {
+      const api = await fetch(`${w.url}${path}`, { headers: { accept: html } });
+      expect(api.status, path).toBe(404);
+      expect(api.headers.get('content-type'), path).toMatch(/^application\/problem\+json/);
+    }
+    const json = await fetch(`${w.url}/store`, { headers: { accept: 'application/json' } });
+    expect(json.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    const posted = await fetch(`${w.url}/store`, { method: 'POST', headers: { accept: html } });
+    expect(posted.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  });
+});

@@ -97,8 +97,24 @@ const PAGE_PATH = /^\/(dashboard|developer|review)(\/|$|\?)/;
  * form's CSRF check is one too. Any other address gets the problem details it always had.
  */
 export function pageErrorAnswer(request: FastifyRequest, reply: FastifyReply, error: AppError) {
-  if (!PAGE_PATH.test(request.url)) return undefined;
+  if (!PAGE_PATH.test(request.url) && !browserLostItsWay(request, error)) return undefined;
   return sendErrorPage(request, reply, error);
+}
+
+/** The machine-read surfaces: their 404 stays problem JSON whatever the client accepts. */
+const API_PATH = /^\/(v1|oauth|mcp|\.well-known|openapi\.json|metrics|healthz|readyz|static)(\/|$|\?)/;
+
+/**
+ * A browser's GET of an address that is no page (a mistyped or old link): a page with a way back,
+ * not problem JSON. Only when it asks for HTML, so that API clients keep their problem details.
+ */
+function browserLostItsWay(request: FastifyRequest, error: AppError): boolean {
+  return (
+    error.code === 'request.not_found' &&
+    request.method === 'GET' &&
+    !API_PATH.test(request.url) &&
+    /\btext\/html\b/.test(String(request.headers.accept ?? ''))
+  );
 }
 
 /** Renders any error of a page as the friendly page; unknown ones are logged and leak nothing. */

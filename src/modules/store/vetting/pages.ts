@@ -79,7 +79,10 @@ export function vettingPages(ctx: AppContext): FastifyPluginAsync {
           ...(status ? { status } : {}),
           ...(request.query.cursor ? { cursor: request.query.cursor } : {}),
         });
-        return sendPage(reply, queuePage({ csrf }, status, queue.data, queue.next_cursor));
+        return sendPage(
+          reply,
+          queuePage({ csrf, now: ctx.clock.now() }, status, queue.data, queue.next_cursor),
+        );
       }),
     );
 
@@ -90,7 +93,12 @@ export function vettingPages(ctx: AppContext): FastifyPluginAsync {
       id: string,
       flash: { kind: 'ok' | 'error'; message: string } | null,
       status = 200,
-    ) => sendPage(reply, reviewPage({ csrf, flash }, await submissionForReview(ctx, reviewerId, id)), status);
+    ) =>
+      sendPage(
+        reply,
+        reviewPage({ csrf, flash, now: ctx.clock.now() }, await submissionForReview(ctx, reviewerId, id)),
+        status,
+      );
 
     app.get<SubmissionRoute>(
       '/review/submissions/:id',

@@ -2,6 +2,7 @@ import { outsidePlaces } from '../../../web/dashboard.ts';
 import { html, type SafeHtml } from '../../../web/html.ts';
 import { csrfField, headerTools, layout, placesNav } from '../../../web/layout.ts';
 import { confirmLink } from '../../../web/pages/confirm.ts';
+import { timeTag } from '../../../web/time.ts';
 import { checksList, statusBadge } from '../checks/views.ts';
 import { categoryLabel } from '../listing/categories.ts';
 import { characterCount, type Listing } from '../listing/rules.ts';
@@ -12,6 +13,8 @@ import type { QueueItem, ReviewedSubmission } from './service.ts';
 
 export interface ConsolePage {
   csrf: string;
+  /** The clock's now, for "3 min ago" beside each time. */
+  now?: Date;
   flash?: { kind: 'ok' | 'error'; message: string } | null;
 }
 
@@ -34,8 +37,6 @@ const FILTERS: Array<[SubmissionStatus | '', string]> = [
   ['withdrawn', 'Withdrawn'],
 ];
 
-const when = (iso: string | null) => (iso ? `${iso.slice(0, 16).replace('T', ' ')} UTC` : '');
-
 export function queuePage(
   page: ConsolePage,
   status: SubmissionStatus | '',
@@ -46,14 +47,14 @@ export function queuePage(
     const passed = item.checks.filter((c) => c.passed).length;
     return html`<tr><td><a href="/review/submissions/${item.id}">${item.app_name}</a></td>
 <td>${item.developer_email}</td><td>${item.updates_published_app ? 'update' : 'new listing'}</td>
-<td>${statusBadge(item.status)}</td><td>${when(item.created_at)}</td>
+<td>${statusBadge(item.status)}</td><td>${timeTag(item.created_at, page.now)}</td>
 <td><span class="badge ${passed === item.checks.length ? 'ok' : 'bad'}">${passed} / ${item.checks.length} checks</span></td></tr>`;
   });
   return consolePage(
     page,
     'Review queue',
     html`<h1>Review queue</h1>
-<nav class="row filters" aria-label="Status">${FILTERS.map(
+<nav class="tabs" aria-label="Status">${FILTERS.map(
       ([value, label]) =>
         html`<a href="/review${value ? `?status=${value}` : ''}"${value === status ? html` aria-current="page"` : ''}>${label}</a>`,
     )}</nav>
@@ -168,7 +169,7 @@ export function reviewPage(page: ConsolePage, submission: ReviewedSubmission): S
     page,
     submission.app.name,
     html`<h1>${submission.app.name} ${statusBadge(submission.status)}</h1>
-<p class="muted">${submission.updates_published_app ? 'An update of a published app' : 'A new listing'} from ${submission.developer.name} &lt;${submission.developer.email}&gt;, sent ${when(submission.created_at)}.
+<p class="muted">${submission.updates_published_app ? 'An update of a published app' : 'A new listing'} from ${submission.developer.name} &lt;${submission.developer.email}&gt;, sent ${timeTag(submission.created_at, page.now)}.
 <a href="/review">Back to the queue</a></p>
 ${submission.note ? html`<p class="card"><strong>Note from the developer:</strong> ${submission.note}</p>` : ''}
 ${submission.reviewer_note ? html`<p class="card"><strong>Reviewer's note:</strong> ${submission.reviewer_note}</p>` : ''}
