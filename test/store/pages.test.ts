@@ -260,7 +260,9 @@ describe('review console', () => {
     expect(page.text).toContain('First time here');
     expect(page.text).toContain('Start review');
     // Suspending asks first, on a page of its own (CONTRACT.md, "The dashboard's manners").
-    expect(page.text).toMatch(/href="\/review\/apps\/app_[A-Za-z0-9]+\/suspend\?submission_id=sub_[A-Za-z0-9]+"/);
+    expect(page.text).toMatch(
+      /href="\/review\/apps\/app_[A-Za-z0-9]+\/suspend\?submission_id=sub_[A-Za-z0-9]+"/,
+    );
 
     const started = await browser.follow(await browser.post(`/review/submissions/${id}/start`, {}));
     expect(started.text).toContain('Review started');

@@ -1,11 +1,12 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../../../context.ts';
 import { DAY } from '../../../lib/clock.ts';
 import type { DemoSeed } from '../../../lib/demo.ts';
 import { createCompany } from '../../accounts/companies.ts';
 import { getPerson, signUp } from '../../accounts/users.ts';
+import { demoInstallLink } from '../../apps/demo.ts';
 import { upsertInstallation } from '../../apps/registry.ts';
-import { type App, createApp, listApps } from '../../apps/service.ts';
+import { createApp, listApps } from '../../apps/service.ts';
 import type { Listing } from '../listing/rules.ts';
 import { addCheckedScreenshot, uploadCheckedIcon } from '../media/service.ts';
 import { replyToReview } from '../ratings/replies.ts';
@@ -156,25 +157,6 @@ const WAITING_LISTING: Listing = {
 };
 
 /**
- * The start link the demo app's own page would send people to: an authorization request with a
- * PKCE challenge, printed with its verifier so the code can be exchanged by hand.
- */
-function demoStartLink(ctx: AppContext, app: App): { link: string; verifier: string } {
-  const verifier = randomBytes(32).toString('base64url');
-  const challenge = createHash('sha256').update(verifier).digest('base64url');
-  const query = new URLSearchParams({
-    response_type: 'code',
-    client_id: app.id,
-    redirect_uri: app.redirect_uris[0] ?? '',
-    scope: app.scopes.join(' '),
-    state: 'demo',
-    code_challenge: challenge,
-    code_challenge_method: 'S256',
-  });
-  return { link: `${ctx.config.webUrl}/oauth/authorize?${query}`, verifier };
-}
-
-/**
  * The App Store's demo: a published app with its listing in English and Spanish (submitted by the
  * developer and approved by the demo reviewer, through the same services as the API), and a
  * submission of the demo app waiting for the reviewer. The automated checks run for real against
@@ -235,7 +217,7 @@ export async function seedDemoStore(
     events_url: 'https://carrier-sync.example/waybill/events',
     note: 'First submission of our carrier integration.',
   });
-  const start = demoStartLink(ctx, carrierSync);
+  const start = demoInstallLink(ctx, carrierSync);
   seed.lines.push(
     `  App Store         ${notifier.name} is published; ${carrierSync.name} waits for the reviewer`,
     `  install (demo)    ${start.link}`,
